@@ -1,0 +1,40 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Release builds are portable by default (baseline x86-64 / ARMv8). The hot GEMMs run in
+// OpenBLAS, which picks its own kernels at run time, so the portable build loses little.
+// To let the Swift kernels use every instruction of the build machine, set
+// YOLO_TARGET_CPU=native (or a CPU name such as haswell, znver4, cortex-a72) when building.
+let targetCPU = Context.environment["YOLO_TARGET_CPU"].flatMap { $0.isEmpty ? nil : $0 }
+let cpuFlags: [SwiftSetting] = targetCPU.map { [.unsafeFlags(["-target-cpu", $0])] } ?? []
+let engineSettings: [SwiftSetting] = cpuFlags
+
+let package = Package(
+    name: "yolo-swift",
+    products: [
+        // Public API
+        .library(name: "YOLO", targets: ["YOLO"]),
+        .library(name: "YOLOImage", targets: ["YOLOImage"]),
+        .executable(name: "yolo", targets: ["yolo"]),
+        .executable(name: "yolo-bench", targets: ["yolo-bench"]),
+    ],
+    targets: [
+        // System libraries (Debian packages), each a module map and a one-line shim.
+        .systemLibrary(name: "COpenBLAS", pkgConfig: "openblas", providers: [.apt(["libopenblas-dev"])]),
+        .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+
+        // Implementation
+        .target(name: "YOLO", dependencies: ["COpenBLAS"], swiftSettings: engineSettings),
+        .target(name: "YOLOImage", dependencies: ["YOLO", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
+        .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage"], swiftSettings: cpuFlags),
+        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOImage"], path: "Benchmarks/yolo-bench",
+                          swiftSettings: cpuFlags),
+
+        // Tests
+        .testTarget(name: "YOLOTests", dependencies: ["YOLO"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "yoloTests", dependencies: ["yolo"]),
+    ],
+    swiftLanguageModes: [.v5]
+)

@@ -1,0 +1,41 @@
+/// One object found in an image: one (box, class) pair whose probability is above the
+/// threshold, as Darknet reports them (so one box can appear twice, e.g. as car and truck).
+public struct Detection: Sendable, Equatable {
+    /// Index into the class names (COCO: 0 = person, 16 = dog, ...).
+    public var classIndex: Int
+    /// The class name, or "class N" when no names were given.
+    public var className: String
+    /// objectness * P(class | object), as Darknet prints it.
+    public var confidence: Float
+    /// The box's objectness score.
+    public var objectness: Float
+    /// Box edges in original-image pixels, unclamped (may lie outside the image).
+    public var left: Float
+    public var top: Float
+    public var right: Float
+    public var bottom: Float
+    /// Box centre and size relative to the original image (Darknet's `rel`), unclamped.
+    public var x: Float
+    public var y: Float
+    public var width: Float
+    public var height: Float
+    /// Position of the box in the list after NMS (Darknet's `det_index`); detections that
+    /// share a box share this index.
+    public var boxIndex: Int
+
+    public init(classIndex: Int, className: String, confidence: Float, objectness: Float,
+                x: Float, y: Float, width: Float, height: Float,
+                imageWidth: Int, imageHeight: Int, boxIndex: Int) {
+        self.classIndex = classIndex
+        self.className = className
+        self.confidence = confidence
+        self.objectness = objectness
+        self.x = x; self.y = y; self.width = width; self.height = height
+        let iw = Float(imageWidth), ih = Float(imageHeight)
+        self.left = (x - width / 2) * iw
+        self.right = (x + width / 2) * iw
+        self.top = (y - height / 2) * ih
+        self.bottom = (y + height / 2) * ih
+        self.boxIndex = boxIndex
+    }
+}

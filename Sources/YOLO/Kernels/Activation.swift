@@ -1,0 +1,60 @@
+// Kernels are import-free free functions over raw buffers, so they build for any target
+// (Embedded Swift on aarch64 included) and several layers can share them.
+
+/// Activation functions of Darknet's conv and shortcut layers.
+public enum Activation: String, Sendable {
+    case linear, leaky, relu, logistic
+}
+
+/// Darknet's logistic, `1./(1. + exp(-x))`, is evaluated in double precision; so is ours,
+/// to match it bit for bit. `exp` is passed in so this file needs no libm import.
+@inline(__always)
+func logistic(_ x: Float, exp: (Double) -> Double) -> Float {
+    Float(1.0 / (1.0 + exp(-Double(x))))
+}
+
+/// `data[c][i] = act(data[c][i] + bias[c])` for the channels in `channels`; one pass over memory.
+func biasActivate(_ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>, channels: Range<Int>,
+                  spatial: Int, activation: Activation, exp: (Double) -> Double) {
+    typealias V = SIMD16<Float>
+    let vectorEnd = spatial - spatial % V.scalarCount
+    for c in channels {
+        let row = data + c * spatial
+        let b = bias[c]
+        switch activation {
+        case .leaky:
+            let vb = V(repeating: b), tenth = V(repeating: 0.1)
+            var i = 0
+            while i < vectorEnd {
+                let raw = UnsafeMutableRawPointer(row + i)
+                let v = raw.loadUnaligned(as: V.self) + vb
+                raw.storeBytes(of: v.replacing(with: v * tenth, where: v .< 0), as: V.self)
+                i += V.scalarCount
+            }
+            while i < spatial { let v = row[i] + b; row[i] = v > 0 ? v : v * 0.1; i += 1 }
+        case .linear:
+            let vb = V(repeating: b)
+            var i = 0
+            while i < vectorEnd {
+                let raw = UnsafeMutableRawPointer(row + i)
+                raw.storeBytes(of: raw.loadUnaligned(as: V.self) + vb, as: V.self)
+                i += V.scalarCount
+            }
+            while i < spatial { row[i] += b; i += 1 }
+        case .relu:
+            for i in 0..<spatial { let v = row[i] + b; row[i] = v > 0 ? v : 0 }
+        case .logistic:
+            for i in 0..<spatial { row[i] = logistic(row[i] + b, exp: exp) }
+        }
+    }
+}
+
+/// Applies an activation in place to `count` floats.
+func activate(_ data: UnsafeMutablePointer<Float>, count: Int, activation: Activation, exp: (Double) -> Double) {
+    switch activation {
+    case .linear: return
+    case .leaky: for i in 0..<count { let v = data[i]; data[i] = v > 0 ? v : v * 0.1 }
+    case .relu: for i in 0..<count { let v = data[i]; data[i] = v > 0 ? v : 0 }
+    case .logistic: for i in 0..<count { data[i] = logistic(data[i], exp: exp) }
+    }
+}

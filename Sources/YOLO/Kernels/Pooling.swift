@@ -1,0 +1,44 @@
+/// Darknet's max pool: window `size`, `stride`, total padding `pad` of which pad/2 lies
+/// before the input (so with the default pad = size-1 and size 2 all of it lies after).
+/// Taps outside the input are skipped, never read as zero.
+func maxPool(_ src: UnsafePointer<Float>, height: Int, width: Int, size: Int, stride: Int, pad: Int,
+             outHeight: Int, outWidth: Int, channels: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
+    let offset = -(pad / 2)
+    if size == 2 && stride == 2 && offset == 0 && outHeight * 2 <= height && outWidth * 2 <= width {
+        maxPool2x2(src, height: height, width: width, outHeight: outHeight, outWidth: outWidth,
+                   channels: channels, into: dst)
+        return
+    }
+    for c in channels {
+        let plane = src + c * height * width
+        var out = dst + c * outHeight * outWidth
+        for oy in 0..<outHeight {
+            let y0 = oy * stride + offset
+            let ys = max(0, y0)..<min(height, y0 + size)
+            for ox in 0..<outWidth {
+                let x0 = ox * stride + offset
+                let xs = max(0, x0)..<min(width, x0 + size)
+                var m = -Float.greatestFiniteMagnitude
+                for y in ys { for x in xs { m = max(m, plane[y * width + x]) } }
+                out[ox] = m
+            }
+            out += outWidth
+        }
+    }
+}
+
+/// The common 2x2 stride-2 case where every tap is inside the input.
+func maxPool2x2(_ src: UnsafePointer<Float>, height: Int, width: Int, outHeight: Int, outWidth: Int,
+                channels: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
+    for c in channels {
+        let plane = src + c * height * width
+        var out = dst + c * outHeight * outWidth
+        for oy in 0..<outHeight {
+            let r0 = plane + 2 * oy * width, r1 = r0 + width
+            for ox in 0..<outWidth {
+                out[ox] = max(max(r0[2 * ox], r0[2 * ox + 1]), max(r1[2 * ox], r1[2 * ox + 1]))
+            }
+            out += outWidth
+        }
+    }
+}

@@ -1,0 +1,9 @@
+extension Activation {
+    init(name: String, section: DarknetConfig.Section) throws {
+        guard let a = Activation(rawValue: name) else {
+            throw section.error("activation=\(name) is not supported (supported: linear, leaky, relu, logistic)",
+                                line: section.options.last { $0.key == "activation" }?.line)
+        }
+        self = a
+    }
+}

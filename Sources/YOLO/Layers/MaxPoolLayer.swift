@@ -1,0 +1,34 @@
+/// [maxpool] with Darknet's padding: `padding` (default size-1) in total, pad/2 of it before
+/// the input. So size=2 stride=1 keeps 13x13, its last row and column taking the max of the
+/// taps that exist.
+final class MaxPoolLayer: Layer {
+    let kind = LayerKind.maxpool
+    let inputShape: Shape
+    let outputShape: Shape
+    let size: Int, stride: Int, padding: Int
+    var output: UnsafeMutablePointer<Float>!
+    let input: UnsafePointer<Float>
+
+    init(section: DarknetConfig.Section, input: UnsafePointer<Float>, inputShape: Shape) throws {
+        self.input = input
+        self.inputShape = inputShape
+        stride = try section.positive("stride", section.int("stride", default: 1))
+        size = try section.positive("size", section.int("size", default: stride))
+        padding = try section.positive("padding", section.int("padding", default: size - 1), minimum: 0)
+        guard inputShape.h + padding >= size, inputShape.w + padding >= size else {
+            throw section.error("size=\(size) is larger than the padded input \(inputShape)")
+        }
+        outputShape = Shape(c: inputShape.c, h: (inputShape.h + padding - size) / stride + 1,
+                            w: (inputShape.w + padding - size) / stride + 1)
+    }
+
+    func forward(_ context: inout ForwardContext) {
+        let (src, dst) = (input, output!)
+        let (h, w, oh, ow) = (inputShape.h, inputShape.w, outputShape.h, outputShape.w)
+        let (k, s, p) = (size, stride, padding)
+        context.pool.parallelFor(inputShape.c) { range in
+            maxPool(src, height: h, width: w, size: k, stride: s, pad: p, outHeight: oh, outWidth: ow,
+                    channels: range, into: dst)
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+
+/// A usage error: printed to stderr with a hint, exit code 64 (EX_USAGE).
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ message: String) { description = message }
+}
+
+/// A small command-line parser: `--name value`, `--name=value`, boolean `--flag`s and positionals.
+struct Arguments {
+    private(set) var values: [String: String] = [:]
+    private(set) var flags: Set<String> = []
+    private(set) var positionals: [String] = []
+
+    /// `options` take a value; `flags` take none. Names are given without the leading dashes.
+    /// `short` maps one-letter aliases (e.g. "o": "output").
+    init(_ args: [String], options: Set<String>, flags: Set<String>, short: [Character: String] = [:]) throws {
+        var i = 0
+        var onlyPositionals = false
+        while i < args.count {
+            let arg = args[i]
+            i += 1
+            if onlyPositionals || arg == "-" || !arg.hasPrefix("-") { positionals.append(arg); continue }
+            if arg == "--" { onlyPositionals = true; continue }
+            var name: String
+            var inline: String? = nil
+            if arg.hasPrefix("--") {
+                name = String(arg.dropFirst(2))
+                if let eq = name.firstIndex(of: "=") {
+                    inline = String(name[name.index(after: eq)...])
+                    name = String(name[..<eq])
+                }
+            } else if arg.count == 2, let long = short[arg.last!] {
+                name = long
+            } else {
+                throw UsageError("unknown option '\(arg)'")
+            }
+            if flags.contains(name) {
+                if inline != nil { throw UsageError("--\(name) takes no value") }
+                self.flags.insert(name)
+            } else if options.contains(name) {
+                if let inline { values[name] = inline; continue }
+                guard i < args.count else { throw UsageError("--\(name) needs a value") }
+                values[name] = args[i]
+                i += 1
+            } else {
+                throw UsageError("unknown option '\(arg)'")
+            }
+        }
+    }
+
+    func has(_ flag: String) -> Bool { flags.contains(flag) }
+    func string(_ name: String) -> String? { values[name] }
+
+    func int(_ name: String, default def: Int, range: ClosedRange<Int> = Int.min...Int.max) throws -> Int {
+        guard let s = values[name] else { return def }
+        guard let v = Int(s), range.contains(v) else {
+            throw UsageError("--\(name) \(s): expected an integer in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return v
+    }
+
+    func float(_ name: String, default def: Float, range: ClosedRange<Float>) throws -> Float {
+        guard let s = values[name] else { return def }
+        guard let v = Float(s), range.contains(v) else {
+            throw UsageError("--\(name) \(s): expected a number in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return v
+    }
+}
+
+/// Writes to standard error.
+func printError(_ message: String) {
+    FileHandle.standardError.write((message + "\n").data(using: .utf8)!)
+}

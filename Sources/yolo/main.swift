@@ -1,0 +1,35 @@
+import Foundation
+import YOLO
+
+let defaultCfg = "weights/yolov3-tiny.cfg"
+let defaultWeights = "weights/yolov3-tiny.weights"
+let defaultNames = "weights/coco.names"
+
+let mainUsage = """
+usage: yolo <command> [options]
+
+commands:
+  heads     run the network on a raw float32 tensor and write its raw YOLO heads
+
+Run 'yolo <command> --help' for a command's options.
+"""
+
+func runMain(_ argv: [String]) -> Int32 {
+    guard let command = argv.first else { printError(mainUsage); return 64 }
+    let rest = Array(argv.dropFirst())
+    do {
+        switch command {
+        case "heads": return try HeadsCommand.run(rest)
+        case "-h", "--help", "help": print(mainUsage); return 0
+        default: throw UsageError("unknown command '\(command)'")
+        }
+    } catch let e as UsageError {
+        printError("yolo: \(e.description)\nRun 'yolo --help' for usage.")
+        return 64
+    } catch {
+        printError("yolo: error: \(error)")
+        return 1
+    }
+}
+
+exit(runMain(Array(CommandLine.arguments.dropFirst())))
