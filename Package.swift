@@ -35,6 +35,8 @@ let package = Package(
         .testTarget(name: "YOLOTests", dependencies: ["YOLO"], resources: [.copy("Fixtures")]),
         .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO"], resources: [.copy("Fixtures")]),
         .testTarget(name: "yoloTests", dependencies: ["yolo"]),
+        // End to end: image files through the engine, checked against Darknet's outputs.
+        .testTarget(name: "IntegrationTests", dependencies: ["YOLO", "YOLOImage"], resources: [.copy("Fixtures")]),
     ],
     swiftLanguageModes: [.v5]
 )

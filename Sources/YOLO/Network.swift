@@ -123,10 +123,6 @@ public final class Network {
             arena.deallocate()
             throw error
         }
-        guard !yolo.isEmpty else {
-            arena.deallocate()
-            throw YOLOError.cfg(file: config.file, line: 0, message: "the cfg has no [yolo] layer")
-        }
 
         // Parameters: the weights file after its header, folded in place and kept as one block.
         let params: UnsafeMutablePointer<Float>
@@ -205,7 +201,7 @@ public final class Network {
         UnsafeBufferPointer(start: impl[index].output, count: impl[index].outputShape.count)
     }
 
-    /// The YOLO heads of the last forward, in cfg order.
+    /// The YOLO heads of the last forward, in cfg order (empty for a cfg without [yolo] layers).
     public var heads: [HeadView] {
         yoloLayers.map { i in
             let y = impl[i] as! YOLOLayer

@@ -98,6 +98,15 @@ private final class PoolState {
         pthread_mutex_unlock(mutex)
     }
 
+    /// Runs the current job; its own frame, so the job's closure is released before the worker
+    /// reports completion (`withoutActuallyEscaping` checks that nothing keeps it).
+    private func runJob(part: Int) {
+        pthread_mutex_lock(mutex)
+        let body = job!
+        pthread_mutex_unlock(mutex)
+        body(part)
+    }
+
     func workerLoop(part: Int) {
         var seen = 0
         while true {
@@ -105,9 +114,8 @@ private final class PoolState {
             while generation == seen && !stopping { pthread_cond_wait(wake, mutex) }
             if stopping { pthread_mutex_unlock(mutex); return }
             seen = generation
-            let body = job!
             pthread_mutex_unlock(mutex)
-            body(part)
+            runJob(part: part)
             pthread_mutex_lock(mutex)
             remaining -= 1
             if remaining == 0 { pthread_cond_signal(finished) }

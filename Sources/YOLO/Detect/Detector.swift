@@ -1,0 +1,328 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How the bytes of one pixel are laid out in a frame given to `Detector.detect`.
+public enum PixelFormat: String, Sendable, CaseIterable {
+    /// 3 bytes: red, green, blue.
+    case rgb
+    /// 4 bytes: red, green, blue, alpha (alpha ignored, as Darknet drops it).
+    case rgba
+    /// 3 bytes: blue, green, red (OpenCV's order).
+    case bgr
+    /// 4 bytes: blue, green, red, alpha (alpha ignored).
+    case bgra
+    /// 1 byte of grey, used for all three channels.
+    case gray
+
+    public var bytesPerPixel: Int {
+        switch self {
+        case .rgb, .bgr: return 3
+        case .rgba, .bgra: return 4
+        case .gray: return 1
+        }
+    }
+
+    var layout: PixelLayout {
+        switch self {
+        case .rgb: return PixelLayout(bytesPerPixel: 3, red: 0, green: 1, blue: 2)
+        case .rgba: return PixelLayout(bytesPerPixel: 4, red: 0, green: 1, blue: 2)
+        case .bgr: return PixelLayout(bytesPerPixel: 3, red: 2, green: 1, blue: 0)
+        case .bgra: return PixelLayout(bytesPerPixel: 4, red: 2, green: 1, blue: 0)
+        case .gray: return PixelLayout(bytesPerPixel: 1, red: 0, green: 0, blue: 0)
+        }
+    }
+}
+
+/// How a frame is fitted to the network's input size.
+public enum ResizeMode: String, Sendable {
+    /// Keep the aspect ratio and pad with grey (pjreddie's Darknet, `letterbox_image`).
+    case letterbox
+    /// Stretch to the input size (AlexeyAB's Darknet by default, `resize_image`).
+    case stretch
+}
+
+/// What `Detector` reports and how.
+public struct DetectorOptions: Sendable, Equatable {
+    /// A (box, class) is reported when objectness > threshold and objectness * P(class) > threshold.
+    public var threshold: Float
+    /// Boxes whose IoU with a better box of the same class exceeds this are suppressed.
+    public var nmsThreshold: Float
+    /// Suppress overlapping boxes whatever their class (ranked by their best class).
+    public var classAgnostic: Bool
+    /// Report at most this many detections: the most confident ones, kept in Darknet's order.
+    public var maxDetections: Int?
+    /// Only these class indices are considered (nil: all classes).
+    public var classFilter: Set<Int>?
+    /// Letterbox (pjreddie, the default) or stretch (AlexeyAB) the frame to the network size.
+    public var resize: ResizeMode
+
+    public init(threshold: Float = 0.25, nmsThreshold: Float = 0.45, classAgnostic: Bool = false,
+                maxDetections: Int? = nil, classFilter: Set<Int>? = nil, resize: ResizeMode = .letterbox) {
+        self.threshold = threshold
+        self.nmsThreshold = nmsThreshold
+        self.classAgnostic = classAgnostic
+        self.maxDetections = maxDetections
+        self.classFilter = classFilter
+        self.resize = resize
+    }
+}
+
+/// Where the time of the last `detect` went, in nanoseconds.
+public struct DetectionTiming: Sendable, Equatable {
+    /// Conversion to floats and resizing into the network input.
+    public var preprocess: UInt64 = 0
+    /// The network's forward pass (what Darknet reports as "Predicted in").
+    public var inference: UInt64 = 0
+    /// Decoding, NMS and building the detections.
+    public var postprocess: UInt64 = 0
+
+    public init(preprocess: UInt64 = 0, inference: UInt64 = 0, postprocess: UInt64 = 0) {
+        self.preprocess = preprocess
+        self.inference = inference
+        self.postprocess = postprocess
+    }
+
+    public var totalNanoseconds: UInt64 { preprocess + inference + postprocess }
+}
+
+/// Finds objects in images: preprocesses a frame into the network's input, runs the network,
+/// decodes its [yolo] heads and applies NMS, reproducing the original Darknet.
+///
+/// A detector owns its network and scratch buffers; preprocessing allocates nothing after the
+/// first frame of a given size. One detector runs one frame at a time: use one per thread.
+public final class Detector {
+    public let network: Network
+    /// Class names, one per class (empty when none were given: classes are then "class N").
+    public let classNames: [String]
+    /// The number of classes the network's heads predict.
+    public let classCount: Int
+    public var options: DetectorOptions
+    /// Timing of the last `detect` (or `detectFromInput`).
+    public private(set) var lastTiming = DetectionTiming()
+
+    private var part: UnsafeMutablePointer<Float>
+    private var partCapacity: Int
+    private let byteTable: UnsafeMutablePointer<Float>
+    private var boxes = CandidateBoxes()
+    private var order: [Int] = []
+    private var scratch: [Int] = []
+
+    /// Loads a network and, when `namesPath` is given, its class names (one per line).
+    public convenience init(cfgPath: String, weightsPath: String, namesPath: String? = nil,
+                            options: DetectorOptions = DetectorOptions(), threads: Int = 1) throws {
+        let network = try Network(cfgPath: cfgPath, weightsPath: weightsPath, threads: threads)
+        var names: [String] = []
+        if let namesPath {
+            names = try Detector.readClassNames(path: namesPath)
+            let classes = network.heads.first?.classes ?? 0
+            if names.count < classes {
+                throw YOLOError.invalidArgument("\(namesPath): has \(names.count) class names, but \(cfgPath) has \(classes) classes")
+            }
+        }
+        try self.init(network: network, classNames: names, options: options)
+    }
+
+    /// Wraps a network. `classNames` may be empty (classes are then named "class N"); otherwise
+    /// it needs at least one name per class (extra names are ignored, as Darknet does).
+    public init(network: Network, classNames: [String] = [], options: DetectorOptions = DetectorOptions()) throws {
+        let heads = network.heads
+        guard let classes = heads.first?.classes else {
+            throw YOLOError.invalidArgument("the network has no [yolo] layer")
+        }
+        for head in heads where head.classes != classes {
+            throw YOLOError.invalidArgument("the [yolo] layers disagree on classes: layer \(heads[0].layerIndex) has \(classes), layer \(head.layerIndex) has \(head.classes)")
+        }
+        guard network.inputChannels == 3 else {
+            throw YOLOError.invalidArgument("the network takes \(network.inputChannels) input channels; Detector needs 3 (RGB)")
+        }
+        if !classNames.isEmpty && classNames.count < classes {
+            throw YOLOError.invalidArgument("\(classNames.count) class names given, but the network has \(classes) classes")
+        }
+        self.network = network
+        self.classNames = classNames
+        self.classCount = classes
+        self.options = options
+        partCapacity = 0
+        part = .allocate(capacity: 1)
+        byteTable = .allocate(capacity: 256)
+        fillUnitByteTable(byteTable)
+    }
+
+    deinit {
+        part.deallocate()
+        byteTable.deallocate()
+    }
+
+    /// Reads a Darknet names file: one class name per line (a final newline is optional;
+    /// carriage returns before newlines are dropped).
+    public static func readClassNames(path: String) throws -> [String] {
+        let text = try readTextFile(path)
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
+        }
+        if lines.last == "" { lines.removeLast() }
+        return lines
+    }
+
+    /// The name of class `index`.
+    public func className(_ index: Int) -> String {
+        index < classNames.count ? classNames[index] : "class \(index)"
+    }
+
+    /// Detects objects in an 8-bit frame. `rowStride` is the distance in bytes between rows
+    /// (default: `width * format.bytesPerPixel`). Boxes are in the frame's pixels.
+    public func detect(pixels: UnsafeRawBufferPointer, width: Int, height: Int, rowStride: Int? = nil,
+                       format: PixelFormat = .rgb) throws -> [Detection] {
+        try validateOptions()
+        let start = monotonicNanoseconds()
+        try preprocess(pixels: pixels, width: width, height: height, rowStride: rowStride, format: format)
+        let prepared = monotonicNanoseconds()
+        var detections = runAndDecode(imageWidth: width, imageHeight: height)
+        lastTiming.preprocess = prepared - start
+        _ = detections.count
+        detections = detections.isEmpty ? detections : detections
+        return detections
+    }
+
+    /// Detects objects in packed RGB bytes (`width * height * 3`, rows top first).
+    public func detect(rgb: [UInt8], width: Int, height: Int) throws -> [Detection] {
+        try rgb.withUnsafeBytes { try detect(pixels: $0, width: width, height: height, format: .rgb) }
+    }
+
+    /// Fills `network.input` from an 8-bit frame as `options.resize` says (letterbox: Darknet's
+    /// `letterbox_image`; stretch: `resize_image` to the input size). Allocates only when a
+    /// frame is taller or wider than any before.
+    public func preprocess(pixels: UnsafeRawBufferPointer, width: Int, height: Int, rowStride: Int? = nil,
+                           format: PixelFormat = .rgb) throws {
+        let bpp = format.bytesPerPixel
+        guard width > 0, height > 0 else {
+            throw YOLOError.invalidArgument("image size \(width)x\(height): width and height must be positive")
+        }
+        let (rowBytes, o1) = width.multipliedReportingOverflow(by: bpp)
+        guard !o1 else { throw YOLOError.invalidArgument("image width \(width) is too large") }
+        let stride = rowStride ?? rowBytes
+        guard stride >= rowBytes else {
+            throw YOLOError.invalidArgument("row stride \(stride) bytes is less than width \(width) x \(bpp) bytes per pixel (\(format.rawValue)) = \(rowBytes)")
+        }
+        let (rows, o2) = (height - 1).multipliedReportingOverflow(by: stride)
+        let (needed, o3) = rows.addingReportingOverflow(rowBytes)
+        guard !o2, !o3, pixels.count >= needed, let base = pixels.baseAddress else {
+            throw YOLOError.invalidArgument("pixel buffer has \(pixels.count) bytes; \(width)x\(height) \(format.rawValue) with row stride \(stride) needs \(o2 || o3 ? "more" : "\(needed)")")
+        }
+        let src = base.assumingMemoryBound(to: UInt8.self)
+        let netW = network.inputWidth, netH = network.inputHeight
+        let (newW, newH) = options.resize == .letterbox
+            ? letterboxSize(width: width, height: height, netWidth: netW, netHeight: netH)
+            : (netW, netH)
+        let needPart = 3 * height * newW
+        if needPart > partCapacity {
+            part.deallocate()
+            part = .allocate(capacity: needPart)
+            partCapacity = needPart
+        }
+        let x0 = (netW - newW) / 2, y0 = (netH - newH) / 2
+        let input = network.input.baseAddress!
+        resizeHorizontal(src, width: width, height: height, rowStride: stride, layout: format.layout,
+                         table: byteTable, outWidth: newW, into: part)
+        resizeVertical(part, width: newW, height: height, outHeight: newH, into: input,
+                       dstWidth: netW, dstHeight: netH, x0: x0, y0: y0)
+        fillOutside(input, width: netW, height: netH, x0: x0, y0: y0, boxWidth: newW, boxHeight: newH, value: 0.5)
+    }
+
+    /// Runs the network on the current contents of `network.input` (which must hold a frame of
+    /// `imageWidth` x `imageHeight` preprocessed as `options.resize` says, e.g. by `preprocess`)
+    /// and returns its detections.
+    public func detectFromInput(imageWidth: Int, imageHeight: Int) throws -> [Detection] {
+        try validateOptions()
+        guard imageWidth > 0, imageHeight > 0 else {
+            throw YOLOError.invalidArgument("image size \(imageWidth)x\(imageHeight): width and height must be positive")
+        }
+        lastTiming.preprocess = 0
+        return runAndDecode(imageWidth: imageWidth, imageHeight: imageHeight)
+    }
+
+    /// Decodes the heads of the network's last forward pass, for a frame of the given size.
+    public func decodeHeads(imageWidth: Int, imageHeight: Int) throws -> [Detection] {
+        try validateOptions()
+        guard imageWidth > 0, imageHeight > 0 else {
+            throw YOLOError.invalidArgument("image size \(imageWidth)x\(imageHeight): width and height must be positive")
+        }
+        return decode(imageWidth: imageWidth, imageHeight: imageHeight)
+    }
+
+    private func runAndDecode(imageWidth: Int, imageHeight: Int) -> [Detection] {
+        let start = monotonicNanoseconds()
+        network.forward()
+        let inferred = monotonicNanoseconds()
+        let detections = decode(imageWidth: imageWidth, imageHeight: imageHeight)
+        lastTiming.inference = inferred - start
+        lastTiming.postprocess = monotonicNanoseconds() - inferred
+        return detections
+    }
+
+    private func validateOptions() throws {
+        let o = options
+        guard o.threshold.isFinite, (0...1).contains(o.threshold) else {
+            throw YOLOError.invalidArgument("threshold \(o.threshold): expected a number in 0...1")
+        }
+        guard o.nmsThreshold.isFinite, (0...1).contains(o.nmsThreshold) else {
+            throw YOLOError.invalidArgument("NMS threshold \(o.nmsThreshold): expected a number in 0...1")
+        }
+        if let m = o.maxDetections, m < 0 {
+            throw YOLOError.invalidArgument("maxDetections \(m): expected 0 or more")
+        }
+        if let filter = o.classFilter, let bad = filter.first(where: { !(0..<classCount).contains($0) }) {
+            throw YOLOError.invalidArgument("class filter: class \(bad) is out of range 0..<\(classCount)")
+        }
+    }
+
+    private func decode(imageWidth: Int, imageHeight: Int) -> [Detection] {
+        let o = options
+        let netW = network.inputWidth, netH = network.inputHeight
+        var allowed: [Bool]? = nil
+        var classes = Array(0..<classCount)
+        if let filter = o.classFilter {
+            allowed = (0..<classCount).map { filter.contains($0) }
+            classes = classes.filter { filter.contains($0) }
+        }
+        boxes.reset(classes: classCount)
+        for head in network.heads {
+            let first = boxes.count
+            decodeHead(head, netWidth: netW, netHeight: netH, threshold: o.threshold, allowed: allowed,
+                       exp: exp, into: &boxes)
+            if o.resize == .letterbox {
+                undoLetterbox(&boxes, range: first..<boxes.count, imageWidth: imageWidth, imageHeight: imageHeight,
+                              netWidth: netW, netHeight: netH)
+            }
+        }
+        if o.classAgnostic {
+            nmsAgnostic(&boxes, classes: classes, threshold: o.nmsThreshold, order: &order, scratch: &scratch)
+        } else {
+            nmsPerClass(&boxes, classes: classes, threshold: o.nmsThreshold, order: &order, scratch: &scratch)
+        }
+        var detections: [Detection] = []
+        for (position, b) in order.enumerated() {
+            for k in 0..<classCount {
+                let p = boxes.probs[b * classCount + k]
+                guard p > o.threshold else { continue }
+                detections.append(Detection(classIndex: k, className: className(k), confidence: p,
+                                            objectness: boxes.objectness[b], x: boxes.x[b], y: boxes.y[b],
+                                            width: boxes.w[b], height: boxes.h[b],
+                                            imageWidth: imageWidth, imageHeight: imageHeight, boxIndex: position))
+            }
+        }
+        if let m = o.maxDetections, detections.count > m {
+            // Keep the m most confident (ties: the earlier one), in Darknet's order.
+            var ranked = Array(detections.indices)
+            stableSortDescending(&ranked, scratch: &scratch) { detections[$0].confidence }
+            let keep = Set(ranked.prefix(m))
+            detections = detections.indices.filter { keep.contains($0) }.map { detections[$0] }
+        }
+        return detections
+    }
+}

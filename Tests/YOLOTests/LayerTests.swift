@@ -1,0 +1,218 @@
+import Foundation
+import XCTest
+@testable import YOLO
+
+/// Each layer type against a naive, obviously correct implementation, over tables of shapes.
+/// Networks are built from cfg text and random weights, so the cfg parser, the weights
+/// reader and batch-norm folding are exercised too.
+final class LayerTests: XCTestCase {
+    // MARK: naive references (double precision, Darknet's definitions)
+
+    func naiveConv(_ x: [Float], _ s: Shape, filters: Int, size: Int, stride: Int, pad: Int,
+                   weights: [Float], bias: [Float], bn: (scale: [Float], mean: [Float], variance: [Float])?,
+                   activation: String) -> (out: [Float], shape: Shape) {
+        let oh = (s.h + 2 * pad - size) / stride + 1, ow = (s.w + 2 * pad - size) / stride + 1
+        var out = [Float](repeating: 0, count: filters * oh * ow)
+        for f in 0..<filters {
+            for oy in 0..<oh {
+                for ox in 0..<ow {
+                    var acc = 0.0
+                    for c in 0..<s.c {
+                        for ky in 0..<size {
+                            for kx in 0..<size {
+                                let iy = oy * stride + ky - pad, ix = ox * stride + kx - pad
+                                guard iy >= 0, iy < s.h, ix >= 0, ix < s.w else { continue }
+                                acc += Double(weights[((f * s.c + c) * size + ky) * size + kx]) * Double(x[(c * s.h + iy) * s.w + ix])
+                            }
+                        }
+                    }
+                    if let bn {
+                        acc = (acc - Double(bn.mean[f])) / (Double(bn.variance[f]).squareRoot() + 0.000001) * Double(bn.scale[f])
+                    }
+                    acc += Double(bias[f])
+                    switch activation {
+                    case "leaky": acc = acc > 0 ? acc : 0.1 * acc
+                    case "relu": acc = max(acc, 0)
+                    case "logistic": acc = 1 / (1 + exp(-acc))
+                    default: break
+                    }
+                    out[(f * oh + oy) * ow + ox] = Float(acc)
+                }
+            }
+        }
+        return (out, Shape(c: filters, h: oh, w: ow))
+    }
+
+    func naiveMaxPool(_ x: [Float], _ s: Shape, size: Int, stride: Int, padding: Int) -> (out: [Float], shape: Shape) {
+        let oh = (s.h + padding - size) / stride + 1, ow = (s.w + padding - size) / stride + 1
+        var out: [Float] = []
+        for c in 0..<s.c {
+            for oy in 0..<oh {
+                for ox in 0..<ow {
+                    var m = -Float.infinity
+                    for ky in 0..<size {
+                        for kx in 0..<size {
+                            let iy = oy * stride + ky - padding / 2, ix = ox * stride + kx - padding / 2
+                            if iy >= 0 && iy < s.h && ix >= 0 && ix < s.w { m = max(m, x[(c * s.h + iy) * s.w + ix]) }
+                        }
+                    }
+                    out.append(m)
+                }
+            }
+        }
+        return (out, Shape(c: s.c, h: oh, w: ow))
+    }
+
+    // MARK: helpers
+
+    func random(_ n: Int, _ rng: inout SeededRandom, _ lo: Float = -1, _ hi: Float = 1) -> [Float] {
+        (0..<n).map { _ in rng.float(lo, hi) }
+    }
+
+    func assertClose(_ a: UnsafeBufferPointer<Float>, _ b: [Float], tolerance: Float, _ what: String,
+                     file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(a.count, b.count, what, file: file, line: line)
+        var worst: Float = 0, at = 0
+        for i in 0..<min(a.count, b.count) {
+            let d = abs(a[i] - b[i]) / max(1, abs(b[i]))
+            if !(d <= worst) { worst = d; at = i }
+        }
+        XCTAssertLessThanOrEqual(worst, tolerance, "\(what): worst at \(at): \(a[at]) vs \(b[at])", file: file, line: line)
+    }
+
+    func net(_ s: Shape, _ body: String, weights: [Float], threads: Int = 1) throws -> Network {
+        let cfg = "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body
+        return try Network(cfgText: cfg, weights: weightsFile(weights), threads: threads)
+    }
+
+    // MARK: tests
+
+    func testConvolutionMatchesNaive() throws {
+        // (input, filters, size, stride, pad flag or explicit padding, batch norm, activation)
+        let table: [(Shape, Int, Int, Int, String, Bool, String)] = [
+            (Shape(c: 3, h: 13, w: 13), 5, 3, 1, "pad=1", true, "leaky"),
+            (Shape(c: 4, h: 9, w: 7), 6, 3, 2, "pad=1", true, "leaky"),
+            (Shape(c: 8, h: 6, w: 6), 4, 1, 1, "pad=1", false, "linear"),   // 1x1: pad=1 means 0
+            (Shape(c: 2, h: 5, w: 5), 3, 1, 2, "pad=0", true, "relu"),
+            (Shape(c: 3, h: 7, w: 11), 2, 5, 1, "pad=1", false, "logistic"),  // 5x5, 2 per side
+            (Shape(c: 1, h: 1, w: 1), 3, 3, 1, "pad=1", true, "leaky"),
+            (Shape(c: 5, h: 8, w: 9), 7, 3, 1, "padding=0", true, "leaky"),
+            (Shape(c: 3, h: 10, w: 10), 4, 3, 2, "padding=2", false, "linear"),
+            (Shape(c: 17, h: 13, w: 13), 33, 3, 1, "pad=1", true, "leaky"),
+            (Shape(c: 2, h: 16, w: 15), 3, 2, 2, "pad=0", true, "leaky"),
+        ]
+        var rng = SeededRandom(seed: 1)
+        for (t, (s, filters, size, stride, padding, bn, act)) in table.enumerated() {
+            let k = s.c * size * size
+            let bias = random(filters, &rng), w = random(filters * k, &rng)
+            let scale = random(filters, &rng, 0.5, 2), mean = random(filters, &rng), variance = random(filters, &rng, 0.1, 3)
+            let floats = bias + (bn ? scale + mean + variance : []) + w
+            let body = "[convolutional]\nbatch_normalize=\(bn ? 1 : 0)\nfilters=\(filters)\nsize=\(size)\nstride=\(stride)\n\(padding)\nactivation=\(act)\n"
+            let input = random(s.count, &rng)
+            let pad = padding == "pad=1" ? size / 2 : (padding == "pad=0" ? 0 : Int(padding.dropFirst(8))!)
+            let ref = naiveConv(input, s, filters: filters, size: size, stride: stride, pad: pad, weights: w, bias: bias,
+                                bn: bn ? (scale, mean, variance) : nil, activation: act)
+            for threads in [1, 2, 3] {
+                let n = try net(s, body, weights: floats, threads: threads)
+                try n.forward(input)
+                XCTAssertEqual(n.layers[0].output, ref.shape, "case \(t)")
+                assertClose(n.output(ofLayer: 0), ref.out, tolerance: 2e-5, "conv case \(t) \(s) threads \(threads)")
+            }
+        }
+    }
+
+    func testMaxPoolMatchesDarknetSemantics() throws {
+        // (input, size, stride, explicit padding or nil for the default size-1)
+        let table: [(Shape, Int, Int, Int?)] = [
+            (Shape(c: 3, h: 13, w: 13), 2, 1, nil),   // yolov3-tiny layer 11: keeps 13x13
+            (Shape(c: 2, h: 7, w: 9), 2, 2, nil),     // odd sizes: last window is partial
+            (Shape(c: 2, h: 26, w: 26), 2, 2, nil),
+            (Shape(c: 4, h: 5, w: 5), 2, 1, nil),
+            (Shape(c: 1, h: 9, w: 8), 3, 2, nil),
+            (Shape(c: 2, h: 6, w: 7), 3, 1, 2),       // padding split 1 before, 1 after
+            (Shape(c: 1, h: 8, w: 8), 2, 2, 0),
+            (Shape(c: 3, h: 11, w: 10), 5, 1, 4),     // SPP-style
+        ]
+        var rng = SeededRandom(seed: 2)
+        for (t, (s, size, stride, padding)) in table.enumerated() {
+            // All-negative inputs would expose zero padding; mix signs.
+            let input = random(s.count, &rng, -3, 1)
+            let body = "[maxpool]\nsize=\(size)\nstride=\(stride)\n" + (padding.map { "padding=\($0)\n" } ?? "")
+            let ref = naiveMaxPool(input, s, size: size, stride: stride, padding: padding ?? size - 1)
+            for threads in [1, 2] {
+                let n = try net(s, body, weights: [], threads: threads)
+                try n.forward(input)
+                XCTAssertEqual(n.layers[0].output, ref.shape, "maxpool case \(t)")
+                assertClose(n.output(ofLayer: 0), ref.out, tolerance: 0, "maxpool case \(t) \(s)")
+            }
+        }
+        // The 13x13 quirk in numbers: the last column of a size-2 stride-1 pool is the max of
+        // the last input column only, never a zero.
+        let s = Shape(c: 1, h: 13, w: 13)
+        let n = try net(s, "[maxpool]\nsize=2\nstride=1\n", weights: [])
+        try n.forward([Float](repeating: -5, count: s.count))
+        XCTAssertEqual(n.layers[0].output, s)
+        XCTAssertEqual(n.output(ofLayer: 0)[12], -5)
+        XCTAssertEqual(n.output(ofLayer: 0)[168], -5)
+    }
+
+    func testUpsampleRouteShortcutAndYOLO() throws {
+        var rng = SeededRandom(seed: 3)
+        for (s, stride) in [(Shape(c: 3, h: 5, w: 4), 2), (Shape(c: 2, h: 3, w: 3), 3), (Shape(c: 1, h: 1, w: 1), 2)] {
+            let input = random(s.count, &rng)
+            let n = try net(s, "[upsample]\nstride=\(stride)\n", weights: [])
+            try n.forward(input)
+            let oh = s.h * stride, ow = s.w * stride
+            var ref: [Float] = []
+            for c in 0..<s.c { for y in 0..<oh { for x in 0..<ow { ref.append(input[(c * s.h + y / stride) * s.w + x / stride]) } } }
+            XCTAssertEqual(n.layers[0].output, Shape(c: s.c, h: oh, w: ow))
+            assertClose(n.output(ofLayer: 0), ref, tolerance: 0, "upsample \(s) x\(stride)")
+        }
+
+        // route of two inputs (negative and absolute indices), then a single-input route, then shortcut.
+        let s = Shape(c: 2, h: 4, w: 3)
+        let body = """
+        [maxpool]
+        size=1
+        stride=1
+        [upsample]
+        stride=1
+        scale=2
+        [route]
+        layers=-1, 0
+        [route]
+        layers=-3
+        [shortcut]
+        from=0
+        activation=leaky
+        [route]
+        layers=2
+        groups=2
+        group_id=1
+        """
+        let input = random(s.count, &rng)
+        let n = try net(s, body, weights: [])
+        try n.forward(input)
+        XCTAssertEqual(n.layers[2].output, Shape(c: 4, h: 4, w: 3))
+        let doubled = input.map { $0 * 2 }
+        assertClose(n.output(ofLayer: 2), doubled + input, tolerance: 0, "route -1,0: layer 1 then layer 0")
+        assertClose(n.output(ofLayer: 3), input, tolerance: 0, "route -3")
+        assertClose(n.output(ofLayer: 4), input.map { let v = $0 + $0; return v > 0 ? v : v * 0.1 }, tolerance: 0, "shortcut")
+        assertClose(n.output(ofLayer: 5), input, tolerance: 0, "route groups=2 group_id=1: second half of layer 2's channels")
+
+        // [yolo]: logistic on x, y, objectness and classes; tw, th raw.
+        let ys = Shape(c: 2 * 7, h: 3, w: 2)  // 2 anchors x (2 classes + 5)
+        let yin = random(ys.count, &rng, -4, 4)
+        let yn = try net(ys, "[yolo]\nmask=0,1\nanchors=1,2,3,4,5,6\nclasses=2\nnum=3\n", weights: [])
+        try yn.forward(yin)
+        let plane = 6
+        var ref = yin
+        for a in 0..<2 { for e in 0..<7 where e != 2 && e != 3 { for i in 0..<plane {
+            let j = (a * 7 + e) * plane + i
+            ref[j] = Float(1 / (1 + exp(-Double(yin[j]))))
+        } } }
+        assertClose(yn.heads[0].activated, ref, tolerance: 0, "yolo activation")
+        assertClose(yn.heads[0].raw, yin, tolerance: 0, "yolo raw")
+        XCTAssertEqual(yn.heads[0].anchors.map(\.width), [1, 3])
+    }
+}
