@@ -6,7 +6,7 @@ import PackageDescription
 // To let the Swift kernels use every instruction of the build machine, set
 // YOLO_TARGET_CPU=native (or a CPU name such as haswell, znver4, cortex-a72) when building.
 let targetCPU = Context.environment["YOLO_TARGET_CPU"].flatMap { $0.isEmpty ? nil : $0 }
-let cpuFlags: [SwiftSetting] = targetCPU.map { [.unsafeFlags(["-target-cpu", $0])] } ?? []
+let cpuFlags: [SwiftSetting] = targetCPU.map { [.unsafeFlags(["-target-cpu", $0]), .define("YOLO_TARGET_CPU_SET")] } ?? []
 let engineSettings: [SwiftSetting] = cpuFlags
 
 let package = Package(

@@ -1,1 +1,218 @@
-print("todo")
+import Foundation
+import YOLO
+import YOLOImage
+
+// yolo-bench: latency, per-layer profile, throughput, memory and start-up time of the engine.
+let mainStart = nowSeconds()
+
+let usage = """
+usage: yolo-bench [options]
+       yolo-bench serve --input F.f32 [--threads N] [--cfg F] [--weights F]
+
+Measures the engine on this machine: forward latency (min/median/max after warm-up) per
+thread count, a per-layer profile (with the share spent in sgemm), throughput with several
+frames in flight, peak memory, and the time from process start to the first detection.
+
+options:
+  --threads LIST   thread counts to measure, comma-separated (default: 1,<cores>)
+  --runs N         timed forward passes per thread count (default: 50)
+  --warmup N       untimed passes before timing (default: 5)
+  --no-layers      skip the per-layer table
+  --inflight N     frames in flight for the throughput test, one network each (default: cores; 0 skips)
+  --seconds S      duration of the throughput test (default: 3)
+  --image F        photo for the first-detection timing (default: samples/motorcycle_left.png)
+  --cfg F          Darknet cfg (default: weights/yolov3-tiny.cfg)
+  --weights F      Darknet weights (default: weights/yolov3-tiny.weights)
+  --json           end with one line of JSON (threads, runs, min_ms, median_ms, max_ms, fps, ...)
+
+example:
+  swift run -c release yolo-bench --threads 1,2 --runs 100
+"""
+
+struct Options {
+    var threads: [Int] = [1, Machine.cores].reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+    var runs = 50, warmup = 5, inflight = Machine.cores
+    var seconds = 3.0
+    var layers = true, json = false
+    var image = "samples/motorcycle_left.png"
+    var cfg = "weights/yolov3-tiny.cfg", weights = "weights/yolov3-tiny.weights"
+    var input: String? = nil
+    var serve = false
+}
+
+func parse(_ args: [String]) -> Options {
+    var o = Options()
+    var i = 0
+    func value() -> String {
+        i += 1
+        guard i < args.count else { fail("\(args[i - 1]) needs a value") }
+        return args[i]
+    }
+    func int(_ s: String, _ name: String) -> Int {
+        guard let v = Int(s), v >= 0 else { fail("\(name) \(s): expected a non-negative integer") }
+        return v
+    }
+    while i < args.count {
+        switch args[i] {
+        case "serve": o.serve = true
+        case "--threads":
+            let list = value().split(separator: ",").map { int(String($0), "--threads") }
+            guard !list.isEmpty, list.allSatisfy({ $0 >= 1 }) else { fail("--threads needs counts >= 1") }
+            o.threads = list
+        case "--runs": o.runs = max(1, int(value(), "--runs"))
+        case "--warmup": o.warmup = int(value(), "--warmup")
+        case "--inflight": o.inflight = int(value(), "--inflight")
+        case "--seconds": o.seconds = Double(value()) ?? 3
+        case "--no-layers": o.layers = false
+        case "--json": o.json = true
+        case "--image": o.image = value()
+        case "--cfg": o.cfg = value()
+        case "--weights": o.weights = value()
+        case "--input": o.input = value()
+        case "-h", "--help": print(usage); exit(0)
+        default: fail("unknown option '\(args[i])'")
+        }
+        i += 1
+    }
+    return o
+}
+
+func fail(_ message: String, code: Int32 = 64) -> Never {
+    FileHandle.standardError.write("yolo-bench: \(message)\n".data(using: .utf8)!)
+    if code == 64 { FileHandle.standardError.write("Run 'yolo-bench --help' for usage.\n".data(using: .utf8)!) }
+    exit(code)
+}
+
+let options = parse(Array(CommandLine.arguments.dropFirst()))
+
+func loadInput(_ path: String, count: Int) -> [Float] {
+    guard let data = FileManager.default.contents(atPath: path) else { fail("\(path): cannot read", code: 1) }
+    guard data.count == count * 4 else { fail("\(path): \(data.count) bytes, expected \(count * 4)", code: 1) }
+    return data.withUnsafeBytes { raw in
+        (0..<count).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self))) }
+    }
+}
+
+do {
+    if options.serve {
+        let network = try Network(cfgPath: options.cfg, weightsPath: options.weights, threads: options.threads[0])
+        guard let input = options.input else { fail("serve needs --input F.f32") }
+        try Serve.run(network: network, input: loadInput(input, count: network.input.count))
+        exit(0)
+    }
+
+    // 1. Start-up: load the network and a photo, detect. This is what a CLI user waits for.
+    let detector = try Detector(cfgPath: options.cfg, weightsPath: options.weights, threads: options.threads.last!)
+    var photo: RGBImage
+    var photoName = options.image
+    if FileManager.default.fileExists(atPath: options.image) {
+        photo = try loadImage(path: options.image)
+    } else {
+        photoName = "synthetic 640x480"
+        photo = RGBImage(width: 640, height: 480, pixels: (0..<640 * 480 * 3).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) })
+    }
+    let firstDetections = try detector.detect(rgb: photo.pixels, width: photo.width, height: photo.height)
+    let firstSinceMain = (nowSeconds() - mainStart) * 1000
+    let firstSinceStart = Machine.millisecondsSinceProcessStart
+    let network = detector.network
+
+    print("yolo-bench: \(options.cfg) at \(network.inputWidth)x\(network.inputHeight), \(fmt(Double(network.flops) / 1e9, 3)) GFLOP per forward")
+    print("machine:    \(Machine.cpuModel), \(Machine.cores) cores; CPU vector extensions: \(Machine.cpuVectorFeatures)")
+    print("kernels:    \(BuildInfo.kernelTarget)")
+    print("OpenBLAS:   core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)"); \(BuildInfo.blasConfig)")
+    let startText = firstSinceStart.map { "\(fmt($0, 0)) ms from process start, " } ?? ""
+    print("start-up:   first detection \(startText)\(fmt(firstSinceMain, 1)) ms from main() (\(photoName): \(firstDetections.count) detections)")
+    print("")
+
+    // 2. Latency per thread count, and the per-layer profile.
+    var results: [[String: Any]] = []
+    for threads in options.threads {
+        network.threads = threads
+        for _ in 0..<options.warmup { network.forward() }
+        var times: [Double] = []
+        for _ in 0..<options.runs {
+            let t0 = nowSeconds()
+            network.forward()
+            times.append((nowSeconds() - t0) * 1000)
+        }
+        let s = Stats(times)
+        var entry: [String: Any] = ["threads": threads, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
+                                    "max_ms": s.max, "mean_ms": s.mean]
+        print("threads \(threads): forward min \(fmt(s.min)) ms, median \(fmt(s.median)) ms, max \(fmt(s.max)) ms over \(options.runs) runs (\(options.warmup) warm-up); \(fmt(1000 / s.median, 1)) fps")
+
+        if options.layers {
+            var perLayer = [[Double]](repeating: [], count: network.layers.count)
+            var perGemm = [[Double]](repeating: [], count: network.layers.count)
+            var totals: [Double] = [], gemmTotals: [Double] = []
+            for _ in 0..<max(5, options.runs / 2) {
+                let p = network.forwardProfiled()
+                for i in perLayer.indices {
+                    perLayer[i].append(Double(p.layerNanoseconds[i]) / 1e6)
+                    perGemm[i].append(Double(p.gemmNanoseconds[i]) / 1e6)
+                }
+                totals.append(Double(p.layerNanoseconds.reduce(0, +)) / 1e6)
+                gemmTotals.append(Double(p.gemmNanoseconds.reduce(0, +)) / 1e6)
+            }
+            let medians = perLayer.map { Stats($0).median }
+            let gemmMedians = perGemm.map { Stats($0).median }
+            let total = medians.reduce(0, +)
+            print("  \(pad("layer", 16)) \(pad("input", 13)) \(pad("output", 13)) \(lpad("GFLOP", 6)) \(lpad("ms", 7)) \(lpad("gemm ms", 8)) \(lpad("GFLOP/s", 8)) \(lpad("share", 6))")
+            for (i, l) in network.layers.enumerated() {
+                let gflop = Double(l.flops) / 1e9
+                let rate = medians[i] > 0 && gflop > 0 ? fmt(gflop / medians[i] * 1000, 1) : ""
+                let geom = l.size > 0 ? " \(l.size)x\(l.size)/\(l.stride)" : ""
+                print("  \(pad("\(i < 10 ? " " : "")\(i) \(l.kind.rawValue.prefix(7))\(geom)", 16)) \(pad(l.input.description, 13)) \(pad(l.output.description, 13)) \(lpad(gflop > 0 ? fmt(gflop, 3) : "", 6)) \(lpad(fmt(medians[i], 3), 7)) \(lpad(gemmMedians[i] > 0 ? fmt(gemmMedians[i], 3) : "", 8)) \(lpad(rate, 8)) \(lpad(fmt(100 * medians[i] / max(total, 1e-9), 1) + "%", 6))")
+            }
+            let forward = Stats(totals).median, gemm = Stats(gemmTotals).median
+            print("  profiled forward median \(fmt(forward)) ms; sgemm \(fmt(gemm)) ms; forward / sgemm = \(fmt(forward / gemm, 3))")
+            entry["profiled_forward_ms"] = forward
+            entry["gemm_ms"] = gemm
+            entry["forward_over_gemm"] = forward / gemm
+        }
+        results.append(entry)
+        print("")
+    }
+    let peakSingle = Machine.peakRSSMiB
+
+    // 3. Throughput: several frames in flight, one single-threaded network per frame.
+    var fps = 1000 / ((results.last?["median_ms"] as? Double) ?? 1)
+    if options.inflight > 0 {
+        var nets: [Network] = [network]
+        network.threads = 1
+        for _ in 1..<options.inflight { nets.append(try Network(cfgPath: options.cfg, weightsPath: options.weights, threads: 1)) }
+        for n in nets { _ = n.input.update(fromContentsOf: network.input) }
+        let counts = UnsafeMutablePointer<Int>.allocate(capacity: nets.count)
+        counts.initialize(repeating: 0, count: nets.count)
+        let deadline = nowSeconds() + options.seconds
+        let t0 = nowSeconds()
+        DispatchQueue.concurrentPerform(iterations: nets.count) { k in
+            while nowSeconds() < deadline { nets[k].forward(); counts[k] += 1 }
+        }
+        let elapsed = nowSeconds() - t0
+        let frames = (0..<nets.count).reduce(0) { $0 + counts[$1] }
+        counts.deallocate()
+        fps = Double(frames) / elapsed
+        print("throughput: \(fmt(fps, 1)) fps with \(nets.count) frames in flight (one 1-thread network each), \(frames) frames in \(fmt(elapsed, 1)) s")
+    }
+    print("memory:     peak RSS \(fmt(peakSingle, 1)) MiB with one network; \(fmt(Machine.peakRSSMiB, 1)) MiB at the end")
+
+    if options.json {
+        let best = results.last!
+        var summary: [String: Any] = best
+        summary["fps"] = fps
+        summary["results"] = results
+        summary["peak_rss_mib"] = peakSingle
+        summary["first_detection_ms_since_main"] = firstSinceMain
+        if let s = firstSinceStart { summary["first_detection_ms_since_process_start"] = s }
+        summary["cpu"] = Machine.cpuModel
+        summary["cores"] = Machine.cores
+        summary["blas_core"] = BuildInfo.blasCoreName
+        summary["openblas_coretype"] = ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? ""
+        summary["kernels"] = BuildInfo.kernelTarget
+        summary["gflop"] = Double(network.flops) / 1e9
+        let data = try JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])
+        print(String(decoding: data, as: UTF8.self))
+    }
+} catch {
+    fail("error: \(error)", code: 1)
+}

@@ -32,6 +32,14 @@ public final class Network {
         }
     }
 
+    /// When true (the default), a convolution whose only consumer is the max pool right after
+    /// it leaves its bias and activation to that pool, which applies them to its 4x smaller
+    /// output (the results are bit-identical). That convolution's `output(ofLayer:)` then holds
+    /// pre-activation values; set this to false to inspect every layer's exact output.
+    public var fusesLayers = true {
+        didSet { configureFusion() }
+    }
+
     let impl: [any Layer]
     private var pool: WorkerPool
     private let parameters: UnsafeMutablePointer<Float>
@@ -147,6 +155,21 @@ public final class Network {
         yoloLayers = yolo
         self.threads = max(1, threads)
         pool = WorkerPool(threads: max(1, threads))
+        configureFusion()
+    }
+
+    private func configureFusion() {
+        var referenced = Set<Int>()
+        for layer in impl {
+            if let r = layer as? RouteLayer { referenced.formUnion(r.sourceLayers) }
+            if let s = layer as? ShortcutLayer { referenced.insert(s.fromIndex) }
+        }
+        for i in 0..<impl.count - 1 {
+            guard let conv = impl[i] as? ConvolutionalLayer, let pool = impl[i + 1] as? MaxPoolLayer else { continue }
+            let fuse = fusesLayers && !referenced.contains(i)
+            conv.epilogueDeferred = fuse
+            pool.epilogue = fuse ? (conv.biases, conv.activation) : nil
+        }
     }
 
     deinit {

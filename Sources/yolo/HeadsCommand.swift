@@ -31,6 +31,7 @@ enum HeadsCommand {
         let threads = try a.int("threads", default: 1, range: 1...256)
         let network = try Network(cfgPath: a.string("cfg") ?? defaultCfg, weightsPath: a.string("weights") ?? defaultWeights,
                                   threads: threads)
+        network.fusesLayers = !a.has("all-layers")  // every layer's exact output, not only the heads'
         let path = a.positionals[0]
         guard let data = FileManager.default.contents(atPath: path) else {
             throw YOLOError.file(path: path, reason: "cannot read")

@@ -156,6 +156,32 @@ final class LayerTests: XCTestCase {
         XCTAssertEqual(n.output(ofLayer: 0)[168], -5)
     }
 
+    func testConvThenMaxPoolFusedMatchesNaive() throws {
+        // The network defers a conv's bias + activation to the max pool after it; check the
+        // pair against the naive conv followed by the naive pool, for each activation.
+        var rng = SeededRandom(seed: 4)
+        for (s, act, size, stride) in [(Shape(c: 3, h: 9, w: 7), "leaky", 2, 2), (Shape(c: 4, h: 13, w: 13), "leaky", 2, 1),
+                                       (Shape(c: 2, h: 8, w: 8), "logistic", 3, 2), (Shape(c: 2, h: 6, w: 5), "relu", 2, 2)] {
+            let filters = 5, k = s.c * 9
+            let bias = random(filters, &rng), w = random(filters * k, &rng)
+            let scale = random(filters, &rng, 0.5, 2), mean = random(filters, &rng), variance = random(filters, &rng, 0.1, 3)
+            let body = "[convolutional]\nbatch_normalize=1\nfilters=\(filters)\nsize=3\nstride=1\npad=1\nactivation=\(act)\n[maxpool]\nsize=\(size)\nstride=\(stride)\n"
+            let input = random(s.count, &rng)
+            let conv = naiveConv(input, s, filters: filters, size: 3, stride: 1, pad: 1, weights: w, bias: bias,
+                                 bn: (scale, mean, variance), activation: act)
+            let ref = naiveMaxPool(conv.out, conv.shape, size: size, stride: stride, padding: size - 1)
+            for threads in [1, 2] {
+                let n = try net(s, body, weights: bias + scale + mean + variance + w, threads: threads)
+                try n.forward(input)
+                assertClose(n.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) fused")
+                n.fusesLayers = false
+                try n.forward(input)
+                assertClose(n.output(ofLayer: 0), conv.out, tolerance: 2e-5, "conv \(s) \(act) unfused")
+                assertClose(n.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) unfused")
+            }
+        }
+    }
+
     func testUpsampleRouteShortcutAndYOLO() throws {
         var rng = SeededRandom(seed: 3)
         for (s, stride) in [(Shape(c: 3, h: 5, w: 4), 2), (Shape(c: 2, h: 3, w: 3), 3), (Shape(c: 1, h: 1, w: 1), 2)] {

@@ -29,6 +29,8 @@ final class ReferenceTests: XCTestCase {
 
     func testEveryLayerMatchesDarknetOnDog() throws {
         let net = try officialNetwork()
+        net.fusesLayers = false
+        defer { net.fusesLayers = true }
         try net.forward(readGzipFloats(fixturePath("dog_input_416.f32.gz")))
         for i in 0..<24 {
             let ref = try SampledTensor(path: fixturePath(String(format: "dog_layer%02d.samples", i)))
@@ -52,6 +54,18 @@ final class ReferenceTests: XCTestCase {
                 print("\(name) head \(h): max abs diff \(maxAbs)")
             }
         }
+    }
+
+    func testFusedConvMaxPoolIsBitIdentical() throws {
+        let net = try officialNetwork()
+        let input = try readGzipFloats(fixturePath("dog_input_416.f32.gz"))
+        net.fusesLayers = false
+        try net.forward(input)
+        let exact = (0..<24).filter { net.layers[$0].kind != .convolutional }.map { Array(net.output(ofLayer: $0)) }
+        net.fusesLayers = true
+        try net.forward(input)
+        let fused = (0..<24).filter { net.layers[$0].kind != .convolutional }.map { Array(net.output(ofLayer: $0)) }
+        XCTAssertEqual(exact, fused, "fusing bias + activation into the max pools changes no non-conv output")
     }
 
     func testThreadCountsGiveTheSameHeads() throws {

@@ -9,6 +9,10 @@ func maxPool(_ src: UnsafePointer<Float>, height: Int, width: Int, size: Int, st
                    channels: channels, into: dst)
         return
     }
+    if size == 2 && stride == 1 && offset == 0 && outHeight == height && outWidth == width {
+        maxPool2x2Stride1(src, height: height, width: width, channels: channels, into: dst)
+        return
+    }
     for c in channels {
         let plane = src + c * height * width
         var out = dst + c * outHeight * outWidth
@@ -30,15 +34,41 @@ func maxPool(_ src: UnsafePointer<Float>, height: Int, width: Int, size: Int, st
 /// The common 2x2 stride-2 case where every tap is inside the input.
 func maxPool2x2(_ src: UnsafePointer<Float>, height: Int, width: Int, outHeight: Int, outWidth: Int,
                 channels: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
+    typealias V = SIMD16<Float>
     for c in channels {
         let plane = src + c * height * width
         var out = dst + c * outHeight * outWidth
         for oy in 0..<outHeight {
             let r0 = plane + 2 * oy * width, r1 = r0 + width
-            for ox in 0..<outWidth {
+            var ox = 0
+            // Hot loop: 8 outputs from two 16-float rows; even/odd lanes are the column pairs.
+            while ox + 8 <= outWidth {
+                let m = pointwiseMax(UnsafeRawPointer(r0 + 2 * ox).loadUnaligned(as: V.self),
+                                     UnsafeRawPointer(r1 + 2 * ox).loadUnaligned(as: V.self))
+                UnsafeMutableRawPointer(out + ox).storeBytes(of: pointwiseMax(m.evenHalf, m.oddHalf), as: SIMD8<Float>.self)
+                ox += 8
+            }
+            while ox < outWidth {
                 out[ox] = max(max(r0[2 * ox], r0[2 * ox + 1]), max(r1[2 * ox], r1[2 * ox + 1]))
+                ox += 1
             }
             out += outWidth
+        }
+    }
+}
+
+/// 2x2 stride 1 with Darknet's padding of one row and column after the input: the output
+/// keeps the input's size and the last row and column see only the taps that exist.
+func maxPool2x2Stride1(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Range<Int>,
+                       into dst: UnsafeMutablePointer<Float>) {
+    for c in channels {
+        let plane = src + c * height * width
+        let out = dst + c * height * width
+        for y in 0..<height {
+            let r0 = plane + y * width, r1 = plane + min(y + 1, height - 1) * width
+            let o = out + y * width
+            for x in 0..<(width - 1) { o[x] = max(max(r0[x], r0[x + 1]), max(r1[x], r1[x + 1])) }
+            o[width - 1] = max(r0[width - 1], r1[width - 1])
         }
     }
 }

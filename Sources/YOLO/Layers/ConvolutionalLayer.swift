@@ -21,6 +21,8 @@ final class ConvolutionalLayer: Layer {
     /// Folded weights (filters x c*size*size, row-major) and biases; set by `loadParameters`.
     private(set) var weights: UnsafePointer<Float>!
     private(set) var biases: UnsafePointer<Float>!
+    /// Set by the network when the only consumer is a max pool that applies bias + activation.
+    var epilogueDeferred = false
 
     init(section: DarknetConfig.Section, input: UnsafePointer<Float>, inputShape: Shape) throws {
         self.input = input
@@ -78,9 +80,10 @@ final class ConvolutionalLayer: Layer {
         if needsIm2col {
             let ws = context.workspace
             let (h, w, k, s, p, oh, ow) = (inputShape.h, inputShape.w, size, stride, pad, outputShape.h, outputShape.w)
-            context.pool.parallelFor(inputShape.c) { range in
-                im2col(self.input, height: h, width: w, kernel: k, stride: s, pad: p,
-                       outHeight: oh, outWidth: ow, channels: range, into: ws)
+            let src = input
+            context.pool.parallelFor(columns) { rows in
+                im2col(src, height: h, width: w, kernel: k, stride: s, pad: p,
+                       outHeight: oh, outWidth: ow, rows: rows, into: ws)
             }
             b = UnsafePointer(ws)
         }
@@ -88,6 +91,9 @@ final class ConvolutionalLayer: Layer {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(filters), Int32(n), Int32(columns),
                     1, weights, Int32(columns), b, Int32(n), 0, output, Int32(n))
         if let t = context.gemmNanoseconds { context.gemmNanoseconds = t + (monotonicNanoseconds() - start) }
+        // A following max pool applies bias and activation to its (4x smaller) output instead:
+        // both are monotonic, so max(act(x + b)) == act(max(x) + b) exactly.
+        if epilogueDeferred { return }
         let (out, bias, act) = (output!, biases!, activation)
         context.pool.parallelFor(filters) { range in
             biasActivate(out, bias: bias, channels: range, spatial: n, activation: act, exp: exp)

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// [maxpool] with Darknet's padding: `padding` (default size-1) in total, pad/2 of it before
 /// the input. So size=2 stride=1 keeps 13x13, its last row and column taking the max of the
 /// taps that exist.
@@ -8,6 +16,8 @@ final class MaxPoolLayer: Layer {
     let size: Int, stride: Int, padding: Int
     var output: UnsafeMutablePointer<Float>!
     let input: UnsafePointer<Float>
+    /// Bias + activation of the convolution before, when it deferred them to this layer.
+    var epilogue: (bias: UnsafePointer<Float>, activation: Activation)?
 
     init(section: DarknetConfig.Section, input: UnsafePointer<Float>, inputShape: Shape) throws {
         self.input = input
@@ -26,9 +36,13 @@ final class MaxPoolLayer: Layer {
         let (src, dst) = (input, output!)
         let (h, w, oh, ow) = (inputShape.h, inputShape.w, outputShape.h, outputShape.w)
         let (k, s, p) = (size, stride, padding)
+        let epilogue = epilogue
         context.pool.parallelFor(inputShape.c) { range in
             maxPool(src, height: h, width: w, size: k, stride: s, pad: p, outHeight: oh, outWidth: ow,
                     channels: range, into: dst)
+            if let (bias, act) = epilogue {
+                biasActivate(dst, bias: bias, channels: range, spatial: oh * ow, activation: act, exp: exp)
+            }
         }
     }
 }

@@ -14,6 +14,7 @@ final class ShortcutLayer: Layer {
     let activation: Activation
     let previous: UnsafePointer<Float>
     let from: UnsafePointer<Float>
+    let fromIndex: Int
     var output: UnsafeMutablePointer<Float>!
 
     init(section: DarknetConfig.Section, previous: UnsafePointer<Float>, previousShape: Shape,
@@ -24,6 +25,7 @@ final class ShortcutLayer: Layer {
         activation = try Activation(name: section.string("activation", default: "linear"), section: section)
         self.previous = previous
         self.from = from
+        self.fromIndex = fromIndex
         inputShape = previousShape
         outputShape = previousShape
     }

@@ -46,12 +46,16 @@ final class YOLOLayer: Layer {
         let plane = inputShape.h * inputShape.w
         let entries = classes + 5
         let (src, dst) = (input, output!)
-        context.pool.parallelFor(mask.count) { range in
-            for a in range {
-                let base = a * entries * plane
-                (dst + base).update(from: src + base, count: entries * plane)
-                for i in 0..<(2 * plane) { dst[base + i] = logistic(dst[base + i], exp: exp) }
-                for i in (4 * plane)..<(entries * plane) { dst[base + i] = logistic(dst[base + i], exp: exp) }
+        context.pool.parallelFor(mask.count * entries) { rows in
+            for row in rows {
+                let entry = row % entries
+                let from = src + row * plane, to = dst + row * plane
+                if entry == 2 || entry == 3 {
+                    to.update(from: from, count: plane)
+                } else {
+                    // Darknet's logistic is computed in double: 1./(1. + exp(-x)).
+                    for i in 0..<plane { to[i] = Float(1.0 / (1.0 + exp(-Double(from[i])))) }
+                }
             }
         }
     }

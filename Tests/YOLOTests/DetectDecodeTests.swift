@@ -1,0 +1,437 @@
+import Foundation
+import XCTest
+@testable import YOLO
+
+/// A hand-built [yolo] head: set the activated entries of chosen cells, the rest stay 0.
+final class TestHead {
+    let gridWidth: Int, gridHeight: Int, classes: Int
+    let anchors: [(width: Float, height: Float)]
+    let storage: UnsafeMutableBufferPointer<Float>
+
+    init(gridWidth: Int, gridHeight: Int, classes: Int, anchors: [(width: Float, height: Float)]) {
+        self.gridWidth = gridWidth; self.gridHeight = gridHeight; self.classes = classes; self.anchors = anchors
+        storage = .allocate(capacity: anchors.count * (classes + 5) * gridWidth * gridHeight)
+        storage.initialize(repeating: 0)
+    }
+    deinit { storage.deallocate() }
+
+    /// x, y, objectness and class scores as the [yolo] layer outputs them (after the logistic).
+    func set(row: Int, col: Int, anchor: Int, x: Float, y: Float, tw: Float = 0, th: Float = 0,
+             objectness: Float, scores: [Float]) {
+        let plane = gridWidth * gridHeight
+        let base = anchor * (classes + 5) * plane + row * gridWidth + col
+        let values = [x, y, tw, th, objectness] + scores + [Float](repeating: 0, count: classes - scores.count)
+        for (e, v) in values.enumerated() { storage[base + e * plane] = v }
+    }
+
+    var view: HeadView {
+        HeadView(layerIndex: 0, gridWidth: gridWidth, gridHeight: gridHeight, classes: classes, anchors: anchors,
+                 mask: Array(0..<anchors.count), raw: UnsafeBufferPointer(storage), activated: UnsafeBufferPointer(storage))
+    }
+}
+
+/// Runs the detector's postprocessing on hand-built heads.
+func postprocess(_ heads: [TestHead], net: Int = 100, image: (Int, Int) = (100, 100),
+                 options: DetectorOptions = DetectorOptions()) -> [Detection] {
+    var p = Postprocessor()
+    return p.run(heads: heads.map(\.view), netWidth: net, netHeight: net, imageWidth: image.0, imageHeight: image.1,
+                 options: options, classCount: heads[0].classes, names: [])
+}
+
+/// A tiny network: a 1x1 conv (no BN, linear) straight into a [yolo] head of 1 anchor and
+/// 2 classes, so every cell gets the conv's biases as its raw values.
+func tinyNetwork(width: Int, height: Int, biases: [Float] = [0, 0, 0, 0, 5, 5, -5]) throws -> Network {
+    let cfg = """
+    [net]
+    width=\(width)
+    height=\(height)
+    channels=3
+
+    [convolutional]
+    filters=7
+    size=1
+    stride=1
+    pad=1
+    activation=linear
+
+    [yolo]
+    mask=0
+    anchors=4,4
+    classes=2
+    num=1
+    """
+    return try Network(cfgText: cfg, weights: weightsFile(biases + [Float](repeating: 0, count: 21)))
+}
+
+/// Deterministic random bytes.
+func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+    var r = SeededRandom(seed: seed)
+    return (0..<count).map { _ in UInt8(truncatingIfNeeded: r.next() >> 24) }
+}
+
+/// Darknet's load (byte/255), letterbox_image and resize_image, written out naively from the
+/// formulas over a float CHW image, as the reference for the preprocessing kernels.
+func naiveLetterbox(rgb: [UInt8], width w: Int, height h: Int, netWidth: Int, netHeight: Int, stretch: Bool) -> [Float] {
+    var im = [Float](repeating: 0, count: 3 * w * h)
+    for y in 0..<h { for x in 0..<w { for k in 0..<3 { im[k * w * h + y * w + x] = Float(Double(rgb[(y * w + x) * 3 + k]) / 255.0) } } }
+    var nw = netWidth, nh = netHeight
+    if !stretch {
+        if Float(netWidth) / Float(w) < Float(netHeight) / Float(h) { nw = netWidth; nh = h * netWidth / w }
+        else { nh = netHeight; nw = w * netHeight / h }
+    }
+    var part = [Float](repeating: 0, count: 3 * nw * h)
+    var resized = [Float](repeating: 0, count: 3 * nw * nh)
+    // Darknet divides by zero for a 1-pixel output side; its last-column/last-row rules make
+    // the scale irrelevant there, so 0 stands in.
+    let ws = nw > 1 ? Float(w - 1) / Float(nw - 1) : 0, hs = nh > 1 ? Float(h - 1) / Float(nh - 1) : 0
+    for k in 0..<3 { for r in 0..<h { for c in 0..<nw {
+        var val: Float
+        if c == nw - 1 || w == 1 { val = im[k * w * h + r * w + w - 1] } else {
+            let sx = Float(c) * ws; let ix = Int(sx); let dx = sx - Float(ix)
+            val = (1 - dx) * im[k * w * h + r * w + ix] + dx * im[k * w * h + r * w + ix + 1]
+        }
+        part[k * nw * h + r * nw + c] = val
+    } } }
+    for k in 0..<3 { for r in 0..<nh {
+        let sy = Float(r) * hs; let iy = Int(sy); let dy = sy - Float(iy)
+        for c in 0..<nw { resized[k * nw * nh + r * nw + c] = (1 - dy) * part[k * nw * h + iy * nw + c] }
+        if r == nh - 1 || h == 1 { continue }
+        for c in 0..<nw { resized[k * nw * nh + r * nw + c] += dy * part[k * nw * h + (iy + 1) * nw + c] }
+    } }
+    var out = [Float](repeating: 0.5, count: 3 * netWidth * netHeight)
+    let dx = (netWidth - nw) / 2, dy = (netHeight - nh) / 2
+    for k in 0..<3 { for y in 0..<nh { for x in 0..<nw {
+        out[k * netWidth * netHeight + (y + dy) * netWidth + x + dx] = resized[k * nw * nh + y * nw + x]
+    } } }
+    return out
+}
+
+/// One line of a `detect_*detections.txt` fixture.
+struct ReferenceDetection {
+    var image: String, width: Int, height: Int, threshold: Float
+    var boxIndex: Int, classIndex: Int, prob: Float, objectness: Float, rel: [Float]
+}
+
+/// Parses a detections fixture; images with no detections at a threshold appear with no rows.
+func readReferenceDetections(_ path: String) throws -> [String: [Float: [ReferenceDetection]]] {
+    var out: [String: [Float: [ReferenceDetection]]] = [:]
+    for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") where !line.hasPrefix("#") {
+        let p = line.split(separator: " ").map(String.init)
+        let t = Float(p[3])!
+        out[p[0], default: [:]][t, default: []] += p[4] == "none" ? [] : [ReferenceDetection(
+            image: p[0], width: Int(p[1])!, height: Int(p[2])!, threshold: t, boxIndex: Int(p[4])!,
+            classIndex: Int(p[5])!, prob: Float(p[6])!, objectness: Float(p[7])!, rel: p[8...11].map { Float($0)! })]
+    }
+    return out
+}
+
+final class DetectDecodeTests: XCTestCase {
+    // MARK: Decoding
+
+    func testDecodesAKnownBox() {
+        let head = TestHead(gridWidth: 2, gridHeight: 2, classes: 2, anchors: [(10, 20)])
+        head.set(row: 1, col: 0, anchor: 0, x: 0.5, y: 0.25, tw: 0, th: Float(log(2.0)), objectness: 0.8, scores: [0.5, 0.9])
+        let dets = postprocess([head])
+        XCTAssertEqual(dets.count, 2)
+        XCTAssertEqual(dets.map(\.classIndex), [0, 1])
+        XCTAssertEqual(dets.map(\.boxIndex), [0, 0])
+        XCTAssertEqual(dets[0].className, "class 0")
+        let d = dets[1]
+        XCTAssertEqual(d.x, 0.25)
+        XCTAssertEqual(d.y, 0.625)
+        XCTAssertEqual(d.width, 0.1, accuracy: 1e-7)
+        XCTAssertEqual(d.height, Float(exp(Double(Float(log(2.0)))) * 20 / 100))
+        XCTAssertEqual(d.confidence, 0.8 * 0.9)
+        XCTAssertEqual(d.objectness, 0.8)
+        XCTAssertEqual(dets[0].confidence, 0.4)
+        XCTAssertEqual(d.left, (0.25 - 0.05) * 100, accuracy: 1e-4)
+        XCTAssertEqual(d.bottom, (0.625 + d.height / 2) * 100, accuracy: 1e-4)
+    }
+
+    func testThresholdsAreStrict() {
+        // objectness == threshold: no box.
+        let a = TestHead(gridWidth: 1, gridHeight: 1, classes: 2, anchors: [(10, 10)])
+        a.set(row: 0, col: 0, anchor: 0, x: 0.5, y: 0.5, objectness: 0.375, scores: [1, 1])
+        XCTAssertTrue(postprocess([a], options: DetectorOptions(threshold: 0.375)).isEmpty)
+        // objectness * class == threshold (0.75 * 0.5, exact): that class is not reported.
+        let b = TestHead(gridWidth: 1, gridHeight: 1, classes: 2, anchors: [(10, 10)])
+        b.set(row: 0, col: 0, anchor: 0, x: 0.5, y: 0.5, objectness: 0.75, scores: [0.5, Float(0.5).nextUp])
+        let dets = postprocess([b], options: DetectorOptions(threshold: 0.375))
+        XCTAssertEqual(dets.map(\.classIndex), [1])
+        XCTAssertEqual(dets[0].confidence, 0.75 * Float(0.5).nextUp)
+    }
+
+    func testDecodeOrderIsHeadsThenCellsThenAnchors() {
+        // Far-apart boxes with equal probabilities keep their decode order through NMS.
+        let h1 = TestHead(gridWidth: 3, gridHeight: 3, classes: 1, anchors: [(5, 5), (6, 6)])
+        let h2 = TestHead(gridWidth: 3, gridHeight: 3, classes: 1, anchors: [(5, 5)])
+        h1.set(row: 2, col: 0, anchor: 0, x: 0.5, y: 0.5, objectness: 0.5, scores: [1])
+        h1.set(row: 0, col: 2, anchor: 1, x: 0.5, y: 0.5, objectness: 0.5, scores: [1])
+        h1.set(row: 0, col: 2, anchor: 0, x: 0.1, y: 0.1, objectness: 0.5, scores: [1])
+        h2.set(row: 0, col: 0, anchor: 0, x: 0.5, y: 0.5, objectness: 0.5, scores: [1])
+        let dets = postprocess([h1, h2])
+        XCTAssertEqual(dets.count, 4)
+        XCTAssertEqual(dets.map(\.boxIndex), [0, 1, 2, 3])
+        // Cell (0,2) anchor 0, cell (0,2) anchor 1, cell (2,0), then the second head.
+        let two: Float = 2, zero: Float = 0
+        let xs: [Float] = [(two + 0.1) / 3, (two + 0.5) / 3, (zero + 0.5) / 3, (zero + 0.5) / 3]
+        XCTAssertEqual(dets.map(\.x), xs)
+        XCTAssertEqual(dets.map(\.width), [0.05, 0.06, 0.05, 0.05])
+    }
+
+    func testLetterboxCorrectionAndStretch() {
+        let head = TestHead(gridWidth: 1, gridHeight: 1, classes: 1, anchors: [(20, 10)])
+        head.set(row: 0, col: 0, anchor: 0, x: 0.5, y: 0.5, objectness: 0.9, scores: [1])
+        // 200x100 in 100x100: resized to 100x50 at row offset 25.
+        let d = postprocess([head], image: (200, 100))[0]
+        XCTAssertEqual(d.x, 0.5)
+        XCTAssertEqual(d.y, Float((0.5 - 25.0 / 100) / 0.5))
+        XCTAssertEqual(d.width, 0.2)
+        XCTAssertEqual(d.height, 0.1 * 2)
+        XCTAssertEqual(d.top, (0.5 - 0.1) * 100, accuracy: 1e-4)
+        XCTAssertEqual(d.left, (0.5 - 0.1) * 200, accuracy: 1e-4)
+        // Odd padding: 100x33 -> (100, 33), offset (100-33)/2 = 33 rows; the offset is the
+        // integer difference halved in double, as Darknet's correct_yolo_boxes.
+        let e = postprocess([head], image: (300, 99))[0]
+        XCTAssertEqual(e.y, Float((0.5 - Double(100 - 33) / 2 / 100) / Double(Float(33) / 100)))
+        XCTAssertEqual(e.height, 0.1 * (Float(100) / 33))
+        // Stretch: no correction.
+        let s = postprocess([head], image: (200, 100), options: DetectorOptions(resize: .stretch))[0]
+        XCTAssertEqual([s.x, s.y, s.width, s.height], [0.5, 0.5, 0.2, 0.1])
+        XCTAssertEqual(s.right, 0.6 * 200, accuracy: 1e-4)
+    }
+
+    // MARK: NMS
+
+    /// Two heavily overlapping boxes in neighbouring cells (IoU 0.5) and one far away.
+    func overlapping(scoresA: [Float], scoresB: [Float], objectnessA: Float = 0.9, objectnessB: Float = 0.8) -> TestHead {
+        let head = TestHead(gridWidth: 10, gridHeight: 10, classes: 2, anchors: [(30, 30)])
+        head.set(row: 5, col: 5, anchor: 0, x: 0.5, y: 0.5, objectness: objectnessA, scores: scoresA)
+        head.set(row: 5, col: 6, anchor: 0, x: 0.5, y: 0.5, objectness: objectnessB, scores: scoresB)
+        return head
+    }
+
+    func testPerClassNMSSuppressesWithinAClassOnly() {
+        // Same class: the lower one goes.
+        var dets = postprocess([overlapping(scoresA: [1, 0], scoresB: [1, 0])])
+        XCTAssertEqual(dets.count, 1)
+        XCTAssertEqual(dets[0].objectness, 0.9)
+        // Different classes: both stay.
+        dets = postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1])])
+        XCTAssertEqual(dets.map(\.classIndex).sorted(), [0, 1])
+        // One box with both classes, the other with class 1 only, better: box A keeps class 0
+        // and loses class 1 to box B.
+        dets = postprocess([overlapping(scoresA: [0.9, 0.5], scoresB: [0, 1], objectnessA: 0.9, objectnessB: 0.95)])
+        XCTAssertEqual(dets.map(\.classIndex), [1, 0])
+        XCTAssertEqual(dets.map(\.objectness), [0.95, 0.9])
+        // With a higher NMS threshold nothing is suppressed.
+        dets = postprocess([overlapping(scoresA: [1, 0], scoresB: [1, 0])], options: DetectorOptions(nmsThreshold: 0.7))
+        XCTAssertEqual(dets.count, 2)
+    }
+
+    func testClassAgnosticNMS() {
+        var o = DetectorOptions()
+        o.classAgnostic = true
+        let dets = postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1], objectnessA: 0.7, objectnessB: 0.9)], options: o)
+        XCTAssertEqual(dets.count, 1)
+        XCTAssertEqual(dets[0].classIndex, 1)
+        XCTAssertEqual(dets[0].boxIndex, 0)
+        // Boxes that do not overlap survive.
+        let far = TestHead(gridWidth: 10, gridHeight: 10, classes: 2, anchors: [(10, 10)])
+        far.set(row: 1, col: 1, anchor: 0, x: 0.5, y: 0.5, objectness: 0.9, scores: [1, 0])
+        far.set(row: 8, col: 8, anchor: 0, x: 0.5, y: 0.5, objectness: 0.8, scores: [0, 1])
+        XCTAssertEqual(postprocess([far], options: o).count, 2)
+    }
+
+    func testMaxDetectionsKeepsTheMostConfidentInOrder() {
+        let head = TestHead(gridWidth: 10, gridHeight: 10, classes: 2, anchors: [(5, 5)])
+        head.set(row: 1, col: 1, anchor: 0, x: 0.5, y: 0.5, objectness: 0.9, scores: [0.5, 0.9])   // 0.45, 0.81
+        head.set(row: 5, col: 5, anchor: 0, x: 0.5, y: 0.5, objectness: 0.6, scores: [1, 0])       // 0.6
+        head.set(row: 8, col: 8, anchor: 0, x: 0.5, y: 0.5, objectness: 0.7, scores: [1, 0])       // 0.7
+        let all = postprocess([head])
+        XCTAssertEqual(all.count, 4)
+        var o = DetectorOptions()
+        o.maxDetections = 2
+        let top = postprocess([head], options: o)
+        XCTAssertEqual(top.map(\.confidence).sorted(by: >), [0.9 * 0.9, 0.7])
+        // Kept in Darknet's order: the same relative order as in the full list.
+        XCTAssertEqual(top, all.filter { top.contains($0) })
+        o.maxDetections = 0
+        XCTAssertTrue(postprocess([head], options: o).isEmpty)
+    }
+
+    func testClassFilter() {
+        var o = DetectorOptions()
+        o.classFilter = [1]
+        let dets = postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1])], options: o)
+        XCTAssertEqual(dets.map(\.classIndex), [1])
+        // Filtered-out classes do not suppress in agnostic mode either.
+        o.classAgnostic = true
+        XCTAssertEqual(postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1])], options: o).map(\.classIndex), [1])
+    }
+
+    func testStableSortMatchesANaiveStableSort() {
+        var r = SeededRandom(seed: 7)
+        for n in [0, 1, 2, 15, 16, 17, 33, 100, 257, 1000] {
+            let keys = (0..<n).map { _ in Float(r.next() % 5) / 4 }   // many ties
+            var order = Array(0..<n), scratch: [Int] = []
+            stableSortDescending(&order, scratch: &scratch) { keys[$0] }
+            let expected = (0..<n).sorted { keys[$0] != keys[$1] ? keys[$0] > keys[$1] : $0 < $1 }
+            XCTAssertEqual(order, expected, "n = \(n)")
+        }
+    }
+
+    func testEmptyBoxesAreSwappedLastAsDarknetDoes() {
+        var boxes = CandidateBoxes()
+        boxes.reset(classes: 1)
+        for o: Float in [0, 0.5, 0, 0.7, 0] { boxes.appendBox(x: 0, y: 0, w: 1, h: 1, objectness: o); boxes.probs.append(o) }
+        var order: [Int] = []
+        XCTAssertEqual(moveEmptyBoxesLast(boxes, order: &order), 2)
+        // i=0 empty: swap with 4 (empty again), then with 3 -> [3,1,2,4,0]; i=2 empty: swap with itself.
+        XCTAssertEqual(order, [3, 1, 2, 4, 0])
+    }
+
+    func testIoU() {
+        let a = (x: Float(0.5), y: Float(0.5), w: Float(0.2), h: Float(0.2))
+        XCTAssertEqual(darknetIoU(a, a), 1)
+        XCTAssertEqual(darknetIoU(a, (x: 0.6, y: 0.5, w: 0.2, h: 0.2)), 1.0 / 3, accuracy: 1e-6)
+        XCTAssertEqual(darknetIoU(a, (x: 0.9, y: 0.5, w: 0.2, h: 0.2)), 0)
+    }
+
+    // MARK: Preprocessing
+
+    func testLetterboxSize() {
+        XCTAssert(letterboxSize(width: 768, height: 576, netWidth: 416, netHeight: 416) == (416, 312))
+        XCTAssert(letterboxSize(width: 640, height: 424, netWidth: 416, netHeight: 416) == (416, 275))
+        XCTAssert(letterboxSize(width: 352, height: 448, netWidth: 416, netHeight: 416) == (326, 416))
+        XCTAssert(letterboxSize(width: 416, height: 416, netWidth: 416, netHeight: 416) == (416, 416))
+        XCTAssert(letterboxSize(width: 100_000, height: 1, netWidth: 416, netHeight: 416) == (416, 1))
+    }
+
+    func testLetterboxMatchesTheFormulaExactly() throws {
+        for (w, h, nw, nh) in [(7, 5, 12, 10), (5, 7, 12, 10), (3, 3, 12, 10), (40, 9, 16, 16), (1, 6, 8, 8), (6, 1, 8, 8), (12, 10, 12, 10)] {
+            let detector = try Detector(network: tinyNetwork(width: nw, height: nh))
+            let rgb = randomBytes(w * h * 3, seed: UInt64(w * 100 + h))
+            for stretch in [false, true] {
+                detector.options.resize = stretch ? .stretch : .letterbox
+                try rgb.withUnsafeBytes { try detector.preprocess(pixels: $0, width: w, height: h) }
+                let expected = naiveLetterbox(rgb: rgb, width: w, height: h, netWidth: nw, netHeight: nh, stretch: stretch)
+                XCTAssertEqual(Array(detector.network.input), expected, "\(w)x\(h) in \(nw)x\(nh) stretch \(stretch)")
+            }
+        }
+    }
+
+    func testPixelFormatsAndRowStride() throws {
+        let (w, h) = (9, 6)
+        let detector = try Detector(network: tinyNetwork(width: 8, height: 8))
+        let rgb = randomBytes(w * h * 3, seed: 3)
+        try rgb.withUnsafeBytes { try detector.preprocess(pixels: $0, width: w, height: h) }
+        let expected = Array(detector.network.input)
+        for format in [PixelFormat.rgba, .bgr, .bgra] {
+            let stride = w * format.bytesPerPixel + 5
+            var bytes = [UInt8](repeating: 77, count: stride * h)
+            for y in 0..<h { for x in 0..<w {
+                let (r, g, b) = (rgb[(y * w + x) * 3], rgb[(y * w + x) * 3 + 1], rgb[(y * w + x) * 3 + 2])
+                let o = y * stride + x * format.bytesPerPixel
+                switch format {
+                case .rgba: bytes[o] = r; bytes[o + 1] = g; bytes[o + 2] = b; bytes[o + 3] = 9
+                case .bgr: bytes[o] = b; bytes[o + 1] = g; bytes[o + 2] = r
+                case .bgra: bytes[o] = b; bytes[o + 1] = g; bytes[o + 2] = r; bytes[o + 3] = 200
+                default: break
+                }
+            } }
+            detector.network.input.update(repeating: -1)
+            try bytes.withUnsafeBytes { try detector.preprocess(pixels: $0, width: w, height: h, rowStride: stride, format: format) }
+            XCTAssertEqual(Array(detector.network.input), expected, "\(format)")
+        }
+        // Grey = the same byte in R, G and B.
+        let grey = randomBytes(w * h, seed: 4)
+        try grey.withUnsafeBytes { try detector.preprocess(pixels: $0, width: w, height: h, format: .gray) }
+        let viaGrey = Array(detector.network.input)
+        try grey.flatMap { [$0, $0, $0] }.withUnsafeBytes { try detector.preprocess(pixels: $0, width: w, height: h) }
+        XCTAssertEqual(viaGrey, Array(detector.network.input))
+    }
+
+    func testDetectorValidatesItsInputs() throws {
+        let detector = try Detector(network: tinyNetwork(width: 8, height: 8))
+        let bytes = [UInt8](repeating: 0, count: 100)
+        func message(_ body: () throws -> Void) -> String {
+            do { try body(); return "no error" } catch let e as YOLOError { return e.description } catch { return "\(error)" }
+        }
+        bytes.withUnsafeBytes { raw in
+            XCTAssertTrue(message { _ = try detector.detect(pixels: raw, width: 0, height: 3) }.contains("must be positive"))
+            XCTAssertTrue(message { _ = try detector.detect(pixels: raw, width: 3, height: -1) }.contains("must be positive"))
+            XCTAssertTrue(message { _ = try detector.detect(pixels: raw, width: 5, height: 2, rowStride: 14) }.contains("row stride 14"))
+            XCTAssertTrue(message { _ = try detector.detect(pixels: raw, width: 6, height: 6) }.contains("needs 108"))
+            XCTAssertTrue(message { _ = try detector.detect(pixels: raw, width: 5, height: 5, rowStride: 20, format: .rgba) }.contains("no error"))
+            XCTAssertTrue(message { _ = try detector.detect(pixels: raw, width: 5, height: 6, rowStride: 20, format: .rgba) }.contains("needs 120"))
+            XCTAssertTrue(message { _ = try detector.detect(pixels: UnsafeRawBufferPointer(start: nil, count: 0), width: 1, height: 1) }.contains("needs 3"))
+        }
+        detector.options.threshold = 1.5
+        XCTAssertTrue(message { _ = try detector.detect(rgb: [1, 2, 3], width: 1, height: 1) }.contains("threshold"))
+        detector.options = DetectorOptions(classFilter: [2])
+        XCTAssertTrue(message { _ = try detector.detect(rgb: [1, 2, 3], width: 1, height: 1) }.contains("class 2"))
+        // Too few names: both counts in the message.
+        XCTAssertTrue(message { _ = try Detector(network: tinyNetwork(width: 8, height: 8), classNames: ["a"]) }.contains("1 class names given, but the network has 2 classes"))
+        let names = NSTemporaryDirectory() + "detect-names-\(getpid()).txt"
+        try "only\n".write(toFile: names, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: names) }
+        let paths = try officialPaths()
+        let msg = message { _ = try Detector(cfgPath: paths.cfg, weightsPath: paths.weights, namesPath: names) }
+        XCTAssertTrue(msg.contains("has 1 class names") && msg.contains("80 classes"), msg)
+    }
+
+    func testReadClassNames() throws {
+        let path = NSTemporaryDirectory() + "detect-names2-\(getpid()).txt"
+        try "person\r\ntraffic light\n\nzebra".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        XCTAssertEqual(try Detector.readClassNames(path: path), ["person", "traffic light", "", "zebra"])
+        XCTAssertEqual(try Detector.readClassNames(path: repoRoot + "/weights/coco.names").count, 80)
+    }
+
+    func testTinyNetworkDetectsOnOddSizesWithoutCrashing() throws {
+        // Biases: objectness and class 0 high: every cell reports class 0, NMS keeps few.
+        let detector = try Detector(network: tinyNetwork(width: 8, height: 8), classNames: ["thing", "other"])
+        for (w, h) in [(1, 1), (1, 50), (50, 1), (3000, 2), (8, 8), (13, 7)] {
+            let dets = try detector.detect(rgb: randomBytes(w * h * 3, seed: UInt64(w + h)), width: w, height: h)
+            XCTAssertFalse(dets.isEmpty, "\(w)x\(h)")
+            XCTAssertTrue(dets.allSatisfy { $0.className == "thing" && $0.confidence > 0.9 })
+        }
+    }
+
+    // MARK: Darknet end to end
+
+    func testMatchesDarknetOnDogAndPerson() throws {
+        let paths = try officialPaths()
+        let detector = try Detector(cfgPath: paths.cfg, weightsPath: paths.weights, namesPath: repoRoot + "/weights/coco.names")
+        let reference = try readReferenceDetections(fixturePath("detect_darknet_detections.txt"))
+        XCTAssertEqual(reference.count, 2)
+        for (image, byThreshold) in reference.sorted(by: { $0.key < $1.key }) {
+            let name = image.replacingOccurrences(of: ".jpg", with: "")
+            let input = try readGzipFloats(fixturePath("\(name)_input_416.f32.gz"))
+            let any = byThreshold.values.first { !$0.isEmpty }!.first!
+            _ = try input.withUnsafeBufferPointer { try detector.network.forward($0) }
+            for (t, rows) in byThreshold {
+                detector.options.threshold = t
+                let dets = try detector.decodeHeads(imageWidth: any.width, imageHeight: any.height)
+                XCTAssertEqual(dets.count, rows.count, "\(image) at \(t)")
+                var maxProb: Float = 0, maxRel: Float = 0
+                for (d, r) in zip(dets, rows) {
+                    XCTAssertEqual(d.classIndex, r.classIndex, "\(image) at \(t)")
+                    XCTAssertEqual(d.boxIndex, r.boxIndex, "\(image) at \(t)")
+                    maxProb = max(maxProb, abs(d.confidence - r.prob), abs(d.objectness - r.objectness))
+                    maxRel = max(maxRel, zip([d.x, d.y, d.width, d.height], r.rel).map { abs($0 - $1) }.max()!)
+                }
+                XCTAssertLessThanOrEqual(maxProb, 1e-4, "\(image) at \(t)")
+                XCTAssertLessThanOrEqual(maxRel, 1e-4, "\(image) at \(t)")
+                print("\(image) t=\(t): \(dets.count) detections, max |prob diff| \(maxProb), max |rel diff| \(maxRel)")
+            }
+            // The same via detectFromInput (runs the network on network.input).
+            detector.options.threshold = 0.25
+            _ = input.withUnsafeBufferPointer { detector.network.input.update(fromContentsOf: $0) }
+            let again = try detector.detectFromInput(imageWidth: any.width, imageHeight: any.height)
+            XCTAssertEqual(again.map(\.classIndex), byThreshold[0.25]!.map(\.classIndex))
+            XCTAssertEqual(again.first?.className, image == "dog.jpg" ? "dog" : "horse")
+        }
+    }
+}
