@@ -1,0 +1,137 @@
+// libjpeg(-turbo) for YOLOImage. libjpeg reports fatal errors through error_exit, which by
+// default calls exit(); ours longjmps back instead. Swift cannot use setjmp, so every call
+// into libjpeg that can fail goes through one of the small functions below, each with its
+// own setjmp. They return YOLO_JPEG_OK or an error code; the message is in `message`.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <jpeglib.h>
+#include <jerror.h>
+
+enum {
+    YOLO_JPEG_OK = 0,
+    YOLO_JPEG_CORRUPT = 1,      // libjpeg's own message is in `message`
+    YOLO_JPEG_TRUNCATED = 2,    // the data ended before the image did
+    YOLO_JPEG_EMPTY_IMAGE = 3,  // width or height 0 in the frame header
+    YOLO_JPEG_TOO_BIG = 4,      // over libjpeg's own dimension limit
+    YOLO_JPEG_UNSUPPORTED = 5,  // e.g. 12-bit samples, unknown colour space
+};
+
+typedef struct {
+    struct jpeg_decompress_struct cinfo;
+    struct jpeg_compress_struct cinfo_out;
+    struct jpeg_error_mgr jerr;
+    jmp_buf jump;
+    int truncated;       // libjpeg warned "premature end of JPEG file"
+    int data_missing;    // libjpeg warned that entropy-coded data ran out
+    int components;      // samples per output pixel: 1 (gray), 3 (RGB) or 4 (CMYK)
+    int inverted_cmyk;   // CMYK samples are stored inverted (Adobe APP14 marker seen)
+    char message[JMSG_LENGTH_MAX];
+} yolo_jpeg;
+
+static inline void yolo_jpeg_error_exit(j_common_ptr cinfo) {
+    yolo_jpeg *j = (yolo_jpeg *)cinfo->client_data;
+    (*cinfo->err->format_message)(cinfo, j->message);
+    longjmp(j->jump, 1);
+}
+
+// Warnings (level -1) and trace messages: never printed. A truncated file is only a warning
+// to libjpeg (it pads the data with an EOI marker and the image with gray); we remember it
+// and report an error.
+static inline void yolo_jpeg_emit_message(j_common_ptr cinfo, int level) {
+    yolo_jpeg *j = (yolo_jpeg *)cinfo->client_data;
+    if (level >= 0) return;
+    if (cinfo->err->msg_code == JWRN_JPEG_EOF) j->truncated = 1;
+    if (cinfo->err->msg_code == JWRN_HIT_MARKER) j->data_missing = 1;
+}
+
+static inline int yolo_jpeg_failure(yolo_jpeg *j) {
+    if (j->truncated) return YOLO_JPEG_TRUNCATED;
+    switch (j->jerr.msg_code) {
+    case JERR_EMPTY_IMAGE: return YOLO_JPEG_EMPTY_IMAGE;
+    case JERR_IMAGE_TOO_BIG: return YOLO_JPEG_TOO_BIG;
+    case JERR_BAD_PRECISION: case JERR_CONVERSION_NOTIMPL: case JERR_SOF_UNSUPPORTED:
+        return YOLO_JPEG_UNSUPPORTED;
+    default: return YOLO_JPEG_CORRUPT;
+    }
+}
+
+static inline void yolo_jpeg_init(yolo_jpeg *j) {
+    memset(j, 0, sizeof *j);
+    j->cinfo.err = jpeg_std_error(&j->jerr);
+    j->cinfo_out.err = &j->jerr;
+    j->jerr.error_exit = yolo_jpeg_error_exit;
+    j->jerr.emit_message = yolo_jpeg_emit_message;
+    j->cinfo.client_data = j;
+    j->cinfo_out.client_data = j;
+}
+
+/// Reads the headers of `size` bytes at `data` (which must stay alive until yolo_jpeg_close).
+/// Afterwards cinfo.image_width/image_height, components and inverted_cmyk are set.
+static inline int yolo_jpeg_open(yolo_jpeg *j, const unsigned char *data, unsigned long size) {
+    yolo_jpeg_init(j);
+    if (setjmp(j->jump)) return yolo_jpeg_failure(j);
+    jpeg_create_decompress(&j->cinfo);
+    jpeg_mem_src(&j->cinfo, data, size);
+    jpeg_read_header(&j->cinfo, TRUE);
+    switch (j->cinfo.jpeg_color_space) {
+    case JCS_GRAYSCALE: j->cinfo.out_color_space = JCS_GRAYSCALE; j->components = 1; break;
+    case JCS_CMYK: case JCS_YCCK: j->cinfo.out_color_space = JCS_CMYK; j->components = 4; break;
+    default: j->cinfo.out_color_space = JCS_RGB; j->components = 3; break;
+    }
+    j->inverted_cmyk = j->cinfo.saw_Adobe_marker;
+    if (j->truncated) return YOLO_JPEG_TRUNCATED;
+    return YOLO_JPEG_OK;
+}
+
+/// Decodes the image into `out`: height rows of width * components bytes.
+static inline int yolo_jpeg_read(yolo_jpeg *j, unsigned char *out) {
+    if (setjmp(j->jump)) return yolo_jpeg_failure(j);
+    jpeg_start_decompress(&j->cinfo);
+    size_t stride = (size_t)j->cinfo.output_width * (size_t)j->cinfo.output_components;
+    while (j->cinfo.output_scanline < j->cinfo.output_height) {
+        JSAMPROW row = out + (size_t)j->cinfo.output_scanline * stride;
+        jpeg_read_scanlines(&j->cinfo, &row, 1);
+    }
+    jpeg_finish_decompress(&j->cinfo);
+    // A single-scan image whose coded data was all there lacks only its final EOI marker:
+    // every pixel is real, so accept it (as libjpeg and stb_image do).
+    int single_scan = !j->cinfo.progressive_mode && j->cinfo.comps_in_scan == j->cinfo.num_components;
+    if (j->truncated && (j->data_missing || !single_scan)) return YOLO_JPEG_TRUNCATED;
+    return YOLO_JPEG_OK;
+}
+
+static inline void yolo_jpeg_close(yolo_jpeg *j) {
+    jpeg_destroy_decompress(&j->cinfo);
+}
+
+/// Encodes 8-bit interleaved RGB (row stride width * 3) into a malloc'ed buffer that the caller
+/// frees with free(*out), also on failure.
+static inline int yolo_jpeg_encode(yolo_jpeg *j, const unsigned char *rgb, unsigned width,
+                                   unsigned height, int quality,
+                                   unsigned char **out, unsigned long *out_size) {
+    yolo_jpeg_init(j);
+    *out = NULL;
+    *out_size = 0;
+    if (setjmp(j->jump)) {
+        jpeg_destroy_compress(&j->cinfo_out);
+        return YOLO_JPEG_CORRUPT;
+    }
+    jpeg_create_compress(&j->cinfo_out);
+    jpeg_mem_dest(&j->cinfo_out, out, out_size);
+    j->cinfo_out.image_width = width;
+    j->cinfo_out.image_height = height;
+    j->cinfo_out.input_components = 3;
+    j->cinfo_out.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&j->cinfo_out);
+    jpeg_set_quality(&j->cinfo_out, quality, TRUE);
+    jpeg_start_compress(&j->cinfo_out, TRUE);
+    while (j->cinfo_out.next_scanline < height) {
+        JSAMPROW row = (JSAMPROW)(rgb + (size_t)j->cinfo_out.next_scanline * width * 3);
+        jpeg_write_scanlines(&j->cinfo_out, &row, 1);
+    }
+    jpeg_finish_compress(&j->cinfo_out);
+    jpeg_destroy_compress(&j->cinfo_out);
+    return YOLO_JPEG_OK;
+}

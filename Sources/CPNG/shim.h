@@ -1,0 +1,92 @@
+// libpng for YOLOImage. libpng reports fatal errors through an error callback that must not
+// return; ours longjmps back. Swift cannot use setjmp, so every call into libpng that can
+// fail goes through one of the small functions below, each with its own setjmp. They return
+// YOLO_PNG_OK or an error code; libpng's message is in `message`.
+// (Writing uses libpng's simplified png_image API, which handles its errors itself.)
+#include <string.h>
+#include <setjmp.h>
+#include <png.h>
+
+enum {
+    YOLO_PNG_OK = 0,
+    YOLO_PNG_CORRUPT = 1,      // libpng's own message is in `message`
+    YOLO_PNG_TRUNCATED = 2,    // the data ended before the image did
+    YOLO_PNG_UNSUPPORTED = 3,  // the transforms did not give 8-bit RGB
+};
+
+typedef struct {
+    png_structp png;
+    png_infop info;
+    const unsigned char *data;
+    size_t size, position;
+    int truncated;
+    char message[256];
+} yolo_png;
+
+static inline void yolo_png_error(png_structp png, png_const_charp message) {
+    yolo_png *p = (yolo_png *)png_get_error_ptr(png);
+    strncpy(p->message, message, sizeof p->message - 1);
+    png_longjmp(png, 1);
+}
+
+static inline void yolo_png_warning(png_structp png, png_const_charp message) {
+    (void)png; (void)message;  // e.g. bad CRC in an ancillary chunk: libpng skips it
+}
+
+static inline void yolo_png_read_data(png_structp png, png_bytep out, size_t count) {
+    yolo_png *p = (yolo_png *)png_get_io_ptr(png);
+    if (count > p->size - p->position) {
+        p->truncated = 1;
+        png_error(png, "unexpected end of data");
+    }
+    memcpy(out, p->data + p->position, count);
+    p->position += count;
+}
+
+/// Reads the chunks up to the image data of `size` bytes at `data` (which must stay alive
+/// until yolo_png_close); afterwards png_get_image_width/height(p->png, p->info) answer.
+static inline int yolo_png_open(yolo_png *p, const unsigned char *data, size_t size) {
+    memset(p, 0, sizeof *p);
+    p->data = data;
+    p->size = size;
+    p->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, p, yolo_png_error, yolo_png_warning);
+    if (p->png) p->info = png_create_info_struct(p->png);
+    if (!p->info) { strcpy(p->message, "out of memory"); return YOLO_PNG_CORRUPT; }
+    if (setjmp(png_jmpbuf(p->png))) return p->truncated ? YOLO_PNG_TRUNCATED : YOLO_PNG_CORRUPT;
+    png_set_read_fn(p->png, p, yolo_png_read_data);
+#ifdef PNG_SET_USER_LIMITS_SUPPORTED
+    png_set_user_limits(p->png, 0x7fffffff, 0x7fffffff);  // the caller's pixel limit applies instead
+#endif
+    png_read_info(p->png, p->info);
+    return YOLO_PNG_OK;
+}
+
+/// Decodes the image into `out` (height rows of width * 3 bytes) the way stb_image does with
+/// 3 channels: palette expanded, gray replicated, alpha dropped without compositing, 16-bit
+/// samples cut to their high byte, no gamma or colour-profile transform.
+static inline int yolo_png_read_rgb(yolo_png *p, unsigned char *out) {
+    if (setjmp(png_jmpbuf(p->png))) return p->truncated ? YOLO_PNG_TRUNCATED : YOLO_PNG_CORRUPT;
+    png_uint_32 width = png_get_image_width(p->png, p->info);
+    png_uint_32 height = png_get_image_height(p->png, p->info);
+    int type = png_get_color_type(p->png, p->info);
+    if (type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(p->png);
+    if (type == PNG_COLOR_TYPE_GRAY) png_set_expand_gray_1_2_4_to_8(p->png);
+    if (!(type & PNG_COLOR_MASK_COLOR)) png_set_gray_to_rgb(p->png);
+    png_set_strip_16(p->png);
+    png_set_strip_alpha(p->png);
+    int passes = png_set_interlace_handling(p->png);
+    png_read_update_info(p->png, p->info);
+    if (png_get_rowbytes(p->png, p->info) != (size_t)width * 3) {
+        strcpy(p->message, "could not convert the pixels to 8-bit RGB");
+        return YOLO_PNG_UNSUPPORTED;
+    }
+    // With interlace handling, each pass fills in its own pixels of the rows.
+    for (int pass = 0; pass < passes; pass++)
+        for (png_uint_32 y = 0; y < height; y++)
+            png_read_row(p->png, out + (size_t)y * width * 3, NULL);
+    return YOLO_PNG_OK;
+}
+
+static inline void yolo_png_close(yolo_png *p) {
+    png_destroy_read_struct(&p->png, &p->info, NULL);  // NULL-safe
+}

@@ -1,0 +1,82 @@
+import CPNG
+
+/// Decodes a PNG to 8-bit RGB exactly as stb_image would (see `decodeImage`).
+func decodePNG(_ bytes: [UInt8], name: String, maxPixels: Int) throws -> RGBImage {
+    // Check the IHDR size first: libpng itself rejects a zero width with a generic error.
+    if bytes.count >= 24, bytes[12..<16].elementsEqual("IHDR".utf8) {
+        try checkDimensions(width: Int(bigEndian32(bytes, at: 16)), height: Int(bigEndian32(bytes, at: 20)),
+                            name: name, maxPixels: maxPixels)
+    }
+    let reader = UnsafeMutablePointer<yolo_png>.allocate(capacity: 1)
+    reader.initialize(to: yolo_png())
+    defer {
+        yolo_png_close(reader)
+        reader.deallocate()
+    }
+    func check(_ code: Int32) throws {
+        switch Int(code) {
+        case YOLO_PNG_OK: return
+        case YOLO_PNG_TRUNCATED: throw ImageError.truncated(file: name, format: "PNG")
+        case YOLO_PNG_UNSUPPORTED:
+            throw ImageError.unsupported(file: name, detail: stringFromCArray(reader.pointee.message))
+        default:
+            throw ImageError.corrupt(file: name, format: "PNG", message: stringFromCArray(reader.pointee.message))
+        }
+    }
+    return try bytes.withUnsafeBufferPointer { data in
+        try check(yolo_png_open(reader, data.baseAddress, data.count))
+        let width = Int(png_get_image_width(reader.pointee.png, reader.pointee.info))
+        let height = Int(png_get_image_height(reader.pointee.png, reader.pointee.info))
+        try checkDimensions(width: width, height: height, name: name, maxPixels: maxPixels)
+        var pixels = [UInt8](repeating: 0, count: width * height * 3)
+        try check(pixels.withUnsafeMutableBufferPointer { yolo_png_read_rgb(reader, $0.baseAddress) })
+        return RGBImage(width: width, height: height, pixels: pixels)
+    }
+}
+
+/// Writes `image` as an 8-bit RGB PNG (not interlaced, no gamma information beyond an sRGB chunk).
+public func writePNG(_ image: RGBImage, to path: String) throws {
+    try checkWritable(image, path: path)
+    guard image.width <= Int(Int32.max) / 3, image.height <= Int(Int32.max) else {
+        throw ImageError.writeFailed(file: path, reason: "image too large for PNG")
+    }
+    try writeFile(try encodePNG(image, path: path), to: path)
+}
+
+/// The PNG file bytes for `image`, made by libpng's simplified write API.
+func encodePNG(_ image: RGBImage, path: String) throws -> [UInt8] {
+    // Start with room for the uncompressed rows plus zlib and chunk overhead; libpng says
+    // how much it needs if that is not enough.
+    let rowBytes = image.width * 3
+    var capacity = (rowBytes + 1) * image.height * 101 / 100 + 1024
+    for _ in 0..<2 {
+        var info = png_image()
+        info.version = UInt32(PNG_IMAGE_VERSION)
+        info.width = UInt32(image.width)
+        info.height = UInt32(image.height)
+        info.format = UInt32(PNG_FORMAT_RGB)
+        var size = png_alloc_size_t(capacity)
+        var output = [UInt8](repeating: 0, count: capacity)
+        let ok = output.withUnsafeMutableBytes { out in
+            image.pixels.withUnsafeBytes { pixels in
+                png_image_write_to_memory(&info, out.baseAddress, &size, 0, pixels.baseAddress,
+                                          Int32(rowBytes), nil)
+            }
+        }
+        let message = stringFromCArray(info.message)
+        png_image_free(&info)
+        if ok != 0 {
+            output.removeSubrange(Int(size)...)
+            return output
+        }
+        guard Int(size) > capacity, message.isEmpty else {
+            throw ImageError.writeFailed(file: path, reason: "libpng: \(message)")
+        }
+        capacity = Int(size)
+    }
+    throw ImageError.writeFailed(file: path, reason: "libpng: output buffer too small")
+}
+
+func bigEndian32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+    bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }
+}
