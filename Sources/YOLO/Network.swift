@@ -40,6 +40,11 @@ public final class Network {
         didSet { configureFusion() }
     }
 
+    /// How GEMMs use several threads: `.openBLAS` lets OpenBLAS thread each GEMM; `.split`
+    /// splits each GEMM across the network's own threads, each calling OpenBLAS single-threaded.
+    public enum GemmThreading: String, Sendable { case openBLAS = "openblas", split }
+    public var gemmThreading: GemmThreading = .split
+
     let impl: [any Layer]
     private var pool: WorkerPool
     private let parameters: UnsafeMutablePointer<Float>
@@ -180,9 +185,15 @@ public final class Network {
 
     /// Runs the network on the contents of `input`.
     public func forward() {
-        var context = ForwardContext(workspace: workspace, pool: pool)
-        openblas_set_num_threads(Int32(threads))
+        var context = makeContext()
         for layer in impl { layer.forward(&context) }
+    }
+
+    private func makeContext() -> ForwardContext {
+        let split = gemmThreading == .split && threads > 1
+        // Process-wide in OpenBLAS: see `threads`.
+        openblas_set_num_threads(split ? 1 : Int32(threads))
+        return ForwardContext(workspace: workspace, pool: pool, splitGemm: split)
     }
 
     /// Copies `data` (CHW floats) into the input buffer and runs the network.
@@ -206,8 +217,7 @@ public final class Network {
 
     /// Runs a forward pass and times each layer.
     public func forwardProfiled() -> Profile {
-        var context = ForwardContext(workspace: workspace, pool: pool)
-        openblas_set_num_threads(Int32(threads))
+        var context = makeContext()
         var profile = Profile(layerNanoseconds: [], gemmNanoseconds: [])
         for layer in impl {
             context.gemmNanoseconds = 0

@@ -114,9 +114,12 @@ final class LayerTests: XCTestCase {
                                 bn: bn ? (scale, mean, variance) : nil, activation: act)
             for threads in [1, 2, 3] {
                 let n = try net(s, body, weights: floats, threads: threads)
-                try n.forward(input)
-                XCTAssertEqual(n.layers[0].output, ref.shape, "case \(t)")
-                assertClose(n.output(ofLayer: 0), ref.out, tolerance: 2e-5, "conv case \(t) \(s) threads \(threads)")
+                for mode in [Network.GemmThreading.openBLAS, .split] {
+                    n.gemmThreading = mode
+                    try n.forward(input)
+                    XCTAssertEqual(n.layers[0].output, ref.shape, "case \(t)")
+                    assertClose(n.output(ofLayer: 0), ref.out, tolerance: 2e-5, "conv case \(t) \(s) threads \(threads) \(mode)")
+                }
             }
         }
     }

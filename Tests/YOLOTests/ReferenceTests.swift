@@ -74,10 +74,14 @@ final class ReferenceTests: XCTestCase {
         net.threads = 1
         try net.forward(input)
         let one = Array(net.heads[1].raw)
+        for mode in [Network.GemmThreading.openBLAS, .split] {
+            net.threads = 2
+            net.gemmThreading = mode
+            try net.forward(input)
+            let two = Array(net.heads[1].raw)
+            let maxDiff = zip(one, two).map { abs($0 - $1) }.max()!
+            XCTAssertLessThanOrEqual(maxDiff, 1e-4, "\(mode)")
+        }
         net.threads = 2
-        try net.forward(input)
-        let two = Array(net.heads[1].raw)
-        let maxDiff = zip(one, two).map { abs($0 - $1) }.max()!
-        XCTAssertLessThanOrEqual(maxDiff, 1e-4)
     }
 }

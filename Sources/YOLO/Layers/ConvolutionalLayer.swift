@@ -88,8 +88,29 @@ final class ConvolutionalLayer: Layer {
             b = UnsafePointer(ws)
         }
         let start = context.gemmNanoseconds == nil ? 0 : monotonicNanoseconds()
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(filters), Int32(n), Int32(columns),
-                    1, weights, Int32(columns), b, Int32(n), 0, output, Int32(n))
+        if context.splitGemm && context.pool.threadCount > 1 {
+            // Our own split: rows of the output when there are more filters than pixels (the
+            // 13x13 layers), else columns in multiples of 16 so each part stays vector-aligned.
+            let (out, w, m, k, cols) = (output!, weights!, filters, columns, b)
+            let parts = context.pool.threadCount
+            if m >= n {
+                context.pool.parallelFor(m) { rows in
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(rows.count), Int32(n), Int32(k),
+                                1, w + rows.lowerBound * k, Int32(k), cols, Int32(n), 0, out + rows.lowerBound * n, Int32(n))
+                }
+            } else {
+                let chunk = (n + parts * 16 - 1) / (parts * 16) * 16
+                context.pool.run { part in
+                    let lo = min(n, part * chunk), hi = min(n, lo + chunk)
+                    guard hi > lo else { return }
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(hi - lo), Int32(k),
+                                1, w, Int32(k), cols + lo, Int32(n), 0, out + lo, Int32(n))
+                }
+            }
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(filters), Int32(n), Int32(columns),
+                        1, weights, Int32(columns), b, Int32(n), 0, output, Int32(n))
+        }
         if let t = context.gemmNanoseconds { context.gemmNanoseconds = t + (monotonicNanoseconds() - start) }
         // A following max pool applies bias and activation to its (4x smaller) output instead:
         // both are monotonic, so max(act(x + b)) == act(max(x) + b) exactly.

@@ -16,6 +16,9 @@ struct ForwardContext {
     /// Scratch buffer of `Network.workspaceCount` floats (im2col columns).
     let workspace: UnsafeMutablePointer<Float>
     let pool: WorkerPool
+    /// When true, conv layers split each GEMM across the pool's threads themselves (OpenBLAS
+    /// single-threaded); when false, OpenBLAS threads each GEMM.
+    var splitGemm: Bool = false
     /// When non-nil, a conv layer adds the nanoseconds it spent in sgemm here.
     var gemmNanoseconds: UInt64? = nil
 }
