@@ -6,12 +6,16 @@ let defaultWeights = "weights/yolov3-tiny.weights"
 let defaultNames = "weights/coco.names"
 
 let mainUsage = """
-usage: yolo <command> [options]
+Usage:   yolo <command> [options]
+Example: yolo detect samples/astronaut.png
+         yolo detect photos/ --json --no-draw > detections.jsonl
+         yolo heads dog_input_416.f32 --out /tmp/heads
 
-commands:
+Commands:
+  detect    find objects in JPEG/PNG images (Darknet's text, JSON, COCO results, annotated images)
   heads     run the network on a raw float32 tensor and write its raw YOLO heads
 
-Run 'yolo <command> --help' for a command's options.
+Run 'yolo <command> --help' for a command's options and defaults.
 """
 
 func runMain(_ argv: [String]) -> Int32 {
@@ -19,6 +23,7 @@ func runMain(_ argv: [String]) -> Int32 {
     let rest = Array(argv.dropFirst())
     do {
         switch command {
+        case "detect": return try DetectCommand.run(rest)
         case "heads": return try HeadsCommand.run(rest)
         case "-h", "--help", "help": print(mainUsage); return 0
         default: throw UsageError("unknown command '\(command)'")
@@ -27,7 +32,7 @@ func runMain(_ argv: [String]) -> Int32 {
         printError("yolo: \(e.description)\nRun 'yolo --help' for usage.")
         return 64
     } catch {
-        printError("yolo: error: \(error)")
+        printError("yolo: \(error)")
         return 1
     }
 }

@@ -3,7 +3,7 @@ import XCTest
 @testable import YOLO
 
 /// A hand-built [yolo] head: set the activated entries of chosen cells, the rest stay 0.
-final class TestHead {
+fileprivate final class TestHead {
     let gridWidth: Int, gridHeight: Int, classes: Int
     let anchors: [(width: Float, height: Float)]
     let storage: UnsafeMutableBufferPointer<Float>
@@ -31,7 +31,7 @@ final class TestHead {
 }
 
 /// Runs the detector's postprocessing on hand-built heads.
-func postprocess(_ heads: [TestHead], net: Int = 100, image: (Int, Int) = (100, 100),
+fileprivate func postprocess(_ heads: [TestHead], net: Int = 100, image: (Int, Int) = (100, 100),
                  options: DetectorOptions = DetectorOptions()) -> [Detection] {
     var p = Postprocessor()
     return p.run(heads: heads.map(\.view), netWidth: net, netHeight: net, imageWidth: image.0, imageHeight: image.1,
@@ -40,7 +40,7 @@ func postprocess(_ heads: [TestHead], net: Int = 100, image: (Int, Int) = (100, 
 
 /// A tiny network: a 1x1 conv (no BN, linear) straight into a [yolo] head of 1 anchor and
 /// 2 classes, so every cell gets the conv's biases as its raw values.
-func tinyNetwork(width: Int, height: Int, biases: [Float] = [0, 0, 0, 0, 5, 5, -5]) throws -> Network {
+fileprivate func tinyNetwork(width: Int, height: Int, biases: [Float] = [0, 0, 0, 0, 5, 5, -5]) throws -> Network {
     let cfg = """
     [net]
     width=\(width)
@@ -64,14 +64,14 @@ func tinyNetwork(width: Int, height: Int, biases: [Float] = [0, 0, 0, 0, 5, 5, -
 }
 
 /// Deterministic random bytes.
-func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+fileprivate func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
     var r = SeededRandom(seed: seed)
     return (0..<count).map { _ in UInt8(truncatingIfNeeded: r.next() >> 24) }
 }
 
 /// Darknet's load (byte/255), letterbox_image and resize_image, written out naively from the
 /// formulas over a float CHW image, as the reference for the preprocessing kernels.
-func naiveLetterbox(rgb: [UInt8], width w: Int, height h: Int, netWidth: Int, netHeight: Int, stretch: Bool) -> [Float] {
+fileprivate func naiveLetterbox(rgb: [UInt8], width w: Int, height h: Int, netWidth: Int, netHeight: Int, stretch: Bool) -> [Float] {
     var im = [Float](repeating: 0, count: 3 * w * h)
     for y in 0..<h { for x in 0..<w { for k in 0..<3 { im[k * w * h + y * w + x] = Float(Double(rgb[(y * w + x) * 3 + k]) / 255.0) } } }
     var nw = netWidth, nh = netHeight
@@ -107,13 +107,13 @@ func naiveLetterbox(rgb: [UInt8], width w: Int, height h: Int, netWidth: Int, ne
 }
 
 /// One line of a `detect_*detections.txt` fixture.
-struct ReferenceDetection {
+fileprivate struct ReferenceDetection {
     var image: String, width: Int, height: Int, threshold: Float
     var boxIndex: Int, classIndex: Int, prob: Float, objectness: Float, rel: [Float]
 }
 
 /// Parses a detections fixture; images with no detections at a threshold appear with no rows.
-func readReferenceDetections(_ path: String) throws -> [String: [Float: [ReferenceDetection]]] {
+fileprivate func readReferenceDetections(_ path: String) throws -> [String: [Float: [ReferenceDetection]]] {
     var out: [String: [Float: [ReferenceDetection]]] = [:]
     for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") where !line.hasPrefix("#") {
         let p = line.split(separator: " ").map(String.init)
@@ -204,7 +204,7 @@ final class DetectDecodeTests: XCTestCase {
     // MARK: NMS
 
     /// Two heavily overlapping boxes in neighbouring cells (IoU 0.5) and one far away.
-    func overlapping(scoresA: [Float], scoresB: [Float], objectnessA: Float = 0.9, objectnessB: Float = 0.8) -> TestHead {
+    fileprivate func overlapping(scoresA: [Float], scoresB: [Float], objectnessA: Float = 0.9, objectnessB: Float = 0.8) -> TestHead {
         let head = TestHead(gridWidth: 10, gridHeight: 10, classes: 2, anchors: [(30, 30)])
         head.set(row: 5, col: 5, anchor: 0, x: 0.5, y: 0.5, objectness: objectnessA, scores: scoresA)
         head.set(row: 5, col: 6, anchor: 0, x: 0.5, y: 0.5, objectness: objectnessB, scores: scoresB)
@@ -293,7 +293,7 @@ final class DetectDecodeTests: XCTestCase {
 
     func testIoU() {
         let a = (x: Float(0.5), y: Float(0.5), w: Float(0.2), h: Float(0.2))
-        XCTAssertEqual(darknetIoU(a, a), 1)
+        XCTAssertEqual(darknetIoU(a, a), 1, accuracy: 1e-6)
         XCTAssertEqual(darknetIoU(a, (x: 0.6, y: 0.5, w: 0.2, h: 0.2)), 1.0 / 3, accuracy: 1e-6)
         XCTAssertEqual(darknetIoU(a, (x: 0.9, y: 0.5, w: 0.2, h: 0.2)), 0)
     }

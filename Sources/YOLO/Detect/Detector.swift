@@ -108,9 +108,7 @@ public final class Detector {
     private var part: UnsafeMutablePointer<Float>
     private var partCapacity: Int
     private let byteTable: UnsafeMutablePointer<Float>
-    private var boxes = CandidateBoxes()
-    private var order: [Int] = []
-    private var scratch: [Int] = []
+    private var postprocessor = Postprocessor()
 
     /// Loads a network and, when `namesPath` is given, its class names (one per line).
     public convenience init(cfgPath: String, weightsPath: String, namesPath: String? = nil,
@@ -162,9 +160,9 @@ public final class Detector {
     /// carriage returns before newlines are dropped).
     public static func readClassNames(path: String) throws -> [String] {
         let text = try readTextFile(path)
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
-            line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
-        }
+        // "\r\n" is one Character in Swift, so both line ends are separators here.
+        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+            .map(String.init)
         if lines.last == "" { lines.removeLast() }
         return lines
     }
@@ -182,10 +180,8 @@ public final class Detector {
         let start = monotonicNanoseconds()
         try preprocess(pixels: pixels, width: width, height: height, rowStride: rowStride, format: format)
         let prepared = monotonicNanoseconds()
-        var detections = runAndDecode(imageWidth: width, imageHeight: height)
+        let detections = runAndDecode(imageWidth: width, imageHeight: height)
         lastTiming.preprocess = prepared - start
-        _ = detections.count
-        detections = detections.isEmpty ? detections : detections
         return detections
     }
 
@@ -282,8 +278,22 @@ public final class Detector {
     }
 
     private func decode(imageWidth: Int, imageHeight: Int) -> [Detection] {
-        let o = options
-        let netW = network.inputWidth, netH = network.inputHeight
+        postprocessor.run(heads: network.heads, netWidth: network.inputWidth, netHeight: network.inputHeight,
+                          imageWidth: imageWidth, imageHeight: imageHeight, options: options,
+                          classCount: classCount, names: classNames)
+    }
+}
+
+/// Decoding, NMS and reporting, with storage kept between frames.
+struct Postprocessor {
+    private var boxes = CandidateBoxes()
+    private var order: [Int] = []
+    private var scratch: [Int] = []
+
+    /// The detections in `heads` for a frame of `imageWidth` x `imageHeight`, one per (box, class)
+    /// above the threshold, boxes in Darknet's order after NMS. `names` may be empty.
+    mutating func run(heads: [HeadView], netWidth: Int, netHeight: Int, imageWidth: Int, imageHeight: Int,
+                      options o: DetectorOptions, classCount: Int, names: [String]) -> [Detection] {
         var allowed: [Bool]? = nil
         var classes = Array(0..<classCount)
         if let filter = o.classFilter {
@@ -291,13 +301,13 @@ public final class Detector {
             classes = classes.filter { filter.contains($0) }
         }
         boxes.reset(classes: classCount)
-        for head in network.heads {
+        for head in heads {
             let first = boxes.count
-            decodeHead(head, netWidth: netW, netHeight: netH, threshold: o.threshold, allowed: allowed,
+            decodeHead(head, netWidth: netWidth, netHeight: netHeight, threshold: o.threshold, allowed: allowed,
                        exp: exp, into: &boxes)
             if o.resize == .letterbox {
                 undoLetterbox(&boxes, range: first..<boxes.count, imageWidth: imageWidth, imageHeight: imageHeight,
-                              netWidth: netW, netHeight: netH)
+                              netWidth: netWidth, netHeight: netHeight)
             }
         }
         if o.classAgnostic {
@@ -310,9 +320,9 @@ public final class Detector {
             for k in 0..<classCount {
                 let p = boxes.probs[b * classCount + k]
                 guard p > o.threshold else { continue }
-                detections.append(Detection(classIndex: k, className: className(k), confidence: p,
-                                            objectness: boxes.objectness[b], x: boxes.x[b], y: boxes.y[b],
-                                            width: boxes.w[b], height: boxes.h[b],
+                detections.append(Detection(classIndex: k, className: k < names.count ? names[k] : "class \(k)",
+                                            confidence: p, objectness: boxes.objectness[b],
+                                            x: boxes.x[b], y: boxes.y[b], width: boxes.w[b], height: boxes.h[b],
                                             imageWidth: imageWidth, imageHeight: imageHeight, boxIndex: position))
             }
         }
@@ -320,8 +330,9 @@ public final class Detector {
             // Keep the m most confident (ties: the earlier one), in Darknet's order.
             var ranked = Array(detections.indices)
             stableSortDescending(&ranked, scratch: &scratch) { detections[$0].confidence }
-            let keep = Set(ranked.prefix(m))
-            detections = detections.indices.filter { keep.contains($0) }.map { detections[$0] }
+            var keep = [Bool](repeating: false, count: detections.count)
+            for i in ranked.prefix(m) { keep[i] = true }
+            detections = detections.indices.filter { keep[$0] }.map { detections[$0] }
         }
         return detections
     }

@@ -1,0 +1,114 @@
+import Foundation
+import YOLO
+
+/// A JSON string literal, quotes included: `"`, `\` and control characters escaped; everything
+/// else (UTF-8 included) as is.
+func jsonString(_ s: String) -> String {
+    var out = "\""
+    for u in s.unicodeScalars {
+        switch u {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        case "\u{08}": out += "\\b"
+        case "\u{0C}": out += "\\f"
+        default:
+            if u.value < 0x20 || u.value == 0x7F {
+                out += String(format: "\\u%04x", u.value)
+            } else {
+                out.unicodeScalars.append(u)
+            }
+        }
+    }
+    return out + "\""
+}
+
+/// A float as JSON: the shortest text that reads back as the same Float; `null` if not finite.
+func jsonNumber(_ v: Float) -> String { v.isFinite ? "\(v)" : "null" }
+
+/// A double as JSON with a fixed number of decimals; `null` if not finite.
+func jsonNumber(_ v: Double, decimals: Int) -> String { v.isFinite ? String(format: "%.\(decimals)f", v) : "null" }
+
+/// One image's detections as a single line of JSON.
+func detectionsJSON(image: String, width: Int, height: Int, inferenceMilliseconds: Double,
+                    detections: [Detection]) -> String {
+    let items = detections.map { d in
+        "{\"class\": \(jsonString(d.className)), \"class_index\": \(d.classIndex), "
+            + "\"confidence\": \(jsonNumber(d.confidence)), \"objectness\": \(jsonNumber(d.objectness)), "
+            + "\"box\": {\"left\": \(jsonNumber(d.left)), \"top\": \(jsonNumber(d.top)), "
+            + "\"right\": \(jsonNumber(d.right)), \"bottom\": \(jsonNumber(d.bottom))}, "
+            + "\"rel\": [\(jsonNumber(d.x)), \(jsonNumber(d.y)), \(jsonNumber(d.width)), \(jsonNumber(d.height))], "
+            + "\"box_index\": \(d.boxIndex)}"
+    }
+    return "{\"image\": \(jsonString(image)), \"width\": \(width), \"height\": \(height), "
+        + "\"inference_ms\": \(jsonNumber(inferenceMilliseconds, decimals: 3)), "
+        + "\"detections\": [\(items.joined(separator: ", "))]}"
+}
+
+/// Darknet's console output for one image: `dog: 57%` per (box, class), in Darknet's order.
+func darknetLines(_ detections: [Detection]) -> [String] {
+    detections.map { "\($0.className): \(String(format: "%.0f", Double($0.confidence) * 100))%" }
+}
+
+/// COCO's category ids for the 80 classes of coco.names, in order (COCO numbers 91 categories,
+/// 11 of them unused in detection).
+let cocoCategoryIDs: [Int] = [
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 27, 28, 31, 32, 33, 34,
+    35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
+    64, 65, 67, 70, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 84, 85, 86, 87, 88, 89, 90,
+]
+
+/// The COCO image id of a file: its name when that is a number (`000000000139.jpg` -> 139), or
+/// the number after the last underscore (`COCO_val2014_000000000042.jpg` -> 42), else nil.
+func cocoImageID(path: String) -> Int? {
+    let base = (path as NSString).lastPathComponent
+    let stem = (base as NSString).deletingPathExtension
+    let digits = stem.split(separator: "_").last.map(String.init) ?? stem
+    guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+    return Int(digits)
+}
+
+/// One COCO results entry per detection: bbox [x, y, width, height] in pixels, clamped to the
+/// image as Darknet's COCO validation does.
+func cocoEntries(_ detections: [Detection], imageID: Int, width: Int, height: Int, classCount: Int) -> [String] {
+    detections.map { d in
+        let w = Float(width), h = Float(height)
+        let x0 = max(0, d.left), y0 = max(0, d.top)
+        let x1 = min(w, d.right), y1 = min(h, d.bottom)
+        let category = classCount == cocoCategoryIDs.count ? cocoCategoryIDs[d.classIndex] : d.classIndex
+        return "{\"image_id\": \(imageID), \"category_id\": \(category), \"bbox\": [\(jsonNumber(x0)), \(jsonNumber(y0)), "
+            + "\(jsonNumber(x1 - x0)), \(jsonNumber(y1 - y0))], \"score\": \(jsonNumber(d.confidence))}"
+    }
+}
+
+/// A one-line progress bar on stderr, redrawn in place; only when stderr is a terminal.
+struct ProgressBar {
+    let total: Int
+    let enabled: Bool
+    private var shown = false
+
+    init(total: Int, enabled: Bool) {
+        self.total = total
+        self.enabled = enabled && isatty(2) != 0
+    }
+
+    mutating func show(done: Int, current: String) {
+        guard enabled else { return }
+        let width = 30
+        let filled = total > 0 ? width * done / total : width
+        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+        var name = (current as NSString).lastPathComponent
+        if name.count > 40 { name = "..." + name.suffix(37) }
+        FileHandle.standardError.write("\r\u{1B}[K[\(bar)] \(done)/\(total) \(name)".data(using: .utf8)!)
+        shown = true
+    }
+
+    /// Erases the bar (before other output, and at the end).
+    mutating func clear() {
+        guard enabled, shown else { return }
+        FileHandle.standardError.write("\r\u{1B}[K".data(using: .utf8)!)
+        shown = false
+    }
+}
