@@ -14,6 +14,6 @@ public struct HeadView {
     /// channel = anchor * (5 + classes) + entry; entries tx, ty, tw, th, objectness, classes).
     public let raw: UnsafeBufferPointer<Float>
     /// The [yolo] layer's output, as Darknet computes it: logistic applied to entries
-    /// 0, 1 and 4... of each anchor; tw, th left raw.
+    /// 0, 1 and 4... of each anchor; tw, th left raw. (Computed when `Network.heads` is read.)
     public let activated: UnsafeBufferPointer<Float>
 }

@@ -186,7 +186,20 @@ public final class Network {
     /// Runs the network on the contents of `input`.
     public func forward() {
         var context = makeContext()
-        for layer in impl { layer.forward(&context) }
+        for layer in impl where !(layer is YOLOLayer) { layer.forward(&context) }
+        headsActivated = false
+    }
+
+    /// [yolo] layers only apply the logistic for inspection: the decoder reads the raw heads
+    /// and takes the logistic of the few entries it needs, so a forward pass skips them and
+    /// `heads` / `output(ofLayer:)` compute them on first use.
+    private var headsActivated = false
+
+    private func activateHeads() {
+        guard !headsActivated else { return }
+        var context = makeContext()
+        for i in yoloLayers { impl[i].forward(&context) }
+        headsActivated = true
     }
 
     private func makeContext() -> ForwardContext {
@@ -219,8 +232,14 @@ public final class Network {
     public func forwardProfiled() -> Profile {
         var context = makeContext()
         var profile = Profile(layerNanoseconds: [], gemmNanoseconds: [])
+        headsActivated = false
         for layer in impl {
             context.gemmNanoseconds = 0
+            if layer is YOLOLayer {  // skipped by forward(); see activateHeads()
+                profile.layerNanoseconds.append(0)
+                profile.gemmNanoseconds.append(0)
+                continue
+            }
             let start = monotonicNanoseconds()
             layer.forward(&context)
             profile.layerNanoseconds.append(monotonicNanoseconds() - start)
@@ -231,11 +250,19 @@ public final class Network {
 
     /// The output of layer `index` after the last forward (CHW, `layers[index].output` shape).
     public func output(ofLayer index: Int) -> UnsafeBufferPointer<Float> {
-        UnsafeBufferPointer(start: impl[index].output, count: impl[index].outputShape.count)
+        if impl[index] is YOLOLayer { activateHeads() }
+        return UnsafeBufferPointer(start: impl[index].output, count: impl[index].outputShape.count)
     }
 
     /// The YOLO heads of the last forward, in cfg order (empty for a cfg without [yolo] layers).
     public var heads: [HeadView] {
+        activateHeads()
+        return rawHeads
+    }
+
+    /// The heads without computing their `activated` buffers (which may be stale): for the
+    /// decoder, which reads `raw`.
+    var rawHeads: [HeadView] {
         yoloLayers.map { i in
             let y = impl[i] as! YOLOLayer
             return HeadView(layerIndex: i, gridWidth: y.outputShape.w, gridHeight: y.outputShape.h,

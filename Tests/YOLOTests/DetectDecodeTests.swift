@@ -21,7 +21,26 @@ fileprivate final class TestHead {
         let plane = gridWidth * gridHeight
         let base = anchor * (classes + 5) * plane + row * gridWidth + col
         let values = [x, y, tw, th, objectness] + scores + [Float](repeating: 0, count: classes - scores.count)
-        for (e, v) in values.enumerated() { storage[base + e * plane] = v }
+        // The decoder reads the raw head and applies Darknet's logistic itself: store the raw
+        // value whose logistic is exactly the wanted activation (tw, th stay raw).
+        for (e, v) in values.enumerated() { storage[base + e * plane] = e == 2 || e == 3 ? v : Self.logit(v) }
+    }
+
+    static func logistic(_ r: Float) -> Float { Float(1.0 / (1.0 + exp(-Double(r)))) }
+
+    /// A raw value r with logistic(r) == p (the nearest one when no float maps exactly).
+    static func logit(_ p: Float) -> Float {
+        if p <= 0 { return -.infinity }
+        if p >= 1 { return .infinity }
+        var r = Float(log(Double(p) / (1 - Double(p))))
+        var best = r
+        for _ in 0..<256 {
+            let v = logistic(r)
+            if v == p { return r }
+            if abs(v - p) < abs(logistic(best) - p) { best = r }
+            r = v < p ? r.nextUp : r.nextDown
+        }
+        return best
     }
 
     var view: HeadView {

@@ -43,22 +43,25 @@ func decodeHead(_ head: HeadView, netWidth: Int, netHeight: Int, threshold: Floa
                 exp: (Double) -> Double, into boxes: inout CandidateBoxes) {
     let plane = head.gridWidth * head.gridHeight
     let entries = head.classes + 5
-    let out = head.activated
+    // The raw head, with Darknet's [yolo] logistic (in double) taken of just the entries
+    // needed: every objectness, and x, y and the classes of the boxes that pass.
+    let raw = head.raw
+    @inline(__always) func logistic(_ i: Int) -> Float { Float(1.0 / (1.0 + exp(-Double(raw[i])))) }
     for i in 0..<plane {
         let row = i / head.gridWidth
         let col = i % head.gridWidth
         for n in 0..<head.anchors.count {
             let base = n * entries * plane + i
-            let objectness = out[base + 4 * plane]
+            let objectness = logistic(base + 4 * plane)
             guard objectness > threshold else { continue }
             let anchor = head.anchors[n]
-            let bx = (Float(col) + out[base]) / Float(head.gridWidth)
-            let by = (Float(row) + out[base + plane]) / Float(head.gridHeight)
-            let bw = Float(exp(Double(out[base + 2 * plane])) * Double(anchor.width) / Double(netWidth))
-            let bh = Float(exp(Double(out[base + 3 * plane])) * Double(anchor.height) / Double(netHeight))
+            let bx = (Float(col) + logistic(base)) / Float(head.gridWidth)
+            let by = (Float(row) + logistic(base + plane)) / Float(head.gridHeight)
+            let bw = Float(exp(Double(raw[base + 2 * plane])) * Double(anchor.width) / Double(netWidth))
+            let bh = Float(exp(Double(raw[base + 3 * plane])) * Double(anchor.height) / Double(netHeight))
             boxes.appendBox(x: bx, y: by, w: bw, h: bh, objectness: objectness)
             for k in 0..<head.classes {
-                let prob = objectness * out[base + (5 + k) * plane]
+                let prob = objectness * logistic(base + (5 + k) * plane)
                 let keep = prob > threshold && (allowed.map { k < $0.count && $0[k] } ?? true)
                 boxes.probs.append(keep ? prob : 0)
             }

@@ -278,7 +278,7 @@ public final class Detector {
     }
 
     private func decode(imageWidth: Int, imageHeight: Int) -> [Detection] {
-        postprocessor.run(heads: network.heads, netWidth: network.inputWidth, netHeight: network.inputHeight,
+        postprocessor.run(heads: network.rawHeads, netWidth: network.inputWidth, netHeight: network.inputHeight,
                           imageWidth: imageWidth, imageHeight: imageHeight, options: options,
                           classCount: classCount, names: classNames)
     }
