@@ -28,7 +28,11 @@ public final class Network {
     public var threads: Int {
         didSet {
             threads = max(1, threads)
-            if threads != pool.threadCount { pool = WorkerPool(threads: threads) }
+            if threads != pool.threadCount {
+                pool = WorkerPool(threads: threads)
+                workspace.deallocate()
+                workspace = .allocate(capacity: workspacePerThread * threads)
+            }
         }
     }
 
@@ -49,7 +53,9 @@ public final class Network {
     private var pool: WorkerPool
     private let parameters: UnsafeMutablePointer<Float>
     private let activations: UnsafeMutablePointer<Float>
-    private let workspace: UnsafeMutablePointer<Float>
+    /// Per-thread column blocks: `threads` x `workspacePerThread` floats.
+    private var workspace: UnsafeMutablePointer<Float>
+    private let workspacePerThread: Int
     private let yoloLayers: [Int]
 
     /// Builds the network from files.
@@ -150,8 +156,8 @@ public final class Network {
         var p = params
         for conv in convs { conv.loadParameters(p); p += conv.parameterCount }
 
-        let ws = layers.map(\.workspaceCount).max() ?? 0
-        workspace = .allocate(capacity: max(ws, 1))
+        workspacePerThread = max(layers.map(\.workspaceCount).max() ?? 0, 1)
+        workspace = .allocate(capacity: workspacePerThread * max(1, threads))
         activations = arena
         parameters = params
         input = UnsafeMutableBufferPointer(start: arena, count: inputCount)
@@ -246,6 +252,21 @@ public final class Network {
             profile.gemmNanoseconds.append(context.gemmNanoseconds ?? 0)
         }
         return profile
+    }
+
+    /// Runs only the sgemm calls of a forward pass, one full-size call per conv layer, threaded
+    /// as `forward` would thread them, and returns their total nanoseconds. For benchmarks:
+    /// the floor that im2col + sgemm cannot beat.
+    public func gemmOnlyNanoseconds() -> UInt64 {
+        let context = makeContext()
+        let convs = impl.compactMap { $0 as? ConvolutionalLayer }
+        let size = convs.map { $0.needsIm2col ? $0.columns * $0.outputShape.h * $0.outputShape.w : 0 }.max() ?? 0
+        let columns = UnsafeMutablePointer<Float>.allocate(capacity: max(size, 1))
+        columns.initialize(repeating: 0.5, count: max(size, 1))
+        defer { columns.deallocate() }
+        let start = monotonicNanoseconds()
+        for conv in convs { conv.gemmAlone(columns: columns, pool: context.splitGemm ? pool : nil) }
+        return monotonicNanoseconds() - start
     }
 
     /// The output of layer `index` after the last forward (CHW, `layers[index].output` shape).

@@ -100,6 +100,9 @@ final class LayerTests: XCTestCase {
             (Shape(c: 3, h: 10, w: 10), 4, 3, 2, "padding=2", false, "linear"),
             (Shape(c: 17, h: 13, w: 13), 33, 3, 1, "pad=1", true, "leaky"),
             (Shape(c: 2, h: 16, w: 15), 3, 2, 2, "pad=0", true, "leaky"),
+            // Large enough for several im2col blocks (blocks of ~64K column floats).
+            (Shape(c: 16, h: 30, w: 64), 8, 3, 1, "pad=1", true, "leaky"),
+            (Shape(c: 16, h: 61, w: 90), 4, 3, 2, "pad=1", false, "linear"),
         ]
         var rng = SeededRandom(seed: 1)
         for (t, (s, filters, size, stride, padding, bn, act)) in table.enumerated() {
@@ -112,6 +115,10 @@ final class LayerTests: XCTestCase {
             let pad = padding == "pad=1" ? size / 2 : (padding == "pad=0" ? 0 : Int(padding.dropFirst(8))!)
             let ref = naiveConv(input, s, filters: filters, size: size, stride: stride, pad: pad, weights: w, bias: bias,
                                 bn: bn ? (scale, mean, variance) : nil, activation: act)
+            if t >= 10 {
+                let n = try net(s, body, weights: floats)
+                XCTAssertGreaterThan((n.impl[0] as! ConvolutionalLayer).blockCount, 3, "case \(t) should span several blocks")
+            }
             for threads in [1, 2, 3] {
                 let n = try net(s, body, weights: floats, threads: threads)
                 for mode in [Network.GemmThreading.openBLAS, .split] {

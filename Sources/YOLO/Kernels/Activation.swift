@@ -13,13 +13,15 @@ func logistic(_ x: Float, exp: (Double) -> Double) -> Float {
     Float(1.0 / (1.0 + exp(-Double(x))))
 }
 
-/// `data[c][i] = act(data[c][i] + bias[c])` for the channels in `channels`; one pass over memory.
+/// `data[c * channelStride + i] = act(data[...] + bias[c])` for i in 0..<spatial and the
+/// channels in `channels`; one pass over memory. `channelStride` defaults to `spatial`.
 func biasActivate(_ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>, channels: Range<Int>,
-                  spatial: Int, activation: Activation, exp: (Double) -> Double) {
+                  spatial: Int, channelStride: Int? = nil, activation: Activation, exp: (Double) -> Double) {
     typealias V = SIMD16<Float>
     let vectorEnd = spatial - spatial % V.scalarCount
+    let cs = channelStride ?? spatial
     for c in channels {
-        let row = data + c * spatial
+        let row = data + c * cs
         let b = bias[c]
         switch activation {
         case .leaky:

@@ -1,9 +1,10 @@
-/// Writes rows `rows` of the column matrix of a convolution with zero padding. Row
-/// (c * k + ky) * k + kx holds, for every output pixel, the input tap (ky, kx) of channel c;
-/// the matrix has c*k*k rows of outH*outW floats. Rows are independent, so threads split them.
+/// Writes rows `rows` of the column matrix of a convolution with zero padding, for the output
+/// pixels of output rows `outRows`. Row (c * k + ky) * k + kx holds, for each of those pixels,
+/// the input tap (ky, kx) of channel c; the matrix has c*k*k rows of outRows.count*outW floats.
+/// Rows are independent, so threads split them.
 func im2col(_ src: UnsafePointer<Float>, height: Int, width: Int, kernel k: Int, stride: Int, pad: Int,
-            outHeight: Int, outWidth: Int, rows: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
-    let rowLength = outHeight * outWidth
+            outHeight: Int, outWidth: Int, outRows: Range<Int>, rows: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
+    let rowLength = outRows.count * outWidth
     for row in rows {
         let c = row / (k * k), ky = row / k % k, kx = row % k
         let plane = src + c * height * width
@@ -11,7 +12,7 @@ func im2col(_ src: UnsafePointer<Float>, height: Int, width: Int, kernel k: Int,
         // Output columns whose tap lies inside the input: ox in [first, last).
         let first = min(outWidth, max(0, (pad - kx + stride - 1) / stride))
         let last = max(first, min(outWidth, (width + pad - kx + stride - 1) / stride))
-        for oy in 0..<outHeight {
+        for oy in outRows {
             let iy = oy * stride + ky - pad
             if iy < 0 || iy >= height {
                 out.update(repeating: 0, count: outWidth)

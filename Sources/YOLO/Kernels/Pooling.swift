@@ -34,23 +34,13 @@ func maxPool(_ src: UnsafePointer<Float>, height: Int, width: Int, size: Int, st
 /// The common 2x2 stride-2 case where every tap is inside the input.
 func maxPool2x2(_ src: UnsafePointer<Float>, height: Int, width: Int, outHeight: Int, outWidth: Int,
                 channels: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
-    typealias V = SIMD16<Float>
     for c in channels {
         let plane = src + c * height * width
         var out = dst + c * outHeight * outWidth
         for oy in 0..<outHeight {
             let r0 = plane + 2 * oy * width, r1 = r0 + width
-            var ox = 0
-            // Hot loop: 8 outputs from two 16-float rows; even/odd lanes are the column pairs.
-            while ox + 8 <= outWidth {
-                let m = pointwiseMax(UnsafeRawPointer(r0 + 2 * ox).loadUnaligned(as: V.self),
-                                     UnsafeRawPointer(r1 + 2 * ox).loadUnaligned(as: V.self))
-                UnsafeMutableRawPointer(out + ox).storeBytes(of: pointwiseMax(m.evenHalf, m.oddHalf), as: SIMD8<Float>.self)
-                ox += 8
-            }
-            while ox < outWidth {
+            for ox in 0..<outWidth {
                 out[ox] = max(max(r0[2 * ox], r0[2 * ox + 1]), max(r1[2 * ox], r1[2 * ox + 1]))
-                ox += 1
             }
             out += outWidth
         }

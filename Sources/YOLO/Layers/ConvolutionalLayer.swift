@@ -49,8 +49,22 @@ final class ConvolutionalLayer: Layer {
 
     var columns: Int { inputShape.c * size * size }
     var needsIm2col: Bool { !(size == 1 && stride == 1 && pad == 0) }
-    var workspaceCount: Int { needsIm2col ? columns * outputShape.h * outputShape.w : 0 }
     var flops: Int { 2 * filters * columns * outputShape.h * outputShape.w }
+
+    /// Output rows per block: im2col and sgemm go block by block so the column block stays in
+    /// the core's L2 cache instead of making a round trip through memory.
+    /// A block also keeps at least `minBlockColumns` pixels, below which sgemm loses speed.
+    var blockRows: Int {
+        let w = outputShape.w
+        let cached = ConvolutionalLayer.blockFloats / max(1, columns * w)
+        let wide = (ConvolutionalLayer.minBlockColumns + w - 1) / w
+        return max(1, min(outputShape.h, max(cached, wide)))
+    }
+    var blockCount: Int { (outputShape.h + blockRows - 1) / blockRows }
+    static let blockFloats = 64 * 1024
+    static let minBlockColumns = 512
+    /// Scratch floats for one thread's column block.
+    var workspaceCount: Int { needsIm2col ? columns * blockRows * outputShape.w : 0 }
 
     /// Floats this layer reads from a weights file.
     var parameterCount: Int { filters * (batchNormalize ? 4 : 1) + filters * columns }
@@ -76,48 +90,112 @@ final class ConvolutionalLayer: Layer {
 
     func forward(_ context: inout ForwardContext) {
         let n = outputShape.h * outputShape.w
-        var b = input
-        if needsIm2col {
-            let ws = context.workspace
-            let (h, w, k, s, p, oh, ow) = (inputShape.h, inputShape.w, size, stride, pad, outputShape.h, outputShape.w)
-            let src = input
-            context.pool.parallelFor(columns) { rows in
-                im2col(src, height: h, width: w, kernel: k, stride: s, pad: p,
-                       outHeight: oh, outWidth: ow, rows: rows, into: ws)
+        let timed = context.gemmNanoseconds != nil
+        let pool = context.pool
+        let split = context.splitGemm && pool.threadCount > 1
+        var gemmTime: UInt64 = 0
+        if !needsIm2col {
+            // 1x1 stride 1: the input is already the column matrix.
+            let start = timed ? monotonicNanoseconds() : 0
+            gemm(columns: input, count: n, stride: n, into: output, pool: split ? pool : nil)
+            gemmTime = timed ? monotonicNanoseconds() - start : 0
+            epilogue(rows: 0..<outputShape.h, pool: pool)
+        } else if split && blockCount >= pool.threadCount {
+            // Each thread takes whole blocks: im2col, sgemm and epilogue of a block on one core.
+            let per = workspaceCount, ws = context.workspace
+            var times = [UInt64](repeating: 0, count: pool.threadCount)
+            times.withUnsafeMutableBufferPointer { times in
+                pool.run { part in
+                    for block in Swift.stride(from: part, to: self.blockCount, by: pool.threadCount) {
+                        times[part] &+= self.block(block, workspace: ws + part * per, pool: nil, timed: timed)
+                    }
+                }
             }
-            b = UnsafePointer(ws)
+            gemmTime = times[0]
+        } else {
+            // One block at a time, each spread over all threads (im2col rows, then the GEMM by
+            // our split or by OpenBLAS's threads).
+            for block in 0..<blockCount {
+                gemmTime &+= self.block(block, workspace: context.workspace, pool: pool, timed: timed,
+                                        splitGemm: split)
+            }
         }
-        let start = context.gemmNanoseconds == nil ? 0 : monotonicNanoseconds()
-        if context.splitGemm && context.pool.threadCount > 1 {
-            // Our own split: rows of the output when there are more filters than pixels (the
-            // 13x13 layers), else columns in multiples of 16 so each part stays vector-aligned.
-            let (out, w, m, k, cols) = (output!, weights!, filters, columns, b)
-            let parts = context.pool.threadCount
-            if m >= n {
-                context.pool.parallelFor(m) { rows in
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(rows.count), Int32(n), Int32(k),
-                                1, w + rows.lowerBound * k, Int32(k), cols, Int32(n), 0, out + rows.lowerBound * n, Int32(n))
-                }
-            } else {
-                let chunk = (n + parts * 16 - 1) / (parts * 16) * 16
-                context.pool.run { part in
-                    let lo = min(n, part * chunk), hi = min(n, lo + chunk)
-                    guard hi > lo else { return }
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(hi - lo), Int32(k),
-                                1, w, Int32(k), cols + lo, Int32(n), 0, out + lo, Int32(n))
-                }
+        if let t = context.gemmNanoseconds { context.gemmNanoseconds = t + gemmTime }
+    }
+
+    /// im2col + sgemm + epilogue for output rows of block `block`. With a pool the work is
+    /// spread over its threads; without, it runs on the calling thread. Returns sgemm nanoseconds.
+    private func block(_ block: Int, workspace: UnsafeMutablePointer<Float>, pool: WorkerPool?, timed: Bool,
+                       splitGemm: Bool = false) -> UInt64 {
+        let (h, w, k, s, p, oh, ow) = (inputShape.h, inputShape.w, size, stride, pad, outputShape.h, outputShape.w)
+        let rows = block * blockRows ..< min(oh, (block + 1) * blockRows)
+        let src = input
+        if let pool {
+            pool.parallelFor(columns) { r in
+                im2col(src, height: h, width: w, kernel: k, stride: s, pad: p, outHeight: oh, outWidth: ow,
+                       outRows: rows, rows: r, into: workspace)
             }
         } else {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(filters), Int32(n), Int32(columns),
-                        1, weights, Int32(columns), b, Int32(n), 0, output, Int32(n))
+            im2col(src, height: h, width: w, kernel: k, stride: s, pad: p, outHeight: oh, outWidth: ow,
+                   outRows: rows, rows: 0..<columns, into: workspace)
         }
-        if let t = context.gemmNanoseconds { context.gemmNanoseconds = t + (monotonicNanoseconds() - start) }
-        // A following max pool applies bias and activation to its (4x smaller) output instead:
-        // both are monotonic, so max(act(x + b)) == act(max(x) + b) exactly.
+        let start = timed ? monotonicNanoseconds() : 0
+        gemm(columns: workspace, count: rows.count * ow, stride: oh * ow, into: output + rows.lowerBound * ow,
+             pool: splitGemm ? pool : nil)
+        let elapsed = timed ? monotonicNanoseconds() - start : 0
+        epilogue(rows: rows, pool: pool)
+        return elapsed
+    }
+
+    /// output[:, 0..<count] (row stride `stride`) = weights · columns (filters x count, packed).
+    /// With a pool, the GEMM is split over its threads: by filters when there are at least as
+    /// many filters as pixels (the 13x13 layers), else by pixels in multiples of 16.
+    private func gemm(columns b: UnsafePointer<Float>, count n: Int, stride ldc: Int,
+                      into out: UnsafeMutablePointer<Float>, pool: WorkerPool?) {
+        let (w, m, k) = (weights!, filters, columns)
+        guard let pool, pool.threadCount > 1 else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(n), Int32(k),
+                        1, w, Int32(k), b, Int32(n), 0, out, Int32(ldc))
+            return
+        }
+        if m >= n {
+            pool.parallelFor(m) { rows in
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(rows.count), Int32(n), Int32(k),
+                            1, w + rows.lowerBound * k, Int32(k), b, Int32(n), 0, out + rows.lowerBound * ldc, Int32(ldc))
+            }
+        } else {
+            let parts = pool.threadCount
+            let chunk = (n + parts * 16 - 1) / (parts * 16) * 16
+            pool.run { part in
+                let lo = min(n, part * chunk), hi = min(n, lo + chunk)
+                guard hi > lo else { return }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(hi - lo), Int32(k),
+                            1, w, Int32(k), b + lo, Int32(n), 0, out + lo, Int32(ldc))
+            }
+        }
+    }
+
+    /// Bias + activation over output rows `rows` of every channel, unless a following max pool
+    /// applies them to its (4x smaller) output instead: both are monotonic, so
+    /// max(act(x + b)) == act(max(x) + b) exactly.
+    private func epilogue(rows: Range<Int>, pool: WorkerPool?) {
         if epilogueDeferred { return }
-        let (out, bias, act) = (output!, biases!, activation)
-        context.pool.parallelFor(filters) { range in
-            biasActivate(out, bias: bias, channels: range, spatial: n, activation: act, exp: exp)
+        let ow = outputShape.w, plane = outputShape.h * ow
+        let (out, bias, act) = (output! + rows.lowerBound * ow, biases!, activation)
+        let count = rows.count * ow
+        if let pool {
+            pool.parallelFor(filters) { f in
+                biasActivate(out, bias: bias, channels: f, spatial: count, channelStride: plane, activation: act, exp: exp)
+            }
+        } else {
+            biasActivate(out, bias: bias, channels: 0..<filters, spatial: count, channelStride: plane, activation: act, exp: exp)
         }
+    }
+
+    /// The GEMM calls of a forward pass alone, on whatever `columns` holds (for the benchmark's
+    /// "sgemm alone" figure): one full-size call per layer, threaded as `pool` says.
+    func gemmAlone(columns: UnsafePointer<Float>, pool: WorkerPool?) {
+        let n = outputShape.h * outputShape.w
+        gemm(columns: needsIm2col ? columns : input, count: n, stride: n, into: output, pool: pool)
     }
 }
