@@ -1,0 +1,170 @@
+"""Darknet cfg + weights reader shared by the ONNX and ncnn converters.
+
+`load(cfg, weights)` returns a `Model`: the input shape and a list of layers in cfg
+order, each with the indices of the layers it reads (-1 = network input), its output
+shape (c, h, w) and, for convolutions, float32 OIHW weights and bias with batch norm
+already folded in. The heads are the layers feeding each [yolo] section.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+BN_EPS = 0.000001  # Darknet adds it to sqrt(var), not to var
+
+
+@dataclass
+class Layer:
+    index: int
+    kind: str  # conv | maxpool | upsample | route | yolo
+    inputs: list
+    shape: tuple  # output (c, h, w)
+    params: dict = field(default_factory=dict)
+    weight: np.ndarray = None  # conv: (out, in/groups, k, k) float32
+    bias: np.ndarray = None  # conv: (out,) float32
+
+    @property
+    def name(self):
+        return f"{self.kind}{self.index}"
+
+
+@dataclass
+class Model:
+    input_shape: tuple  # (c, h, w)
+    layers: list
+    heads: list  # indices of the layers whose outputs are the model outputs
+    version: tuple  # weights header (major, minor, revision)
+    seen: int
+
+
+def parse_cfg(path):
+    sections = []
+    with open(path) as f:
+        for raw in f:
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            if line.startswith("["):
+                sections.append((line.strip("[]").strip().lower(), {}))
+            else:
+                key, value = line.split("=", 1)
+                sections[-1][1][key.strip()] = value.strip()
+    return sections
+
+
+class _WeightReader:
+    def __init__(self, path):
+        self.data = np.fromfile(path, dtype=np.uint8)
+        self.pos = 0
+
+    def take(self, dtype, count):
+        nbytes = np.dtype(dtype).itemsize * count
+        if self.pos + nbytes > len(self.data):
+            raise ValueError("weights file is shorter than the cfg requires")
+        out = self.data[self.pos:self.pos + nbytes].view(dtype).copy()
+        self.pos += nbytes
+        return out
+
+    def header(self):
+        major, minor, revision = (int(v) for v in self.take("<i4", 3))
+        seen_type = "<i8" if major * 10 + minor >= 2 else "<i4"
+        return (major, minor, revision), int(self.take(seen_type, 1)[0])
+
+
+def _relative(index, value):
+    value = int(value)
+    return index + value if value < 0 else value
+
+
+def load(cfg_path, weights_path):
+    sections = parse_cfg(cfg_path)
+    if not sections or sections[0][0] not in ("net", "network"):
+        raise ValueError(f"{cfg_path}: first section must be [net]")
+    net = sections[0][1]
+    input_shape = (int(net.get("channels", 3)), int(net["height"]), int(net["width"]))
+
+    reader = _WeightReader(weights_path)
+    version, seen = reader.header()
+
+    layers, heads = [], []
+    for index, (kind, opt) in enumerate(sections[1:]):
+        prev = index - 1
+        c, h, w = layers[prev].shape if prev >= 0 else input_shape
+        if kind in ("convolutional", "conv"):
+            layers.append(_conv(index, prev, (c, h, w), opt, reader))
+        elif kind in ("maxpool", "max"):
+            layers.append(_maxpool(index, prev, (c, h, w), opt))
+        elif kind == "upsample":
+            stride = int(opt.get("stride", 2))
+            if stride < 0:
+                raise NotImplementedError("upsample with negative stride (downsampling)")
+            layers.append(Layer(index, "upsample", [prev], (c, h * stride, w * stride),
+                                {"stride": stride, "scale": float(opt.get("scale", 1))}))
+        elif kind == "route":
+            if "groups" in opt and int(opt["groups"]) != 1:
+                raise NotImplementedError("route with groups")
+            srcs = [_relative(index, v) for v in opt["layers"].split(",")]
+            shapes = [layers[s].shape for s in srcs]
+            if len({s[1:] for s in shapes}) != 1:
+                raise ValueError(f"route {index}: inputs differ in size {shapes}")
+            layers.append(Layer(index, "route", srcs, (sum(s[0] for s in shapes),) + shapes[0][1:]))
+        elif kind in ("yolo", "region", "detection"):
+            layers.append(Layer(index, "yolo", [prev], (c, h, w)))
+            heads.append(prev)
+        else:
+            raise NotImplementedError(f"layer {index}: [{kind}] is not supported")
+
+    left = len(reader.data) - reader.pos
+    if left:
+        raise ValueError(f"{weights_path}: {left} bytes left after the last layer")
+    return Model(input_shape, layers, heads, version, seen)
+
+
+def _conv(index, prev, in_shape, opt, reader):
+    c, h, w = in_shape
+    n = int(opt["filters"])
+    size = int(opt.get("size", 1))
+    stride = int(opt.get("stride", 1))
+    groups = int(opt.get("groups", 1))
+    pad = size // 2 if int(opt.get("pad", 0)) else int(opt.get("padding", 0))
+    activation = opt.get("activation", "logistic")
+    if activation not in ("leaky", "linear"):
+        raise NotImplementedError(f"conv {index}: activation {activation}")
+    if int(opt.get("dilation", 1)) != 1:
+        raise NotImplementedError(f"conv {index}: dilation")
+    if c % groups or n % groups:
+        raise ValueError(f"conv {index}: groups={groups} does not divide {c} -> {n}")
+
+    bias = reader.take("<f4", n).astype(np.float64)
+    if int(opt.get("batch_normalize", 0)):
+        scales = reader.take("<f4", n).astype(np.float64)
+        mean = reader.take("<f4", n).astype(np.float64)
+        var = reader.take("<f4", n).astype(np.float64)
+    weight = reader.take("<f4", n * (c // groups) * size * size)
+    weight = weight.reshape(n, c // groups, size, size).astype(np.float64)
+    if int(opt.get("batch_normalize", 0)):
+        factor = scales / (np.sqrt(var) + BN_EPS)
+        weight = weight * factor[:, None, None, None]
+        bias = bias - mean * factor
+
+    out_h = (h + 2 * pad - size) // stride + 1
+    out_w = (w + 2 * pad - size) // stride + 1
+    return Layer(index, "conv", [prev], (n, out_h, out_w),
+                 {"size": size, "stride": stride, "pad": pad, "groups": groups,
+                  "activation": activation},
+                 weight.astype(np.float32), bias.astype(np.float32))
+
+
+def _maxpool(index, prev, in_shape, opt):
+    c, h, w = in_shape
+    size = int(opt.get("size", 1))
+    stride = int(opt.get("stride", 1))
+    padding = int(opt.get("padding", size - 1))
+    out_h = (h + padding - size) // stride + 1
+    out_w = (w + padding - size) // stride + 1
+    # Windows start at -padding/2; taps past the input are skipped, never read as zero.
+    begin = padding // 2
+    end_h = max(0, (out_h - 1) * stride + size - begin - h)
+    end_w = max(0, (out_w - 1) * stride + size - begin - w)
+    return Layer(index, "maxpool", [prev], (c, out_h, out_w),
+                 {"size": size, "stride": stride, "pads": (begin, begin, end_h, end_w)})
