@@ -178,13 +178,20 @@ do {
             // The same GEMM shapes alone (one full-size sgemm per conv layer, same threading),
             // measured interleaved with plain forwards so both see the same machine.
             var alone: [Double] = [], plain: [Double] = []
+            var alonePerLayer = [[Double]](repeating: [], count: network.layers.count)
             for _ in 0..<max(5, options.runs / 2) {
-                alone.append(Double(network.gemmOnlyNanoseconds()) / 1e6)
+                let g = network.gemmOnlyNanoseconds()
+                for i in g.indices { alonePerLayer[i].append(Double(g[i]) / 1e6) }
+                alone.append(Double(g.reduce(0, +)) / 1e6)
                 let t0 = nowSeconds()
                 network.forward()
                 plain.append((nowSeconds() - t0) * 1000)
             }
             let gemmAlone = Stats(alone).median, forwardPlain = Stats(plain).median
+            let aloneMedians = alonePerLayer.map { Stats($0).median }
+            let worst = network.layers.indices.filter { aloneMedians[$0] > 0 }
+                .map { (i: $0, extra: medians[$0] - aloneMedians[$0]) }.sorted { $0.extra > $1.extra }.prefix(4)
+            print("  conv layers' time over their sgemm alone: " + worst.map { "\($0.i): +\(fmt($0.extra)) ms" }.joined(separator: ", "))
             print("  profiled forward median \(fmt(forward)) ms (sgemm inside it, thread 0: \(fmt(gemmInForward)) ms)")
             print("  sgemm alone on these shapes: median \(fmt(gemmAlone)) ms; forward median \(fmt(forwardPlain)) ms; forward / sgemm alone = \(fmt(forwardPlain / gemmAlone, 3))")
             entry["profiled_forward_ms"] = forward

@@ -255,18 +255,21 @@ public final class Network {
     }
 
     /// Runs only the sgemm calls of a forward pass, one full-size call per conv layer, threaded
-    /// as `forward` would thread them, and returns their total nanoseconds. For benchmarks:
-    /// the floor that im2col + sgemm cannot beat.
-    public func gemmOnlyNanoseconds() -> UInt64 {
+    /// as `forward` would thread them, and returns each layer's nanoseconds (0 for layers
+    /// without a GEMM). For benchmarks: the floor that im2col + sgemm cannot beat.
+    public func gemmOnlyNanoseconds() -> [UInt64] {
         let context = makeContext()
         let convs = impl.compactMap { $0 as? ConvolutionalLayer }
         let size = convs.map { $0.needsIm2col ? $0.columns * $0.outputShape.h * $0.outputShape.w : 0 }.max() ?? 0
         let columns = UnsafeMutablePointer<Float>.allocate(capacity: max(size, 1))
         columns.initialize(repeating: 0.5, count: max(size, 1))
         defer { columns.deallocate() }
-        let start = monotonicNanoseconds()
-        for conv in convs { conv.gemmAlone(columns: columns, pool: context.splitGemm ? pool : nil) }
-        return monotonicNanoseconds() - start
+        return impl.map { layer in
+            guard let conv = layer as? ConvolutionalLayer else { return 0 }
+            let start = monotonicNanoseconds()
+            conv.gemmAlone(columns: columns, pool: context.splitGemm ? pool : nil)
+            return monotonicNanoseconds() - start
+        }
     }
 
     /// The output of layer `index` after the last forward (CHW, `layers[index].output` shape).

@@ -102,12 +102,17 @@ final class ConvolutionalLayer: Layer {
             epilogue(rows: 0..<outputShape.h, pool: pool)
         } else if split && blockCount >= pool.threadCount {
             // Each thread takes whole blocks: im2col, sgemm and epilogue of a block on one core.
-            let per = workspaceCount, ws = context.workspace
-            var times = [UInt64](repeating: 0, count: pool.threadCount)
+            // The block count is rounded up to a multiple of the threads and the rows spread
+            // evenly, so no thread waits for another's larger block.
+            let parts = pool.threadCount
+            let blocks = (blockCount + parts - 1) / parts * parts
+            let per = workspaceCount, ws = context.workspace, oh = outputShape.h
+            var times = [UInt64](repeating: 0, count: parts)
             times.withUnsafeMutableBufferPointer { times in
                 pool.run { part in
-                    for block in Swift.stride(from: part, to: self.blockCount, by: pool.threadCount) {
-                        times[part] &+= self.block(block, workspace: ws + part * per, pool: nil, timed: timed)
+                    for b in Swift.stride(from: part, to: blocks, by: parts) {
+                        times[part] &+= self.block(rows: oh * b / blocks ..< oh * (b + 1) / blocks,
+                                                   workspace: ws + part * per, pool: nil, timed: timed)
                     }
                 }
             }
@@ -115,20 +120,20 @@ final class ConvolutionalLayer: Layer {
         } else {
             // One block at a time, each spread over all threads (im2col rows, then the GEMM by
             // our split or by OpenBLAS's threads).
-            for block in 0..<blockCount {
-                gemmTime &+= self.block(block, workspace: context.workspace, pool: pool, timed: timed,
-                                        splitGemm: split)
+            for b in 0..<blockCount {
+                let rows = b * blockRows ..< min(outputShape.h, (b + 1) * blockRows)
+                gemmTime &+= block(rows: rows, workspace: context.workspace, pool: pool, timed: timed, splitGemm: split)
             }
         }
         if let t = context.gemmNanoseconds { context.gemmNanoseconds = t + gemmTime }
     }
 
-    /// im2col + sgemm + epilogue for output rows of block `block`. With a pool the work is
-    /// spread over its threads; without, it runs on the calling thread. Returns sgemm nanoseconds.
-    private func block(_ block: Int, workspace: UnsafeMutablePointer<Float>, pool: WorkerPool?, timed: Bool,
+    /// im2col + sgemm + epilogue for output rows `rows` (at most `blockRows`). With a pool the
+    /// work is spread over its threads; without, it runs on the calling thread. Returns sgemm
+    /// nanoseconds.
+    private func block(rows: Range<Int>, workspace: UnsafeMutablePointer<Float>, pool: WorkerPool?, timed: Bool,
                        splitGemm: Bool = false) -> UInt64 {
         let (h, w, k, s, p, oh, ow) = (inputShape.h, inputShape.w, size, stride, pad, outputShape.h, outputShape.w)
-        let rows = block * blockRows ..< min(oh, (block + 1) * blockRows)
         let src = input
         if let pool {
             pool.parallelFor(columns) { r in
