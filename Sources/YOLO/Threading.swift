@@ -40,7 +40,13 @@ final class WorkerPool {
             for part in 0..<threadCount { body(part) }  // threads could not be started: run in turn
             return
         }
-        withoutActuallyEscaping(body) { state.run($0) }
+        // Workers get a pointer to a struct holding the closure, on this stack: a bare closure
+        // stored through a generic pointer would need a reabstraction thunk, allocated each time.
+        // (withoutActuallyEscaping still boxes the closure: one 32-byte allocation per job.)
+        withoutActuallyEscaping(body) { body in
+            var job = PoolState.Job(body: body)
+            withUnsafePointer(to: &job) { state.run(UnsafeRawPointer($0)) }
+        }
     }
 
     /// Splits 0..<count into threadCount nearly equal ranges and runs `body` on each.
@@ -64,7 +70,8 @@ private final class PoolState {
     var generation = 0
     var remaining = 0
     var stopping = false
-    var job: ((Int) -> Void)?
+    /// Points at the running `Job`, on the caller's stack.
+    var job: UnsafeRawPointer?
 
     init() {
         pthread_mutex_init(mutex, nil)
@@ -77,17 +84,19 @@ private final class PoolState {
         mutex.deallocate(); wake.deallocate(); finished.deallocate()
     }
 
-    func run(_ body: @escaping (Int) -> Void) {
+    struct Job { let body: (Int) -> Void }
+
+    func run(_ job: UnsafeRawPointer) {
         pthread_mutex_lock(mutex)
-        job = body
+        self.job = job
         remaining = workers
         generation &+= 1
         pthread_cond_broadcast(wake)
         pthread_mutex_unlock(mutex)
-        body(0)
+        job.assumingMemoryBound(to: Job.self).pointee.body(0)
         pthread_mutex_lock(mutex)
         while remaining > 0 { pthread_cond_wait(finished, mutex) }
-        job = nil
+        self.job = nil
         pthread_mutex_unlock(mutex)
     }
 
@@ -102,9 +111,9 @@ private final class PoolState {
     /// reports completion (`withoutActuallyEscaping` checks that nothing keeps it).
     private func runJob(part: Int) {
         pthread_mutex_lock(mutex)
-        let body = job!
+        let job = self.job!
         pthread_mutex_unlock(mutex)
-        body(part)
+        job.assumingMemoryBound(to: Job.self).pointee.body(part)
     }
 
     func workerLoop(part: Int) {

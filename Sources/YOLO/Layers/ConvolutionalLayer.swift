@@ -107,16 +107,16 @@ final class ConvolutionalLayer: Layer {
             let parts = pool.threadCount
             let blocks = (blockCount + parts - 1) / parts * parts
             let per = workspaceCount, ws = context.workspace, oh = outputShape.h
-            var times = [UInt64](repeating: 0, count: parts)
-            times.withUnsafeMutableBufferPointer { times in
+            gemmTime = withUnsafeTemporaryAllocation(of: UInt64.self, capacity: parts) { times in
+                times.initialize(repeating: 0)
                 pool.run { part in
                     for b in Swift.stride(from: part, to: blocks, by: parts) {
                         times[part] &+= self.block(rows: oh * b / blocks ..< oh * (b + 1) / blocks,
                                                    workspace: ws + part * per, pool: nil, timed: timed)
                     }
                 }
+                return times[0]
             }
-            gemmTime = times[0]
         } else {
             // One block at a time, each spread over all threads (im2col rows, then the GEMM by
             // our split or by OpenBLAS's threads).
