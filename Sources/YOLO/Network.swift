@@ -23,8 +23,9 @@ public final class Network {
     /// Fill it and call `forward()`, or pass an input to `forward(_:)`.
     public let input: UnsafeMutableBufferPointer<Float>
 
-    /// Worker threads for the non-GEMM work and OpenBLAS threads for the GEMMs.
-    /// OpenBLAS's thread count is process-wide: the last network to run sets it.
+    /// Threads for a forward pass: the network's own workers (im2col, epilogues, pooling, and
+    /// the GEMMs with `.split`) or OpenBLAS's (the GEMMs with `.openBLAS`). OpenBLAS's thread
+    /// count is process-wide: each forward sets it (to 1 with `.split`).
     public var threads: Int {
         didSet {
             threads = max(1, threads)
@@ -79,69 +80,43 @@ public final class Network {
         inputChannels = try net.positive("channels", net.int("channels"))
         guard config.sections.count > 1 else { throw net.error("the cfg has no layers after [net]") }
 
-        // Plan: build every layer against a temporary address for its input, then allocate one
-        // arena for all outputs. Layers take raw pointers, so we lay the arena out first.
-        var shapes: [Shape] = []
-        var kinds: [String] = []
+        // Two passes over the cfg with the same layer constructors: the first, with a dummy
+        // address for every buffer, checks each section and yields the shapes, so one arena
+        // can hold every output; the second builds the layers on the arena.
         let sections = Array(config.sections.dropFirst())
-        for section in sections {
-            shapes.append(try Network.outputShape(of: section, index: shapes.count, shapes: shapes, kinds: kinds,
-                                                  input: Shape(c: inputChannels, h: inputHeight, w: inputWidth)))
-            kinds.append(section.name)
+        let inputShape = Shape(c: inputChannels, h: inputHeight, w: inputWidth)
+        var shapes: [Shape] = []
+        var kinds: [LayerKind] = []
+        let dummy = UnsafeMutablePointer<Float>(bitPattern: 16)!
+        for (i, section) in sections.enumerated() {
+            let layer = try Network.makeLayer(section, index: i, input: inputShape, shapes: shapes, kinds: kinds,
+                                              buffer: { _ in dummy })
+            shapes.append(layer.outputShape)
+            kinds.append(layer.kind)
         }
-        let inputCount = inputChannels * inputHeight * inputWidth
+        let inputCount = inputShape.count
         var offsets: [Int] = []
         var total = inputCount
         for s in shapes { offsets.append(total); total += (s.count + 15) & ~15 }
         let arena = UnsafeMutablePointer<Float>.allocate(capacity: total)
         arena.initialize(repeating: 0, count: total)
+        // Layer i's output; -1 is the network input.
+        let buffer = { (i: Int) in i < 0 ? arena : arena + offsets[i] }
 
         var layers: [any Layer] = []
-        var infos: [LayerInfo] = []
-        var yolo: [Int] = []
-        do {
-            for (i, section) in sections.enumerated() {
-                let prev = i == 0 ? UnsafePointer(arena) : UnsafePointer(arena + offsets[i - 1])
-                let prevShape = i == 0 ? Shape(c: inputChannels, h: inputHeight, w: inputWidth) : shapes[i - 1]
-                let layer: any Layer
-                var size = 0, stride = 0
-                switch section.name {
-                case "convolutional", "conv":
-                    let c = try ConvolutionalLayer(section: section, input: prev, inputShape: prevShape)
-                    (size, stride) = (c.size, c.stride); layer = c
-                case "maxpool", "max":
-                    let m = try MaxPoolLayer(section: section, input: prev, inputShape: prevShape)
-                    (size, stride) = (m.size, m.stride); layer = m
-                case "upsample":
-                    layer = try UpsampleLayer(section: section, input: prev, inputShape: prevShape)
-                case "route":
-                    let idx = try Network.routeSources(section, index: i)
-                    layer = try RouteLayer(section: section, inputs: idx.map {
-                        (index: $0, pointer: UnsafePointer(arena + offsets[$0]), shape: shapes[$0])
-                    })
-                case "shortcut":
-                    let from = try Network.resolve(section, key: "from", index: i)
-                    layer = try ShortcutLayer(section: section, previous: prev, previousShape: prevShape,
-                                              from: UnsafePointer(arena + offsets[from]), fromIndex: from,
-                                              fromShape: shapes[from])
-                case "yolo":
-                    layer = try YOLOLayer(section: section, input: prev, inputShape: prevShape,
-                                          previousIsConv: i > 0 && layers[i - 1] is ConvolutionalLayer,
-                                          previousIndex: i - 1)
-                    yolo.append(i)
-                default:
-                    throw Network.unknownSection(section)
-                }
-                precondition(layer.outputShape == shapes[i], "shape plan disagrees with layer \(i)")
-                layer.output = arena + offsets[i]
-                layers.append(layer)
-                infos.append(LayerInfo(index: i, kind: layer.kind, input: layer.inputShape, output: layer.outputShape,
-                                       size: size, stride: stride, flops: layer.flops))
-            }
-        } catch {
-            arena.deallocate()
-            throw error
+        for (i, section) in sections.enumerated() {
+            let layer = try! Network.makeLayer(section, index: i, input: inputShape, shapes: shapes, kinds: kinds,
+                                               buffer: buffer)  // the first pass checked everything
+            layer.output = buffer(i)
+            layers.append(layer)
         }
+        let infos = layers.enumerated().map { i, layer in
+            let geometry = (layer as? ConvolutionalLayer).map { ($0.size, $0.stride) }
+                ?? (layer as? MaxPoolLayer).map { ($0.size, $0.stride) } ?? (0, 0)
+            return LayerInfo(index: i, kind: layer.kind, input: layer.inputShape, output: layer.outputShape,
+                             size: geometry.0, stride: geometry.1, flops: layer.flops)
+        }
+        let yolo = layers.indices.filter { layers[$0] is YOLOLayer }
 
         // Parameters: the weights file after its header, folded in place and kept as one block.
         let params: UnsafeMutablePointer<Float>
@@ -322,30 +297,31 @@ public final class Network {
         return try list.map { try resolve(section, key: "layers", value: $0, index: index) }
     }
 
-    /// The output shape of a section, checked without building the layer, so the network can
-    /// lay out one arena for all outputs before any layer holds a pointer into it.
-    static func outputShape(of section: DarknetConfig.Section, index i: Int, shapes: [Shape], kinds: [String],
-                            input: Shape) throws -> Shape {
+    /// Darknet's cfg-to-layer switch: builds layer `index` from its section. `shapes` and
+    /// `kinds` describe the layers before it; `buffer(i)` is layer i's output (-1: the input).
+    static func makeLayer(_ section: DarknetConfig.Section, index i: Int, input: Shape, shapes: [Shape],
+                          kinds: [LayerKind], buffer: (Int) -> UnsafeMutablePointer<Float>) throws -> any Layer {
+        let prev = UnsafePointer(buffer(i - 1))
         let prevShape = i == 0 ? input : shapes[i - 1]
-        let dummy = UnsafePointer<Float>(bitPattern: 16)!
         switch section.name {
         case "convolutional", "conv":
-            return try ConvolutionalLayer(section: section, input: dummy, inputShape: prevShape).outputShape
+            return try ConvolutionalLayer(section: section, input: prev, inputShape: prevShape)
         case "maxpool", "max":
-            return try MaxPoolLayer(section: section, input: dummy, inputShape: prevShape).outputShape
+            return try MaxPoolLayer(section: section, input: prev, inputShape: prevShape)
         case "upsample":
-            return try UpsampleLayer(section: section, input: dummy, inputShape: prevShape).outputShape
+            return try UpsampleLayer(section: section, input: prev, inputShape: prevShape)
         case "route":
-            let idx = try routeSources(section, index: i)
-            return try RouteLayer(section: section, inputs: idx.map { (index: $0, pointer: dummy, shape: shapes[$0]) }).outputShape
+            let sources = try routeSources(section, index: i)
+            return try RouteLayer(section: section, inputs: sources.map {
+                (index: $0, pointer: UnsafePointer(buffer($0)), shape: shapes[$0])
+            })
         case "shortcut":
             let from = try resolve(section, key: "from", index: i)
-            return try ShortcutLayer(section: section, previous: dummy, previousShape: prevShape, from: dummy,
-                                     fromIndex: from, fromShape: shapes[from]).outputShape
+            return try ShortcutLayer(section: section, previous: prev, previousShape: prevShape,
+                                     from: UnsafePointer(buffer(from)), fromIndex: from, fromShape: shapes[from])
         case "yolo":
-            return try YOLOLayer(section: section, input: dummy, inputShape: prevShape,
-                                 previousIsConv: i > 0 && (kinds[i - 1] == "convolutional" || kinds[i - 1] == "conv"),
-                                 previousIndex: i - 1).outputShape
+            return try YOLOLayer(section: section, input: prev, inputShape: prevShape,
+                                 previousIsConv: i > 0 && kinds[i - 1] == .convolutional, previousIndex: i - 1)
         default:
             throw unknownSection(section)
         }
