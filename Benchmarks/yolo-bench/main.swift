@@ -17,8 +17,9 @@ options:
   --threads LIST   thread counts to measure, comma-separated (default: 1,<cores>)
   --runs N         timed forward passes per thread count (default: 50)
   --warmup N       untimed passes before timing (default: 5)
+  --conv LIST      3x3 convolutions: winograd, im2col or both (default: winograd,im2col)
   --gemm LIST      how GEMMs use threads: split (our threads, OpenBLAS single-threaded),
-                   openblas (OpenBLAS threads each GEMM), or both (default: split,openblas)
+                   openblas (OpenBLAS threads each GEMM), or both (default: split)
   --no-layers      skip the per-layer table
   --inflight N     frames in flight for the throughput test, one network each (default: cores; 0 skips)
   --seconds S      duration of the throughput test (default: 3)
@@ -40,7 +41,8 @@ struct Options {
     var cfg = "weights/yolov3-tiny.cfg", weights = "weights/yolov3-tiny.weights"
     var input: String? = nil
     var serve = false
-    var gemm: [Network.GemmThreading] = [.split, .openBLAS]
+    var gemm: [Network.GemmThreading] = [.split]
+    var conv: [Network.ConvolutionAlgorithm] = [.winograd, .im2col]
 }
 
 func parse(_ args: [String]) -> Options {
@@ -70,6 +72,11 @@ func parse(_ args: [String]) -> Options {
             o.gemm = value().split(separator: ",").map {
                 guard let m = Network.GemmThreading(rawValue: String($0)) else { fail("--gemm \($0): expected split or openblas") }
                 return m
+            }
+        case "--conv":
+            o.conv = value().split(separator: ",").map {
+                guard let c = Network.ConvolutionAlgorithm(rawValue: String($0)) else { fail("--conv \($0): expected winograd or im2col") }
+                return c
             }
         case "--no-layers": o.layers = false
         case "--json": o.json = true
@@ -105,6 +112,7 @@ do {
     if options.serve {
         let network = try Network(cfgPath: options.cfg, weightsPath: options.weights, threads: options.threads[0])
         network.gemmThreading = options.gemm[0]
+        network.convolution = options.conv[0]
         guard let input = options.input else { fail("serve needs --input F.f32") }
         try Serve.run(network: network, input: loadInput(input, count: network.input.count))
         exit(0)
@@ -135,8 +143,11 @@ do {
 
     // 2. Latency per thread count, and the per-layer profile.
     var results: [[String: Any]] = []
-    let configurations = options.threads.flatMap { t in t == 1 ? [(t, options.gemm[0])] : options.gemm.map { (t, $0) } }
-    for (threads, gemm) in configurations {
+    let configurations = options.conv.flatMap { conv in
+        options.threads.flatMap { t in (t == 1 ? [options.gemm[0]] : options.gemm).map { (conv, t, $0) } }
+    }
+    for (conv, threads, gemm) in configurations {
+        network.convolution = conv
         network.threads = threads
         network.gemmThreading = gemm
         for _ in 0..<options.warmup { network.forward() }
@@ -147,9 +158,9 @@ do {
             times.append((nowSeconds() - t0) * 1000)
         }
         let s = Stats(times)
-        var entry: [String: Any] = ["threads": threads, "gemm_threading": gemm.rawValue, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
+        var entry: [String: Any] = ["threads": threads, "gemm_threading": gemm.rawValue, "convolution": conv.rawValue, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
                                     "max_ms": s.max, "mean_ms": s.mean]
-        print("threads \(threads)\(threads > 1 ? " (gemm: \(gemm.rawValue))" : ""): forward min \(fmt(s.min)) ms, median \(fmt(s.median)) ms, max \(fmt(s.max)) ms over \(options.runs) runs (\(options.warmup) warm-up); \(fmt(1000 / s.median, 1)) fps")
+        print("\(conv.rawValue), threads \(threads)\(threads > 1 ? " (gemm: \(gemm.rawValue))" : ""): forward min \(fmt(s.min)) ms, median \(fmt(s.median)) ms, max \(fmt(s.max)) ms over \(options.runs) runs (\(options.warmup) warm-up); \(fmt(1000 / s.median, 1)) fps")
 
         if options.layers {
             var perLayer = [[Double]](repeating: [], count: network.layers.count)

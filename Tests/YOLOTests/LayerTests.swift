@@ -103,6 +103,12 @@ final class LayerTests: XCTestCase {
             // Large enough for several im2col blocks (blocks of ~64K column floats).
             (Shape(c: 16, h: 30, w: 64), 8, 3, 1, "pad=1", true, "leaky"),
             (Shape(c: 16, h: 61, w: 90), 4, 3, 2, "pad=1", false, "linear"),
+            // Winograd F(2x2, 3x3) candidates (3x3, stride 1, pad 1, >= 32 channels): odd and
+            // tiny sizes (partial tiles), several blocks of tile rows.
+            (Shape(c: 32, h: 7, w: 9), 5, 3, 1, "pad=1", true, "leaky"),
+            (Shape(c: 40, h: 1, w: 1), 3, 3, 1, "pad=1", true, "linear"),
+            (Shape(c: 32, h: 2, w: 3), 4, 3, 1, "pad=1", false, "relu"),
+            (Shape(c: 32, h: 64, w: 66), 6, 3, 1, "pad=1", true, "leaky"),
         ]
         var rng = SeededRandom(seed: 1)
         for (t, (s, filters, size, stride, padding, bn, act)) in table.enumerated() {
@@ -115,17 +121,27 @@ final class LayerTests: XCTestCase {
             let pad = padding == "pad=1" ? size / 2 : (padding == "pad=0" ? 0 : Int(padding.dropFirst(8))!)
             let ref = naiveConv(input, s, filters: filters, size: size, stride: stride, pad: pad, weights: w, bias: bias,
                                 bn: bn ? (scale, mean, variance) : nil, activation: act)
-            if t >= 10 {
+            if t == 10 || t == 11 {
                 let n = try net(s, body, weights: floats)
                 XCTAssertGreaterThanOrEqual((n.impl[0] as! ConvolutionalLayer).blockCount, 3, "case \(t) should span several blocks")
             }
+            if t == 15 {
+                let n = try net(s, body, weights: floats)
+                XCTAssertGreaterThanOrEqual((n.impl[0] as! ConvolutionalLayer).winogradBlockCount, 2, "case \(t) should span several blocks")
+            }
             for threads in [1, 2, 3] {
                 let n = try net(s, body, weights: floats, threads: threads)
-                for mode in [Network.GemmThreading.openBLAS, .split] {
-                    n.gemmThreading = mode
-                    try n.forward(input)
-                    XCTAssertEqual(n.layers[0].output, ref.shape, "case \(t)")
-                    assertClose(n.output(ofLayer: 0), ref.out, tolerance: 2e-5, "conv case \(t) \(s) threads \(threads) \(mode)")
+                let conv = n.impl[0] as! ConvolutionalLayer
+                for algorithm in [Network.ConvolutionAlgorithm.im2col, .winograd] {
+                    n.convolution = algorithm
+                    XCTAssertEqual(conv.winogradKernels != nil, algorithm == .winograd && conv.supportsWinograd, "case \(t)")
+                    for mode in [Network.GemmThreading.openBLAS, .split] {
+                        n.gemmThreading = mode
+                        try n.forward(input)
+                        XCTAssertEqual(n.layers[0].output, ref.shape, "case \(t)")
+                        assertClose(n.output(ofLayer: 0), ref.out, tolerance: 2e-5,
+                                    "conv case \(t) \(s) threads \(threads) \(mode) \(algorithm)")
+                    }
                 }
             }
         }
@@ -171,6 +187,7 @@ final class LayerTests: XCTestCase {
         // pair against the naive conv followed by the naive pool, for each activation.
         var rng = SeededRandom(seed: 4)
         for (s, act, size, stride) in [(Shape(c: 3, h: 9, w: 7), "leaky", 2, 2), (Shape(c: 4, h: 13, w: 13), "leaky", 2, 1),
+                                       (Shape(c: 32, h: 13, w: 13), "leaky", 2, 1), (Shape(c: 32, h: 11, w: 10), "leaky", 2, 2),
                                        (Shape(c: 2, h: 8, w: 8), "logistic", 3, 2), (Shape(c: 2, h: 6, w: 5), "relu", 2, 2)] {
             let filters = 5, k = s.c * 9
             let bias = random(filters, &rng), w = random(filters * k, &rng)

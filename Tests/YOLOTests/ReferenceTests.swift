@@ -44,14 +44,18 @@ final class ReferenceTests: XCTestCase {
 
     func testHeadsMatchDarknet() throws {
         let net = try officialNetwork()
-        for name in ["dog", "person"] {
-            try net.forward(readGzipFloats(fixturePath("\(name)_input_416.f32.gz")))
-            for (h, layer) in [(0, 15), (1, 22)] {
-                let ref = try SampledTensor(path: fixturePath("\(name)_conv\(layer).samples"))
-                let (maxAbs, sumDiff) = ref.compare(net.heads[h].raw)
-                XCTAssertLessThanOrEqual(maxAbs, 1e-3, "\(name) head \(h)")
-                XCTAssertLessThanOrEqual(sumDiff, 1e-4, "\(name) head \(h)")
-                print("\(name) head \(h): max abs diff \(maxAbs)")
+        defer { net.convolution = .winograd }
+        for algorithm in [Network.ConvolutionAlgorithm.winograd, .im2col] {
+            net.convolution = algorithm
+            for name in ["dog", "person"] {
+                try net.forward(readGzipFloats(fixturePath("\(name)_input_416.f32.gz")))
+                for (h, layer) in [(0, 15), (1, 22)] {
+                    let ref = try SampledTensor(path: fixturePath("\(name)_conv\(layer).samples"))
+                    let (maxAbs, sumDiff) = ref.compare(net.heads[h].raw)
+                    XCTAssertLessThanOrEqual(maxAbs, 1e-3, "\(name) head \(h) \(algorithm)")
+                    XCTAssertLessThanOrEqual(sumDiff, 1e-4, "\(name) head \(h) \(algorithm)")
+                    print("\(name) head \(h) (\(algorithm)): max abs diff \(maxAbs)")
+                }
             }
         }
     }

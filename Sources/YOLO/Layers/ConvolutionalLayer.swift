@@ -63,8 +63,40 @@ final class ConvolutionalLayer: Layer {
     var blockCount: Int { (outputShape.h + blockRows - 1) / blockRows }
     static let blockFloats = 64 * 1024
     static let minBlockColumns = 512
-    /// Scratch floats for one thread's column block.
-    var workspaceCount: Int { needsIm2col ? columns * blockRows * outputShape.w : 0 }
+    /// Scratch floats for one thread: a column block, or a Winograd block.
+    var workspaceCount: Int {
+        let im2colBlock = needsIm2col ? columns * blockRows * outputShape.w : 0
+        let winogradBlock = supportsWinograd ? 16 * (inputShape.c + filters) * winogradBlockTileRows * tilesWide : 0
+        return max(im2colBlock, winogradBlock)
+    }
+
+    // MARK: Winograd F(2x2, 3x3)
+
+    /// 3x3 stride-1 pad-1 convolutions with enough input channels for the 16 small GEMMs to pay
+    /// (measured: with 16 channels, yolov3-tiny's layer 2 is faster with im2col).
+    var supportsWinograd: Bool {
+        size == 3 && stride == 1 && pad == 1 && inputShape.c >= ConvolutionalLayer.winogradMinChannels
+    }
+    static let winogradMinChannels = 32
+    /// The transformed kernels (16 matrices of filters x channels), set by the network; the
+    /// layer uses Winograd when they are set.
+    var winogradKernels: UnsafeMutablePointer<Float>?
+    var tilesHigh: Int { (outputShape.h + 1) / 2 }
+    var tilesWide: Int { (outputShape.w + 1) / 2 }
+    /// Tile rows per block: about 256K floats of transforms, at least 128 tiles per GEMM.
+    var winogradBlockTileRows: Int {
+        let perRow = 16 * (inputShape.c + filters) * tilesWide
+        let cached = 256 * 1024 / max(1, perRow)
+        let wide = (128 + tilesWide - 1) / tilesWide
+        return max(1, min(tilesHigh, max(cached, wide)))
+    }
+    var winogradBlockCount: Int { (tilesHigh + winogradBlockTileRows - 1) / winogradBlockTileRows }
+
+    /// Computes this layer's Winograd kernels into `u` (16 * filters * channels floats).
+    func makeWinogradKernels(into u: UnsafeMutablePointer<Float>, pool: WorkerPool) {
+        let (w, m, c) = (weights!, filters, inputShape.c)
+        pool.parallelFor(m) { range in winogradTransformKernels(w, filterCount: m, channels: c, filters: range, into: u) }
+    }
 
     /// Floats this layer reads from a weights file.
     var parameterCount: Int { filters * (batchNormalize ? 4 : 1) + filters * columns }
@@ -94,7 +126,9 @@ final class ConvolutionalLayer: Layer {
         let pool = context.pool
         let split = context.splitGemm && pool.threadCount > 1
         var gemmTime: UInt64 = 0
-        if !needsIm2col {
+        if let u = winogradKernels {
+            gemmTime = forwardWinograd(u, context: context, split: split, timed: timed)
+        } else if !needsIm2col {
             // 1x1 stride 1: the input is already the column matrix.
             let start = timed ? monotonicNanoseconds() : 0
             gemm(columns: input, count: n, stride: n, into: output, pool: split ? pool : nil)
@@ -126,6 +160,74 @@ final class ConvolutionalLayer: Layer {
             }
         }
         if let t = context.gemmNanoseconds { context.gemmNanoseconds = t + gemmTime }
+    }
+
+    /// The Winograd path: blocks of tile rows, each input transform -> 16 GEMMs -> output
+    /// transform -> epilogue, threaded like the im2col path.
+    private func forwardWinograd(_ u: UnsafeMutablePointer<Float>, context: ForwardContext, split: Bool,
+                                 timed: Bool) -> UInt64 {
+        let pool = context.pool
+        if split && winogradBlockCount >= pool.threadCount {
+            let parts = pool.threadCount
+            let blocks = (winogradBlockCount + parts - 1) / parts * parts
+            let per = workspaceCount, ws = context.workspace, th = tilesHigh
+            return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: parts) { times in
+                times.initialize(repeating: 0)
+                pool.run { part in
+                    for b in Swift.stride(from: part, to: blocks, by: parts) {
+                        times[part] &+= self.winogradBlock(u, tileRows: th * b / blocks ..< th * (b + 1) / blocks,
+                                                           workspace: ws + part * per, pool: nil, timed: timed)
+                    }
+                }
+                return times[0]
+            }
+        }
+        var total: UInt64 = 0
+        for b in 0..<winogradBlockCount {
+            let rows = b * winogradBlockTileRows ..< min(tilesHigh, (b + 1) * winogradBlockTileRows)
+            total &+= winogradBlock(u, tileRows: rows, workspace: context.workspace, pool: pool, timed: timed,
+                                    splitGemm: split)
+        }
+        return total
+    }
+
+    private func winogradBlock(_ u: UnsafeMutablePointer<Float>, tileRows: Range<Int>, workspace: UnsafeMutablePointer<Float>,
+                               pool: WorkerPool?, timed: Bool, splitGemm: Bool = false) -> UInt64 {
+        let (c, m, h, w, tw) = (inputShape.c, filters, inputShape.h, inputShape.w, tilesWide)
+        let (oh, ow) = (outputShape.h, outputShape.w)
+        let tiles = tileRows.count * tw
+        let v = workspace, mo = workspace + 16 * c * tiles
+        let src = input, out = output!
+        if let pool {
+            pool.parallelFor(c) { ch in
+                winogradInput(src, height: h, width: w, channelCount: c, channels: ch, tileRows: tileRows, tilesWide: tw, into: v)
+            }
+        } else {
+            winogradInput(src, height: h, width: w, channelCount: c, channels: 0..<c, tileRows: tileRows, tilesWide: tw, into: v)
+        }
+        let start = timed ? monotonicNanoseconds() : 0
+        // M[xi] (m x tiles) = U[xi] (m x c) · V[xi] (c x tiles), xi = 0..<16.
+        let product = { (xi: Int) in
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(tiles), Int32(c),
+                        1, u + xi * m * c, Int32(c), v + xi * c * tiles, Int32(tiles), 0, mo + xi * m * tiles, Int32(tiles))
+        }
+        if let pool, splitGemm {
+            pool.parallelFor(16) { xis in for xi in xis { product(xi) } }
+        } else {
+            for xi in 0..<16 { product(xi) }
+        }
+        let elapsed = timed ? monotonicNanoseconds() - start : 0
+        if let pool {
+            pool.parallelFor(m) { fs in
+                winogradOutput(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
+                               outWidth: ow, into: out)
+            }
+        } else {
+            winogradOutput(mo, filterCount: m, filters: 0..<m, tileRows: tileRows, tilesWide: tw, outHeight: oh,
+                           outWidth: ow, into: out)
+        }
+        epilogue(rows: 2 * tileRows.lowerBound ..< min(oh, 2 * tileRows.upperBound), pool: pool)
+        return elapsed
     }
 
     /// im2col + sgemm + epilogue for output rows `rows` (at most `blockRows`). With a pool the
@@ -199,8 +301,25 @@ final class ConvolutionalLayer: Layer {
 
     /// The GEMM calls of a forward pass alone, on whatever `columns` holds (for the benchmark's
     /// "sgemm alone" figure): one full-size call per layer, threaded as `pool` says.
-    func gemmAlone(columns: UnsafePointer<Float>, pool: WorkerPool?) {
+    func gemmAlone(columns: UnsafeMutablePointer<Float>, pool: WorkerPool?) {
         let n = outputShape.h * outputShape.w
-        gemm(columns: needsIm2col ? columns : input, count: n, stride: n, into: output, pool: pool)
+        if let u = winogradKernels {
+            let (c, m, tiles) = (inputShape.c, filters, tilesHigh * tilesWide)
+            let v = columns, mo = columns + 16 * c * tiles
+            let product = { (xi: Int) in
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(tiles), Int32(c),
+                            1, u + xi * m * c, Int32(c), v + xi * c * tiles, Int32(tiles), 0, mo + xi * m * tiles, Int32(tiles))
+            }
+            if let pool { pool.parallelFor(16) { xis in for xi in xis { product(xi) } } } else { for xi in 0..<16 { product(xi) } }
+            return
+        }
+        gemm(columns: needsIm2col ? UnsafePointer(columns) : input, count: n, stride: n, into: output, pool: pool)
+    }
+
+    /// Scratch floats `gemmAlone` needs.
+    var gemmAloneScratch: Int {
+        let n = outputShape.h * outputShape.w
+        let im2colSize = needsIm2col ? columns * n : 0
+        return supportsWinograd ? max(im2colSize, 16 * (inputShape.c + filters) * tilesHigh * tilesWide) : im2colSize
     }
 }
