@@ -206,16 +206,7 @@ final class ConvolutionalLayer: Layer {
             winogradInput(src, height: h, width: w, channelCount: c, channels: 0..<c, tileRows: tileRows, tilesWide: tw, into: v)
         }
         let start = timed ? monotonicNanoseconds() : 0
-        // M[xi] (m x tiles) = U[xi] (m x c) · V[xi] (c x tiles), xi = 0..<16.
-        let product = { (xi: Int) in
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(tiles), Int32(c),
-                        1, u + xi * m * c, Int32(c), v + xi * c * tiles, Int32(tiles), 0, mo + xi * m * tiles, Int32(tiles))
-        }
-        if let pool, splitGemm {
-            pool.parallelFor(16) { xis in for xi in xis { product(xi) } }
-        } else {
-            for xi in 0..<16 { product(xi) }
-        }
+        winogradProducts(u, v, tiles: tiles, into: mo, pool: splitGemm ? pool : nil)
         let elapsed = timed ? monotonicNanoseconds() - start : 0
         if let pool {
             pool.parallelFor(m) { fs in
@@ -228,6 +219,22 @@ final class ConvolutionalLayer: Layer {
         }
         epilogue(rows: 2 * tileRows.lowerBound ..< min(oh, 2 * tileRows.upperBound), pool: pool)
         return elapsed
+    }
+
+    /// M[xi] (filters x tiles) = U[xi] (filters x channels) · V[xi] (channels x tiles) for the 16
+    /// positions xi; with a pool, its threads share out the 16 products.
+    private func winogradProducts(_ u: UnsafePointer<Float>, _ v: UnsafePointer<Float>, tiles: Int,
+                                  into mo: UnsafeMutablePointer<Float>, pool: WorkerPool?) {
+        let (m, c) = (filters, inputShape.c)
+        let product = { (xi: Int) in
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(tiles), Int32(c),
+                        1, u + xi * m * c, Int32(c), v + xi * c * tiles, Int32(tiles), 0, mo + xi * m * tiles, Int32(tiles))
+        }
+        if let pool {
+            pool.parallelFor(16) { xis in for xi in xis { product(xi) } }
+        } else {
+            for xi in 0..<16 { product(xi) }
+        }
     }
 
     /// im2col + sgemm + epilogue for output rows `rows` (at most `blockRows`). With a pool the
@@ -304,13 +311,8 @@ final class ConvolutionalLayer: Layer {
     func gemmAlone(columns: UnsafeMutablePointer<Float>, pool: WorkerPool?) {
         let n = outputShape.h * outputShape.w
         if let u = winogradKernels {
-            let (c, m, tiles) = (inputShape.c, filters, tilesHigh * tilesWide)
-            let v = columns, mo = columns + 16 * c * tiles
-            let product = { (xi: Int) in
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(tiles), Int32(c),
-                            1, u + xi * m * c, Int32(c), v + xi * c * tiles, Int32(tiles), 0, mo + xi * m * tiles, Int32(tiles))
-            }
-            if let pool { pool.parallelFor(16) { xis in for xi in xis { product(xi) } } } else { for xi in 0..<16 { product(xi) } }
+            let tiles = tilesHigh * tilesWide
+            winogradProducts(u, columns, tiles: tiles, into: columns + 16 * inputShape.c * tiles, pool: pool)
             return
         }
         gemm(columns: needsIm2col ? UnsafePointer(columns) : input, count: n, stride: n, into: output, pool: pool)
