@@ -3,7 +3,7 @@
 /// the input tap (ky, kx) of channel c; the matrix has c*k*k rows of outRows.count*outW floats.
 /// Rows are independent, so threads split them.
 func im2col(_ src: UnsafePointer<Float>, height: Int, width: Int, kernel k: Int, stride: Int, pad: Int,
-            outHeight: Int, outWidth: Int, outRows: Range<Int>, rows: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
+            outWidth: Int, outRows: Range<Int>, rows: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
     let rowLength = outRows.count * outWidth
     for row in rows {
         let c = row / (k * k), ky = row / k % k, kx = row % k

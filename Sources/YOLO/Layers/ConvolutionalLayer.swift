@@ -246,11 +246,11 @@ final class ConvolutionalLayer: Layer {
         let src = input
         if let pool {
             pool.parallelFor(columns) { r in
-                im2col(src, height: h, width: w, kernel: k, stride: s, pad: p, outHeight: oh, outWidth: ow,
+                im2col(src, height: h, width: w, kernel: k, stride: s, pad: p, outWidth: ow,
                        outRows: rows, rows: r, into: workspace)
             }
         } else {
-            im2col(src, height: h, width: w, kernel: k, stride: s, pad: p, outHeight: oh, outWidth: ow,
+            im2col(src, height: h, width: w, kernel: k, stride: s, pad: p, outWidth: ow,
                    outRows: rows, rows: 0..<columns, into: workspace)
         }
         let start = timed ? monotonicNanoseconds() : 0
