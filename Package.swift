@@ -25,14 +25,17 @@ let package = Package(
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
 
         // Implementation
-        .target(name: "YOLO", dependencies: ["COpenBLAS"], swiftSettings: engineSettings),
+        // Compute kernels: free functions over raw buffers; imports nothing, so they also build
+        // with Embedded Swift (aarch64-none-none-elf).
+        .target(name: "YOLOKernels", swiftSettings: engineSettings),
+        .target(name: "YOLO", dependencies: ["YOLOKernels", "COpenBLAS"], swiftSettings: engineSettings),
         .target(name: "YOLOImage", dependencies: ["YOLO", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOImage"], path: "Benchmarks/yolo-bench",
                           swiftSettings: cpuFlags),
 
         // Tests
-        .testTarget(name: "YOLOTests", dependencies: ["YOLO"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOKernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO"], resources: [.copy("Fixtures")]),
         .testTarget(name: "yoloTests", dependencies: ["yolo"]),
         // End to end: image files through the engine, checked against Darknet's outputs.

@@ -1,3 +1,4 @@
+import YOLOKernels
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

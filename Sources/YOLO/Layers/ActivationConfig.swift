@@ -1,3 +1,4 @@
+import YOLOKernels
 extension Activation {
     init(name: String, section: DarknetConfig.Section) throws {
         guard let a = Activation(rawValue: name) else {

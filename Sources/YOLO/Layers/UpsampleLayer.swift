@@ -1,3 +1,4 @@
+import YOLOKernels
 /// [upsample]: nearest neighbour by an integer stride (default 2), times `scale` (default 1).
 final class UpsampleLayer: Layer {
     let kind = LayerKind.upsample

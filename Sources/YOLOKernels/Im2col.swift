@@ -2,7 +2,7 @@
 /// pixels of output rows `outRows`. Row (c * k + ky) * k + kx holds, for each of those pixels,
 /// the input tap (ky, kx) of channel c; the matrix has c*k*k rows of outRows.count*outW floats.
 /// Rows are independent, so threads split them.
-func im2col(_ src: UnsafePointer<Float>, height: Int, width: Int, kernel k: Int, stride: Int, pad: Int,
+public func im2col(_ src: UnsafePointer<Float>, height: Int, width: Int, kernel k: Int, stride: Int, pad: Int,
             outWidth: Int, outRows: Range<Int>, rows: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
     let rowLength = outRows.count * outWidth
     for row in rows {

@@ -10,7 +10,7 @@
 
 /// U[xi][f][c] = (G g Gᵀ)[xi] for the 3x3 kernels w[f][c] (Darknet's layout), for filters
 /// `filters` of `filterCount`. U holds 16 matrices of filterCount x channels.
-func winogradTransformKernels(_ w: UnsafePointer<Float>, filterCount: Int, channels: Int, filters: Range<Int>,
+public func winogradTransformKernels(_ w: UnsafePointer<Float>, filterCount: Int, channels: Int, filters: Range<Int>,
                      into u: UnsafeMutablePointer<Float>) {
     let matrix = filterCount * channels
     for f in filters {
@@ -40,7 +40,7 @@ func winogradTransformKernels(_ w: UnsafePointer<Float>, filterCount: Int, chann
 /// (t counts from the first tile of the block; tiles are 2x2 outputs, so a tile row covers
 /// input rows 2ty-1 ... 2ty+2 with zero padding). V holds 16 matrices of channelCount x tiles.
 /// Both passes run along whole tile rows, so every inner loop is contiguous and vectorizes.
-func winogradInput(_ src: UnsafePointer<Float>, height: Int, width: Int, channelCount: Int, channels: Range<Int>,
+public func winogradInput(_ src: UnsafePointer<Float>, height: Int, width: Int, channelCount: Int, channels: Range<Int>,
                    tileRows: Range<Int>, tilesWide tw: Int, into v: UnsafeMutablePointer<Float>) {
     let tiles = tileRows.count * tw
     let matrix = channelCount * tiles
@@ -77,7 +77,7 @@ func winogradInput(_ src: UnsafePointer<Float>, height: Int, width: Int, channel
 
 /// Output tiles Aᵀ m A from M[xi][f][t] (16 matrices of filterCount x tiles) for filters
 /// `filters`, written to the output planes (outHeight x outWidth, clipped at the edges).
-func winogradOutput(_ m: UnsafePointer<Float>, filterCount: Int, filters: Range<Int>, tileRows: Range<Int>,
+public func winogradOutput(_ m: UnsafePointer<Float>, filterCount: Int, filters: Range<Int>, tileRows: Range<Int>,
                     tilesWide tw: Int, outHeight: Int, outWidth: Int, into dst: UnsafeMutablePointer<Float>) {
     let tiles = tileRows.count * tw
     let matrix = filterCount * tiles

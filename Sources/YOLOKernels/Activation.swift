@@ -9,13 +9,13 @@ public enum Activation: String, Sendable {
 /// Darknet's logistic, `1./(1. + exp(-x))`, is evaluated in double precision; so is ours,
 /// to match it bit for bit. `exp` is passed in so this file needs no libm import.
 @inline(__always)
-func logistic(_ x: Float, exp: (Double) -> Double) -> Float {
+public func logistic(_ x: Float, exp: (Double) -> Double) -> Float {
     Float(1.0 / (1.0 + exp(-Double(x))))
 }
 
 /// `data[c * channelStride + i] = act(data[...] + bias[c])` for i in 0..<spatial and the
 /// channels in `channels`; one pass over memory. `channelStride` defaults to `spatial`.
-func biasActivate(_ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>, channels: Range<Int>,
+public func biasActivate(_ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>, channels: Range<Int>,
                   spatial: Int, channelStride: Int? = nil, activation: Activation, exp: (Double) -> Double) {
     typealias V = SIMD16<Float>
     let vectorEnd = spatial - spatial % V.scalarCount
@@ -52,7 +52,7 @@ func biasActivate(_ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float
 }
 
 /// Applies an activation in place to `count` floats.
-func activate(_ data: UnsafeMutablePointer<Float>, count: Int, activation: Activation, exp: (Double) -> Double) {
+public func activate(_ data: UnsafeMutablePointer<Float>, count: Int, activation: Activation, exp: (Double) -> Double) {
     switch activation {
     case .linear: return
     case .leaky: for i in 0..<count { let v = data[i]; data[i] = v > 0 ? v : v * 0.1 }

@@ -1,5 +1,5 @@
 /// Nearest-neighbour upsampling by an integer `stride`, times `scale` (Darknet's [upsample]).
-func upsampleNearest(_ src: UnsafePointer<Float>, height: Int, width: Int, stride s: Int, scale: Float,
+public func upsampleNearest(_ src: UnsafePointer<Float>, height: Int, width: Int, stride s: Int, scale: Float,
                      channels: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
     let outWidth = width * s
     for c in channels {
@@ -18,6 +18,6 @@ func upsampleNearest(_ src: UnsafePointer<Float>, height: Int, width: Int, strid
 }
 
 /// dst[i] = a[i] + b[i] over `range`.
-func add(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, range: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
+public func add(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, range: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
     for i in range { dst[i] = a[i] + b[i] }
 }

@@ -1,7 +1,7 @@
 /// Darknet's max pool: window `size`, `stride`, total padding `pad` of which pad/2 lies
 /// before the input (so with the default pad = size-1 and size 2 all of it lies after).
 /// Taps outside the input are skipped, never read as zero.
-func maxPool(_ src: UnsafePointer<Float>, height: Int, width: Int, size: Int, stride: Int, pad: Int,
+public func maxPool(_ src: UnsafePointer<Float>, height: Int, width: Int, size: Int, stride: Int, pad: Int,
              outHeight: Int, outWidth: Int, channels: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
     let offset = -(pad / 2)
     if size == 2 && stride == 2 && offset == 0 && outHeight * 2 <= height && outWidth * 2 <= width {
@@ -32,7 +32,7 @@ func maxPool(_ src: UnsafePointer<Float>, height: Int, width: Int, size: Int, st
 }
 
 /// The common 2x2 stride-2 case where every tap is inside the input.
-func maxPool2x2(_ src: UnsafePointer<Float>, height: Int, width: Int, outHeight: Int, outWidth: Int,
+public func maxPool2x2(_ src: UnsafePointer<Float>, height: Int, width: Int, outHeight: Int, outWidth: Int,
                 channels: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
     for c in channels {
         let plane = src + c * height * width
@@ -49,7 +49,7 @@ func maxPool2x2(_ src: UnsafePointer<Float>, height: Int, width: Int, outHeight:
 
 /// 2x2 stride 1 with Darknet's padding of one row and column after the input: the output
 /// keeps the input's size and the last row and column see only the taps that exist.
-func maxPool2x2Stride1(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Range<Int>,
+public func maxPool2x2Stride1(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Range<Int>,
                        into dst: UnsafeMutablePointer<Float>) {
     for c in channels {
         let plane = src + c * height * width
