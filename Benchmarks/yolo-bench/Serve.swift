@@ -7,7 +7,7 @@ import YOLO
 ///   heads DIR   -> writes DIR/head0.f32, DIR/head1.f32 (raw heads of the last forward); prints "ok"
 ///   quit        -> exits
 enum Serve {
-    static func run(network: Network, input: [Float]) throws {
+    static func run(session network: Session, input: [Float]) throws {
         try network.forward(input)
         print("ready")
         fflush(stdout)

@@ -17,16 +17,17 @@ options:
   --threads LIST   thread counts to measure, comma-separated (default: 1,<cores>)
   --runs N         timed forward passes per thread count (default: 50)
   --warmup N       untimed passes before timing (default: 5)
-  --conv LIST      3x3 convolutions: winograd, im2col or both (default: winograd,im2col)
-  --gemm LIST      how GEMMs use threads: split (our threads, OpenBLAS single-threaded),
-                   openblas (OpenBLAS threads each GEMM), or both (default: split)
+  --conv LIST      3x3 convolutions: winograd, im2col or both (default: winograd,im2col); one
+                   model is loaded per algorithm
   --no-layers      skip the per-layer table
-  --inflight N     frames in flight for the throughput test, one network each (default: cores; 0 skips)
+  --inflight N     frames in flight for the throughput test: N one-thread sessions sharing one
+                   model, the first --conv algorithm (default: cores; 0 skips)
   --seconds S      duration of the throughput test (default: 3)
   --image F        photo for the first-detection timing (default: samples/motorcycle_left.png)
   --cfg F          Darknet cfg (default: weights/yolov3-tiny.cfg)
   --weights F      Darknet weights (default: weights/yolov3-tiny.weights)
-  --json           end with one line of JSON (threads, runs, min_ms, median_ms, max_ms, fps, ...)
+  --json           end with one line of JSON (best latency configuration, throughput_fps,
+                   rss_mib_by_sessions, per-configuration results, ...)
 
 example:
   swift run -c release yolo-bench --threads 1,2 --runs 100
@@ -41,8 +42,7 @@ struct Options {
     var cfg = "weights/yolov3-tiny.cfg", weights = "weights/yolov3-tiny.weights"
     var input: String? = nil
     var serve = false
-    var gemm: [Network.GemmThreading] = [.split]
-    var conv: [Network.ConvolutionAlgorithm] = [.winograd, .im2col]
+    var conv: [ModelOptions.Convolution] = [.winograd, .im2col]
 }
 
 func parse(_ args: [String]) -> Options {
@@ -68,14 +68,9 @@ func parse(_ args: [String]) -> Options {
         case "--warmup": o.warmup = int(value(), "--warmup")
         case "--inflight": o.inflight = int(value(), "--inflight")
         case "--seconds": o.seconds = Double(value()) ?? 3
-        case "--gemm":
-            o.gemm = value().split(separator: ",").map {
-                guard let m = Network.GemmThreading(rawValue: String($0)) else { fail("--gemm \($0): expected split or openblas") }
-                return m
-            }
         case "--conv":
             o.conv = value().split(separator: ",").map {
-                guard let c = Network.ConvolutionAlgorithm(rawValue: String($0)) else { fail("--conv \($0): expected winograd or im2col") }
+                guard let c = ModelOptions.Convolution(rawValue: String($0)) else { fail("--conv \($0): expected winograd or im2col") }
                 return c
             }
         case "--no-layers": o.layers = false
@@ -110,16 +105,16 @@ func loadInput(_ path: String, count: Int) -> [Float] {
 
 do {
     if options.serve {
-        let network = try Network(cfgPath: options.cfg, weightsPath: options.weights, threads: options.threads[0])
-        network.gemmThreading = options.gemm[0]
-        network.convolution = options.conv[0]
+        let model = try Model(cfgPath: options.cfg, weightsPath: options.weights, options: ModelOptions(convolution: options.conv[0]))
+        let session = try Session(model: model, threads: options.threads[0])
         guard let input = options.input else { fail("serve needs --input F.f32") }
-        try Serve.run(network: network, input: loadInput(input, count: network.input.count))
+        try Serve.run(session: session, input: loadInput(input, count: session.input.count))
         exit(0)
     }
 
     // 1. Start-up: load the network and a photo, detect. This is what a CLI user waits for.
-    let detector = try Detector(cfgPath: options.cfg, weightsPath: options.weights, threads: options.threads.last!)
+    let detector = try Detector(cfgPath: options.cfg, weightsPath: options.weights, threads: options.threads.last!,
+                                modelOptions: ModelOptions(convolution: options.conv[0]))
     var photo: RGBImage
     var photoName = options.image
     if FileManager.default.fileExists(atPath: options.image) {
@@ -131,25 +126,42 @@ do {
     let firstDetections = try detector.detect(rgb: photo.pixels, width: photo.width, height: photo.height)
     let firstSinceMain = (nowSeconds() - mainStart) * 1000
     let firstSinceStart = Machine.millisecondsSinceProcessStart
-    let network = detector.network
+    let model = detector.model
+    let input = Array(detector.session.input)
 
-    print("yolo-bench: \(options.cfg) at \(network.inputWidth)x\(network.inputHeight), \(fmt(Double(network.flops) / 1e9, 3)) GFLOP per forward")
+    print("yolo-bench: \(options.cfg) at \(model.inputWidth)x\(model.inputHeight), \(fmt(Double(model.flops) / 1e9, 3)) GFLOP per forward")
     print("machine:    \(Machine.cpuModel), \(Machine.cores) cores; CPU vector extensions: \(Machine.cpuVectorFeatures)")
     print("kernels:    \(BuildInfo.kernelTarget)")
     print("OpenBLAS:   core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)"); \(BuildInfo.blasConfig)")
     let startText = firstSinceStart.map { "\(fmt($0, 0)) ms from process start, " } ?? ""
     print("start-up:   first detection \(startText)\(fmt(firstSinceMain, 1)) ms from main() (\(photoName): \(firstDetections.count) detections)")
+
+    // 2. Memory: sessions of one model add only their activations and scratch. RSS after
+    //    1 (the detector's), 2 and 4 sessions, each having run a forward.
+    var rssBySessions: [String: Double] = ["1": Machine.rssMiB]
+    do {
+        var extra: [Session] = []
+        for count in [2, 4] {
+            while extra.count + 1 < count {
+                let s = try Session(model: model, threads: 1)
+                try s.forward(input)
+                extra.append(s)
+            }
+            rssBySessions["\(count)"] = Machine.rssMiB
+        }
+    }
+    let perSession = (rssBySessions["4"]! - rssBySessions["1"]!) / 3
+    print("memory:     RSS \(["1", "2", "4"].map { "\(fmt(rssBySessions[$0]!, 1)) MiB with \($0) session\($0 == "1" ? "" : "s")" }.joined(separator: ", ")) of one model (+\(fmt(perSession, 1)) MiB per session; parameters \(fmt(Double(model.parameterBytes) / 1048576, 1)) MiB, one 1-thread session allocates \(fmt(Double(model.sessionBytes(threads: 1)) / 1048576, 1)) MiB)")
     print("")
 
-    // 2. Latency per thread count, and the per-layer profile.
+    // 3. Latency per thread count, and the per-layer profile.
     var results: [[String: Any]] = []
-    let configurations = options.conv.flatMap { conv in
-        options.threads.flatMap { t in (t == 1 ? [options.gemm[0]] : options.gemm).map { (conv, t, $0) } }
-    }
-    for (conv, threads, gemm) in configurations {
-        network.convolution = conv
-        network.threads = threads
-        network.gemmThreading = gemm
+    for conv in options.conv {
+      let convModel = conv == model.options.convolution ? model : try Model(cfgPath: options.cfg, weightsPath: options.weights,
+                                                                            options: ModelOptions(convolution: conv))
+      for threads in options.threads {
+        let network = try Session(model: convModel, threads: threads)
+        try network.forward(input)
         for _ in 0..<options.warmup { network.forward() }
         var times: [Double] = []
         for _ in 0..<options.runs {
@@ -158,13 +170,14 @@ do {
             times.append((nowSeconds() - t0) * 1000)
         }
         let s = Stats(times)
-        var entry: [String: Any] = ["threads": threads, "gemm_threading": gemm.rawValue, "convolution": conv.rawValue, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
+        var entry: [String: Any] = ["threads": threads, "convolution": conv.rawValue, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
                                     "max_ms": s.max, "mean_ms": s.mean]
-        print("\(conv.rawValue), threads \(threads)\(threads > 1 ? " (gemm: \(gemm.rawValue))" : ""): forward min \(fmt(s.min)) ms, median \(fmt(s.median)) ms, max \(fmt(s.max)) ms over \(options.runs) runs (\(options.warmup) warm-up); \(fmt(1000 / s.median, 1)) fps")
+        print("\(conv.rawValue), threads \(threads): forward min \(fmt(s.min)) ms, median \(fmt(s.median)) ms, max \(fmt(s.max)) ms over \(options.runs) runs (\(options.warmup) warm-up); \(fmt(1000 / s.median, 1)) fps")
 
         if options.layers {
-            var perLayer = [[Double]](repeating: [], count: network.layers.count)
-            var perGemm = [[Double]](repeating: [], count: network.layers.count)
+            let layers = convModel.layers
+            var perLayer = [[Double]](repeating: [], count: layers.count)
+            var perGemm = [[Double]](repeating: [], count: layers.count)
             var totals: [Double] = [], gemmTotals: [Double] = []
             for _ in 0..<max(5, options.runs / 2) {
                 let p = network.forwardProfiled()
@@ -179,7 +192,7 @@ do {
             let gemmMedians = perGemm.map { Stats($0).median }
             let total = medians.reduce(0, +)
             print("  \(pad("layer", 16)) \(pad("input", 13)) \(pad("output", 13)) \(lpad("GFLOP", 6)) \(lpad("ms", 7)) \(lpad("sgemm", 8)) \(lpad("GFLOP/s", 8)) \(lpad("share", 6))")
-            for (i, l) in network.layers.enumerated() {
+            for (i, l) in layers.enumerated() {
                 let gflop = Double(l.flops) / 1e9
                 let rate = medians[i] > 0 && gflop > 0 ? fmt(gflop / medians[i] * 1000, 1) : ""
                 let geom = l.size > 0 ? " \(l.size)x\(l.size)/\(l.stride)" : ""
@@ -189,7 +202,7 @@ do {
             // The same GEMM shapes alone (one full-size sgemm per conv layer, same threading),
             // measured interleaved with plain forwards so both see the same machine.
             var alone: [Double] = [], plain: [Double] = []
-            var alonePerLayer = [[Double]](repeating: [], count: network.layers.count)
+            var alonePerLayer = [[Double]](repeating: [], count: layers.count)
             for _ in 0..<max(5, options.runs / 2) {
                 let g = network.gemmOnlyNanoseconds()
                 for i in g.indices { alonePerLayer[i].append(Double(g[i]) / 1e6) }
@@ -200,7 +213,7 @@ do {
             }
             let gemmAlone = Stats(alone).median, forwardPlain = Stats(plain).median
             let aloneMedians = alonePerLayer.map { Stats($0).median }
-            let worst = network.layers.indices.filter { aloneMedians[$0] > 0 }
+            let worst = layers.indices.filter { aloneMedians[$0] > 0 }
                 .map { (i: $0, extra: medians[$0] - aloneMedians[$0]) }.sorted { $0.extra > $1.extra }.prefix(4)
             print("  conv layers' time over their sgemm alone: " + worst.map { "\($0.i): +\(fmt($0.extra)) ms" }.joined(separator: ", "))
             print("  profiled forward median \(fmt(forward)) ms (sgemm inside it, thread 0: \(fmt(gemmInForward)) ms)")
@@ -212,35 +225,39 @@ do {
         }
         results.append(entry)
         print("")
+      }
     }
     let peakSingle = Machine.peakRSSMiB
 
-    // 3. Throughput: several frames in flight, one single-threaded network per frame.
-    var fps = 1000 / ((results.last?["median_ms"] as? Double) ?? 1)
+    // 4. Throughput: several frames in flight, one-thread sessions sharing one model.
+    var throughput: Double? = nil
     if options.inflight > 0 {
-        var nets: [Network] = [network]
-        network.threads = 1
-        for _ in 1..<options.inflight { nets.append(try Network(cfgPath: options.cfg, weightsPath: options.weights, threads: 1)) }
-        for n in nets { _ = n.input.update(fromContentsOf: network.input) }
-        let counts = UnsafeMutablePointer<Int>.allocate(capacity: nets.count)
-        counts.initialize(repeating: 0, count: nets.count)
+        let sessions = try model.makeSessions(options.inflight, threads: 1)
+        for session in sessions { try session.forward(input) }
+        let counts = UnsafeMutablePointer<Int>.allocate(capacity: sessions.count)
+        counts.initialize(repeating: 0, count: sessions.count)
         let deadline = nowSeconds() + options.seconds
         let t0 = nowSeconds()
-        DispatchQueue.concurrentPerform(iterations: nets.count) { k in
-            while nowSeconds() < deadline { nets[k].forward(); counts[k] += 1 }
+        nonisolated(unsafe) let shared = (sessions, counts)
+        DispatchQueue.concurrentPerform(iterations: sessions.count) { k in
+            while nowSeconds() < deadline { shared.0[k].forward(); shared.1[k] += 1 }
         }
         let elapsed = nowSeconds() - t0
-        let frames = (0..<nets.count).reduce(0) { $0 + counts[$1] }
+        let frames = (0..<sessions.count).reduce(0) { $0 + counts[$1] }
         counts.deallocate()
-        fps = Double(frames) / elapsed
-        print("throughput: \(fmt(fps, 1)) fps with \(nets.count) frames in flight (one 1-thread network each), \(frames) frames in \(fmt(elapsed, 1)) s")
+        throughput = Double(frames) / elapsed
+        print("throughput: \(fmt(throughput!, 1)) fps with \(sessions.count) frames in flight (\(model.options.convolution.rawValue); one 1-thread session each, sharing one model), \(frames) frames in \(fmt(elapsed, 1)) s")
     }
-    print("memory:     peak RSS \(fmt(peakSingle, 1)) MiB with one network; \(fmt(Machine.peakRSSMiB, 1)) MiB at the end")
+    print("memory:     peak RSS \(fmt(peakSingle, 1)) MiB before the throughput test; \(fmt(Machine.peakRSSMiB, 1)) MiB at the end")
 
     if options.json {
         let best = results.min { ($0["median_ms"] as! Double) < ($1["median_ms"] as! Double) }!
         var summary: [String: Any] = best
-        summary["fps"] = fps
+        summary["latency_fps"] = 1000 / (best["median_ms"] as! Double)
+        if let throughput { summary["throughput_fps"] = throughput; summary["throughput_sessions"] = options.inflight }
+        summary["rss_mib_by_sessions"] = rssBySessions
+        summary["rss_mib_per_extra_session"] = perSession
+        summary["parameter_mib"] = Double(model.parameterBytes) / 1048576
         summary["results"] = results
         summary["peak_rss_mib"] = peakSingle
         summary["first_detection_ms_since_main"] = firstSinceMain
@@ -250,7 +267,7 @@ do {
         summary["blas_core"] = BuildInfo.blasCoreName
         summary["openblas_coretype"] = ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? ""
         summary["kernels"] = BuildInfo.kernelTarget
-        summary["gflop"] = Double(network.flops) / 1e9
+        summary["gflop"] = Double(model.flops) / 1e9
         let data = try JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])
         print(String(decoding: data, as: UTF8.self))
     }

@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// Reads a whole file with the C library (the engine does not use Foundation).
-func readFileBytes(_ path: String) throws -> [UInt8] {
+func readFileBytes(_ path: String) throws(YOLOError) -> [UInt8] {
     guard let f = fopen(path, "rb") else {
         throw YOLOError.file(path: path, reason: String(cString: strerror(errno)))
     }
@@ -26,7 +26,7 @@ func readFileBytes(_ path: String) throws -> [UInt8] {
     return bytes
 }
 
-func readTextFile(_ path: String) throws -> String {
+func readTextFile(_ path: String) throws(YOLOError) -> String {
     let bytes = try readFileBytes(path)
     return String(decoding: bytes, as: UTF8.self)
 }

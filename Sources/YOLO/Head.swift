@@ -1,8 +1,9 @@
-/// One YOLO output head after a forward pass. The buffers belong to the network and are
-/// valid until its next `forward`.
-public struct HeadView {
+/// A detection head as the model describes it: where it is and how its output is laid out.
+public struct HeadInfo: Sendable {
     /// Index of the [yolo] layer in the cfg (0-based, not counting [net]).
     public let layerIndex: Int
+    /// The layer whose output is the raw head (the conv before the [yolo] layer).
+    public let inputLayer: Int
     public let gridWidth: Int
     public let gridHeight: Int
     public let classes: Int
@@ -10,10 +11,23 @@ public struct HeadView {
     public let anchors: [(width: Float, height: Float)]
     /// The mask indices into the cfg's full anchor list.
     public let mask: [Int]
+}
+
+/// One YOLO output head after a forward pass. The buffers belong to the session and are
+/// valid until its next `forward`.
+public struct HeadView {
+    public let info: HeadInfo
     /// The raw head: the output of the conv before the [yolo] layer (CHW,
     /// channel = anchor * (5 + classes) + entry; entries tx, ty, tw, th, objectness, classes).
     public let raw: UnsafeBufferPointer<Float>
     /// The [yolo] layer's output, as Darknet computes it: logistic applied to entries
-    /// 0, 1 and 4... of each anchor; tw, th left raw. (Computed when `Network.heads` is read.)
+    /// 0, 1 and 4... of each anchor; tw, th left raw. (Computed when `Session.heads` is read.)
     public let activated: UnsafeBufferPointer<Float>
+
+    public var layerIndex: Int { info.layerIndex }
+    public var gridWidth: Int { info.gridWidth }
+    public var gridHeight: Int { info.gridHeight }
+    public var classes: Int { info.classes }
+    public var anchors: [(width: Float, height: Float)] { info.anchors }
+    public var mask: [Int] { info.mask }
 }

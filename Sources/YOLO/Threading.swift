@@ -6,6 +6,24 @@ import Musl
 import Darwin
 #endif
 
+/// The number of cores this process may run on (at least 1).
+func availableCores() -> Int {
+    return max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+}
+
+/// A mutex. Sessions and detectors hold one so that two threads calling them at once are
+/// served one after the other instead of corrupting each other's buffers.
+final class Lock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    init() { pthread_mutex_init(mutex, nil) }
+    deinit { pthread_mutex_destroy(mutex); mutex.deallocate() }
+    @inline(__always) func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}
+
 /// A fixed set of threads that run one job at a time, split into `threadCount` parts.
 /// The calling thread does part 0; `run` returns when every part is done.
 final class WorkerPool {

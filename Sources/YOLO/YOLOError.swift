@@ -9,6 +9,8 @@ public enum YOLOError: Error, Equatable, CustomStringConvertible {
     case weights(file: String, message: String)
     /// A bad argument to the API (wrong input size, bad option, ...).
     case invalidArgument(String)
+    /// The network computed NaN or infinity where results are read.
+    case numeric(String)
 
     public var description: String {
         switch self {
@@ -16,6 +18,7 @@ public enum YOLOError: Error, Equatable, CustomStringConvertible {
         case let .cfg(file, line, message): return line > 0 ? "\(file):\(line): \(message)" : "\(file): \(message)"
         case let .weights(file, message): return "\(file): \(message)"
         case let .invalidArgument(message): return message
+        case let .numeric(message): return message
         }
     }
 }

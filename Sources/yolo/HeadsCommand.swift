@@ -29,9 +29,9 @@ enum HeadsCommand {
         guard a.positionals.count == 1 else { throw UsageError("heads takes exactly one INPUT.f32") }
         guard let out = a.string("out") else { throw UsageError("heads needs --out DIR") }
         let threads = try a.int("threads", default: 1, range: 1...256)
+        // With --all-layers, every layer's exact output (no conv + max pool fusion).
         let network = try Network(cfgPath: a.string("cfg") ?? defaultCfg, weightsPath: a.string("weights") ?? defaultWeights,
-                                  threads: threads)
-        network.fusesLayers = !a.has("all-layers")  // every layer's exact output, not only the heads'
+                                  threads: threads, options: ModelOptions(fusesLayers: !a.has("all-layers")))
         let path = a.positionals[0]
         guard let data = FileManager.default.contents(atPath: path) else {
             throw YOLOError.file(path: path, reason: "cannot read")

@@ -47,7 +47,7 @@ final class DarknetImageTests: XCTestCase {
         try image.pixels.withUnsafeBytes {
             try detector.preprocess(pixels: $0, width: image.width, height: image.height, format: .rgb)
         }
-        detector.network.forward()
+        detector.session.forward()
     }
 
     func testLetterboxAndHeadsMatchDarknet() throws {
@@ -56,11 +56,11 @@ final class DarknetImageTests: XCTestCase {
             let image = try sample(name + ".png")
             try run(detector, image)
             let input = try SampledTensor(path: fixture("\(name)_input_416.samples"))
-            XCTAssertEqual(input.count, detector.network.input.count)
-            let (inputMax, inputSums) = input.compare(UnsafeBufferPointer(detector.network.input))
+            XCTAssertEqual(input.count, detector.session.input.count)
+            let (inputMax, inputSums) = input.compare(UnsafeBufferPointer(detector.session.input))
             XCTAssertLessThanOrEqual(inputMax, 1e-6, "\(name): letterboxed input vs Darknet's")
             XCTAssertLessThanOrEqual(inputSums, 1e-6, "\(name): per-channel input sums vs Darknet's (per pixel)")
-            for (head, layer) in zip(detector.network.heads, [15, 22]) {
+            for (head, layer) in zip(detector.session.heads, [15, 22]) {
                 let ref = try SampledTensor(path: fixture("\(name)_conv\(layer).samples"))
                 XCTAssertEqual(ref.count, head.raw.count)
                 let (maxAbs, sums) = ref.compare(head.raw)

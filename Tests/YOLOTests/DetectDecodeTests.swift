@@ -44,8 +44,9 @@ fileprivate final class TestHead {
     }
 
     var view: HeadView {
-        HeadView(layerIndex: 0, gridWidth: gridWidth, gridHeight: gridHeight, classes: classes, anchors: anchors,
-                 mask: Array(0..<anchors.count), raw: UnsafeBufferPointer(storage), activated: UnsafeBufferPointer(storage))
+        HeadView(info: HeadInfo(layerIndex: 1, inputLayer: 0, gridWidth: gridWidth, gridHeight: gridHeight, classes: classes,
+                                anchors: anchors, mask: Array(0..<anchors.count)),
+                 raw: UnsafeBufferPointer(storage), activated: UnsafeBufferPointer(storage))
     }
 }
 
@@ -59,7 +60,7 @@ fileprivate func postprocess(_ heads: [TestHead], net: Int = 100, image: (Int, I
 
 /// A tiny network: a 1x1 conv (no BN, linear) straight into a [yolo] head of 1 anchor and
 /// 2 classes, so every cell gets the conv's biases as its raw values.
-fileprivate func tinyNetwork(width: Int, height: Int, biases: [Float] = [0, 0, 0, 0, 5, 5, -5]) throws -> Network {
+fileprivate func tinyModel(width: Int, height: Int, biases: [Float] = [0, 0, 0, 0, 5, 5, -5]) throws -> Model {
     let cfg = """
     [net]
     width=\(width)
@@ -79,7 +80,7 @@ fileprivate func tinyNetwork(width: Int, height: Int, biases: [Float] = [0, 0, 0
     classes=2
     num=1
     """
-    return try Network(cfgText: cfg, weights: weightsFile(biases + [Float](repeating: 0, count: 21)))
+    return try Model(cfgText: cfg, weights: weightsFile(biases + [Float](repeating: 0, count: 21)))
 }
 
 /// Deterministic random bytes.
@@ -329,23 +330,23 @@ final class DetectDecodeTests: XCTestCase {
 
     func testLetterboxMatchesTheFormulaExactly() throws {
         for (w, h, nw, nh) in [(7, 5, 12, 10), (5, 7, 12, 10), (3, 3, 12, 10), (40, 9, 16, 16), (1, 6, 8, 8), (6, 1, 8, 8), (12, 10, 12, 10)] {
-            let detector = try Detector(network: tinyNetwork(width: nw, height: nh))
+            let detector = try Detector(model: tinyModel(width: nw, height: nh))
             let rgb = randomBytes(w * h * 3, seed: UInt64(w * 100 + h))
             for stretch in [false, true] {
                 detector.options.resize = stretch ? .stretch : .letterbox
                 try rgb.withUnsafeBytes { try detector.preprocess(pixels: $0, width: w, height: h) }
                 let expected = naiveLetterbox(rgb: rgb, width: w, height: h, netWidth: nw, netHeight: nh, stretch: stretch)
-                XCTAssertEqual(Array(detector.network.input), expected, "\(w)x\(h) in \(nw)x\(nh) stretch \(stretch)")
+                XCTAssertEqual(Array(detector.session.input), expected, "\(w)x\(h) in \(nw)x\(nh) stretch \(stretch)")
             }
         }
     }
 
     func testPixelFormatsAndRowStride() throws {
         let (w, h) = (9, 6)
-        let detector = try Detector(network: tinyNetwork(width: 8, height: 8))
+        let detector = try Detector(model: tinyModel(width: 8, height: 8))
         let rgb = randomBytes(w * h * 3, seed: 3)
         try rgb.withUnsafeBytes { try detector.preprocess(pixels: $0, width: w, height: h) }
-        let expected = Array(detector.network.input)
+        let expected = Array(detector.session.input)
         for format in [PixelFormat.rgba, .bgr, .bgra] {
             let stride = w * format.bytesPerPixel + 5
             var bytes = [UInt8](repeating: 77, count: stride * h)
@@ -359,20 +360,20 @@ final class DetectDecodeTests: XCTestCase {
                 default: break
                 }
             } }
-            detector.network.input.update(repeating: -1)
+            detector.session.input.update(repeating: -1)
             try bytes.withUnsafeBytes { try detector.preprocess(pixels: $0, width: w, height: h, rowStride: stride, format: format) }
-            XCTAssertEqual(Array(detector.network.input), expected, "\(format)")
+            XCTAssertEqual(Array(detector.session.input), expected, "\(format)")
         }
         // Grey = the same byte in R, G and B.
         let grey = randomBytes(w * h, seed: 4)
         try grey.withUnsafeBytes { try detector.preprocess(pixels: $0, width: w, height: h, format: .gray) }
-        let viaGrey = Array(detector.network.input)
+        let viaGrey = Array(detector.session.input)
         try grey.flatMap { [$0, $0, $0] }.withUnsafeBytes { try detector.preprocess(pixels: $0, width: w, height: h) }
-        XCTAssertEqual(viaGrey, Array(detector.network.input))
+        XCTAssertEqual(viaGrey, Array(detector.session.input))
     }
 
     func testDetectorValidatesItsInputs() throws {
-        let detector = try Detector(network: tinyNetwork(width: 8, height: 8))
+        let detector = try Detector(model: tinyModel(width: 8, height: 8))
         let bytes = [UInt8](repeating: 0, count: 100)
         func message(_ body: () throws -> Void) -> String {
             do { try body(); return "no error" } catch let e as YOLOError { return e.description } catch { return "\(error)" }
@@ -391,7 +392,7 @@ final class DetectDecodeTests: XCTestCase {
         detector.options = DetectorOptions(classFilter: [2])
         XCTAssertTrue(message { _ = try detector.detect(rgb: [1, 2, 3], width: 1, height: 1) }.contains("class 2"))
         // Too few names: both counts in the message.
-        XCTAssertTrue(message { _ = try Detector(network: tinyNetwork(width: 8, height: 8), classNames: ["a"]) }.contains("1 class names given, but the network has 2 classes"))
+        XCTAssertTrue(message { _ = try Detector(model: tinyModel(width: 8, height: 8), classNames: ["a"]) }.contains("1 class names given, but the network has 2 classes"))
         let names = NSTemporaryDirectory() + "detect-names-\(getpid()).txt"
         try "only\n".write(toFile: names, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: names) }
@@ -410,7 +411,7 @@ final class DetectDecodeTests: XCTestCase {
 
     func testTinyNetworkDetectsOnOddSizesWithoutCrashing() throws {
         // Biases: objectness and class 0 high: every cell reports class 0, NMS keeps few.
-        let detector = try Detector(network: tinyNetwork(width: 8, height: 8), classNames: ["thing", "other"])
+        let detector = try Detector(model: tinyModel(width: 8, height: 8), classNames: ["thing", "other"])
         for (w, h) in [(1, 1), (1, 50), (50, 1), (3000, 2), (8, 8), (13, 7)] {
             let dets = try detector.detect(rgb: randomBytes(w * h * 3, seed: UInt64(w + h)), width: w, height: h)
             XCTAssertFalse(dets.isEmpty, "\(w)x\(h)")
@@ -429,7 +430,7 @@ final class DetectDecodeTests: XCTestCase {
             let name = image.replacingOccurrences(of: ".jpg", with: "")
             let input = try readGzipFloats(fixturePath("\(name)_input_416.f32.gz"))
             let any = byThreshold.values.first { !$0.isEmpty }!.first!
-            _ = try input.withUnsafeBufferPointer { try detector.network.forward($0) }
+            _ = try input.withUnsafeBufferPointer { try detector.session.forward($0) }
             for (t, rows) in byThreshold {
                 detector.options.threshold = t
                 let dets = try detector.decodeHeads(imageWidth: any.width, imageHeight: any.height)
@@ -447,7 +448,7 @@ final class DetectDecodeTests: XCTestCase {
             }
             // The same via detectFromInput (runs the network on network.input).
             detector.options.threshold = 0.25
-            _ = input.withUnsafeBufferPointer { detector.network.input.update(fromContentsOf: $0) }
+            _ = input.withUnsafeBufferPointer { detector.session.input.update(fromContentsOf: $0) }
             let again = try detector.detectFromInput(imageWidth: any.width, imageHeight: any.height)
             XCTAssertEqual(again.map(\.classIndex), byThreshold[0.25]!.map(\.classIndex))
             XCTAssertEqual(again.first?.className, image == "dog.jpg" ? "dog" : "horse")

@@ -80,9 +80,10 @@ final class LayerTests: XCTestCase {
         XCTAssertLessThanOrEqual(worst, tolerance, "\(what): worst at \(at): \(a[at]) vs \(b[at])", file: file, line: line)
     }
 
-    func net(_ s: Shape, _ body: String, weights: [Float], threads: Int = 1) throws -> Network {
+    func net(_ s: Shape, _ body: String, weights: [Float], threads: Int = 1,
+             options: ModelOptions = ModelOptions()) throws -> Network {
         let cfg = "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body
-        return try Network(cfgText: cfg, weights: weightsFile(weights), threads: threads)
+        return try Network(cfgText: cfg, weights: weightsFile(weights), threads: threads, options: options)
     }
 
     // MARK: tests
@@ -123,25 +124,23 @@ final class LayerTests: XCTestCase {
                                 bn: bn ? (scale, mean, variance) : nil, activation: act)
             if t == 10 || t == 11 {
                 let n = try net(s, body, weights: floats)
-                XCTAssertGreaterThanOrEqual((n.impl[0] as! ConvolutionalLayer).blockCount, 3, "case \(t) should span several blocks")
+                XCTAssertGreaterThanOrEqual((n.model.impl[0] as! ConvolutionalLayer).blockCount, 3, "case \(t) should span several blocks")
             }
             if t == 15 {
                 let n = try net(s, body, weights: floats)
-                XCTAssertGreaterThanOrEqual((n.impl[0] as! ConvolutionalLayer).winogradBlockCount, 2, "case \(t) should span several blocks")
+                XCTAssertGreaterThanOrEqual((n.model.impl[0] as! ConvolutionalLayer).winogradBlockCount, 2, "case \(t) should span several blocks")
             }
-            for threads in [1, 2, 3] {
-                let n = try net(s, body, weights: floats, threads: threads)
-                let conv = n.impl[0] as! ConvolutionalLayer
-                for algorithm in [Network.ConvolutionAlgorithm.im2col, .winograd] {
-                    n.convolution = algorithm
-                    XCTAssertEqual(conv.winogradKernels != nil, algorithm == .winograd && conv.supportsWinograd, "case \(t)")
-                    for mode in [Network.GemmThreading.openBLAS, .split] {
-                        n.gemmThreading = mode
-                        try n.forward(input)
-                        XCTAssertEqual(n.layers[0].output, ref.shape, "case \(t)")
-                        assertClose(n.output(ofLayer: 0), ref.out, tolerance: 2e-5,
-                                    "conv case \(t) \(s) threads \(threads) \(mode) \(algorithm)")
-                    }
+            for algorithm in ModelOptions.Convolution.allCases {
+                let model = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body,
+                                      weights: weightsFile(floats), options: ModelOptions(convolution: algorithm))
+                let conv = model.impl[0] as! ConvolutionalLayer
+                XCTAssertEqual(conv.winogradKernels != nil, algorithm == .winograd && conv.supportsWinograd, "case \(t)")
+                for threads in [1, 2, 3] {
+                    let n = try Network(model: model, threads: threads)
+                    try n.forward(input)
+                    XCTAssertEqual(n.layers[0].output, ref.shape, "case \(t)")
+                    assertClose(n.output(ofLayer: 0), ref.out, tolerance: 2e-5,
+                                "conv case \(t) \(s) threads \(threads) \(algorithm)")
                 }
             }
         }
@@ -199,12 +198,15 @@ final class LayerTests: XCTestCase {
             let ref = naiveMaxPool(conv.out, conv.shape, size: size, stride: stride, padding: size - 1)
             for threads in [1, 2] {
                 let n = try net(s, body, weights: bias + scale + mean + variance + w, threads: threads)
+                XCTAssertTrue((n.model.impl[0] as! ConvolutionalLayer).epilogueDeferred, "fused by default")
                 try n.forward(input)
                 assertClose(n.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) fused")
-                n.fusesLayers = false
-                try n.forward(input)
-                assertClose(n.output(ofLayer: 0), conv.out, tolerance: 2e-5, "conv \(s) \(act) unfused")
-                assertClose(n.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) unfused")
+                let unfused = try net(s, body, weights: bias + scale + mean + variance + w, threads: threads,
+                                      options: ModelOptions(fusesLayers: false))
+                XCTAssertFalse((unfused.model.impl[0] as! ConvolutionalLayer).epilogueDeferred)
+                try unfused.forward(input)
+                assertClose(unfused.output(ofLayer: 0), conv.out, tolerance: 2e-5, "conv \(s) \(act) unfused")
+                assertClose(unfused.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) unfused")
             }
         }
     }

@@ -1,36 +1,39 @@
+import Foundation
 import XCTest
 @testable import YOLO
 
 /// The whole network against the original Darknet's outputs (compact fixtures derived from
-/// ../shared/reference by scripts/make-fixtures.py).
+/// ../shared/reference by scripts/make-fixtures.py), and sessions sharing one model.
 final class ReferenceTests: XCTestCase {
-    static var network: Network?
+    /// Models are immutable and Sendable: one per option set, shared by every test.
+    nonisolated(unsafe) static var models: [String: Model] = [:]
 
-    func officialNetwork() throws -> Network {
-        if let n = Self.network { return n }
+    func officialModel(_ options: ModelOptions = ModelOptions()) throws -> Model {
+        let key = "\(options.convolution) \(options.fusesLayers)"
+        if let m = Self.models[key] { return m }
         let (cfg, weights) = try officialPaths()
-        let n = try Network(cfgPath: cfg, weightsPath: weights, threads: 2)
-        Self.network = n
-        return n
+        let m = try Model(cfgPath: cfg, weightsPath: weights, options: options)
+        Self.models[key] = m
+        return m
     }
 
     func testStructureOfYOLOv3Tiny() throws {
-        let net = try officialNetwork()
+        let net = try Network(model: officialModel(), threads: 1)
         XCTAssertEqual(net.layers.count, 24)
         XCTAssertEqual(net.layers[11].kind, .maxpool)
         XCTAssertEqual(net.layers[11].output, Shape(c: 512, h: 13, w: 13), "maxpool size=2 stride=1 keeps 13x13")
         XCTAssertEqual(net.layers[20].output, Shape(c: 384, h: 26, w: 26), "route -1,8 concatenates 128 + 256 channels")
+        XCTAssertEqual(net.layers[20].sources, [19, 8])
         XCTAssertEqual(net.heads.map(\.gridWidth), [13, 26])
         XCTAssertEqual(net.heads[0].mask, [3, 4, 5])
         XCTAssertEqual(net.heads[0].anchors.map(\.width), [81, 135, 344])
         XCTAssertEqual(net.heads[1].anchors.map(\.height), [14, 27, 58])
         XCTAssertEqual(net.flops, 5_564_961_792, "sum of 2*k*k*c*n*oh*ow over the 13 conv layers of dog_layers_index.txt")
+        XCTAssertEqual(net.model.parameterCount, 8_858_734, "the official file: 20-byte header + 4 bytes per parameter")
     }
 
     func testEveryLayerMatchesDarknetOnDog() throws {
-        let net = try officialNetwork()
-        net.fusesLayers = false
-        defer { net.fusesLayers = true }
+        let net = try Network(model: officialModel(ModelOptions(fusesLayers: false)), threads: 2)
         try net.forward(readGzipFloats(fixturePath("dog_input_416.f32.gz")))
         for i in 0..<24 {
             let ref = try SampledTensor(path: fixturePath(String(format: "dog_layer%02d.samples", i)))
@@ -43,15 +46,15 @@ final class ReferenceTests: XCTestCase {
     }
 
     func testHeadsMatchDarknet() throws {
-        let net = try officialNetwork()
-        defer { net.convolution = .winograd }
-        for algorithm in [Network.ConvolutionAlgorithm.winograd, .im2col] {
-            net.convolution = algorithm
+        for algorithm in ModelOptions.Convolution.allCases {
+            // A session that reuses buffers (the default), as the detector runs it.
+            let session = try Session(model: officialModel(ModelOptions(convolution: algorithm)), threads: 2)
+            XCTAssertFalse(session.keepsAllOutputs)
             for name in ["dog", "person"] {
-                try net.forward(readGzipFloats(fixturePath("\(name)_input_416.f32.gz")))
+                try session.forward(readGzipFloats(fixturePath("\(name)_input_416.f32.gz")))
                 for (h, layer) in [(0, 15), (1, 22)] {
                     let ref = try SampledTensor(path: fixturePath("\(name)_conv\(layer).samples"))
-                    let (maxAbs, sumDiff) = ref.compare(net.heads[h].raw)
+                    let (maxAbs, sumDiff) = ref.compare(session.heads[h].raw)
                     XCTAssertLessThanOrEqual(maxAbs, 1e-3, "\(name) head \(h) \(algorithm)")
                     XCTAssertLessThanOrEqual(sumDiff, 1e-4, "\(name) head \(h) \(algorithm)")
                     print("\(name) head \(h) (\(algorithm)): max abs diff \(maxAbs)")
@@ -61,31 +64,129 @@ final class ReferenceTests: XCTestCase {
     }
 
     func testFusedConvMaxPoolIsBitIdentical() throws {
-        let net = try officialNetwork()
         let input = try readGzipFloats(fixturePath("dog_input_416.f32.gz"))
-        net.fusesLayers = false
-        try net.forward(input)
-        let exact = (0..<24).filter { net.layers[$0].kind != .convolutional }.map { Array(net.output(ofLayer: $0)) }
-        net.fusesLayers = true
-        try net.forward(input)
-        let fused = (0..<24).filter { net.layers[$0].kind != .convolutional }.map { Array(net.output(ofLayer: $0)) }
-        XCTAssertEqual(exact, fused, "fusing bias + activation into the max pools changes no non-conv output")
+        var outputs: [[[Float]]] = []
+        for fuses in [false, true] {
+            let net = try Network(model: officialModel(ModelOptions(fusesLayers: fuses)), threads: 2)
+            try net.forward(input)
+            outputs.append((0..<24).filter { net.layers[$0].kind != .convolutional }.map { Array(net.output(ofLayer: $0)) })
+        }
+        XCTAssertEqual(outputs[0], outputs[1], "fusing bias + activation into the max pools changes no non-conv output")
     }
 
     func testThreadCountsGiveTheSameHeads() throws {
-        let net = try officialNetwork()
+        let model = try officialModel()
         let input = try readGzipFloats(fixturePath("person_input_416.f32.gz"))
-        net.threads = 1
-        try net.forward(input)
-        let one = Array(net.heads[1].raw)
-        for mode in [Network.GemmThreading.openBLAS, .split] {
-            net.threads = 2
-            net.gemmThreading = mode
-            try net.forward(input)
-            let two = Array(net.heads[1].raw)
-            let maxDiff = zip(one, two).map { abs($0 - $1) }.max()!
-            XCTAssertLessThanOrEqual(maxDiff, 1e-4, "\(mode)")
+        let one = try Session(model: model, threads: 1)
+        try one.forward(input)
+        for threads in [2, 3] {
+            let many = try Session(model: model, threads: threads)
+            try many.forward(input)
+            let maxDiff = zip(one.heads[1].raw, many.heads[1].raw).map { abs($0 - $1) }.max()!
+            XCTAssertLessThanOrEqual(maxDiff, 1e-4, "\(threads) threads")
         }
-        net.threads = 2
+    }
+
+    /// Buffer reuse keeps the heads and the input, and refuses to show what it overwrote.
+    func testReusedBuffersKeepHeadsAndInput() throws {
+        let model = try officialModel()
+        let input = try readGzipFloats(fixturePath("dog_input_416.f32.gz"))
+        let lean = try Session(model: model, threads: 1)
+        let full = try Session(model: model, threads: 1, keepsAllOutputs: true)
+        try lean.forward(input)
+        try full.forward(input)
+        XCTAssertEqual(Array(lean.input), input, "the input survives a forward")
+        for h in 0..<2 {
+            XCTAssertEqual(Array(lean.heads[h].raw), Array(full.heads[h].raw))
+            XCTAssertEqual(Array(lean.heads[h].activated), Array(full.heads[h].activated))
+        }
+        XCTAssertLessThan(lean.memoryBytes, full.memoryBytes)
+        XCTAssertThrowsError(try lean.output(ofLayer: 0)) { error in
+            XCTAssertTrue("\(error)".contains("keepsAllOutputs"), "\(error)")
+        }
+        XCTAssertNoThrow(try lean.output(ofLayer: 15), "a head's input is kept")
+        XCTAssertThrowsError(try lean.output(ofLayer: 24))
+    }
+
+    /// An extra session costs its activations and scratch, not another copy of the weights.
+    func testSessionsShareTheModelsMemory() throws {
+        let model = try officialModel()
+        XCTAssertGreaterThanOrEqual(model.parameterBytes, 4 * model.parameterCount, "the weights live in the model")
+        let session = try Session(model: model, threads: 1)
+        XCTAssertEqual(session.memoryBytes, model.sessionBytes(threads: 1))
+        XCTAssertLessThanOrEqual(session.memoryBytes, 30 << 20, "one session at 416x416: activations + scratch")
+        XCTAssertLessThan(session.memoryBytes, model.parameterBytes / 2)
+        XCTAssertEqual(try model.makeSessions(3, threads: 1).map(\.threads), [1, 1, 1])
+    }
+
+    /// Two sessions of one model on two threads at once (run it under ThreadSanitizer too:
+    /// scripts/sanitize.sh thread): each gives the single-session heads bit for bit.
+    func testTwoSessionsOnTwoThreadsMatchOneSession() throws {
+        let model = try officialModel()
+        let inputs = try ["dog", "person"].map { try readGzipFloats(fixturePath("\($0)_input_416.f32.gz")) }
+        let reference = try inputs.map { input -> [[Float]] in
+            let s = try Session(model: model, threads: 1)
+            try s.forward(input)
+            return s.heads.map { Array($0.raw) }
+        }
+        let sessions = try model.makeSessions(2, threads: 1)
+        let results = UnsafeMutablePointer<[[Float]]>.allocate(capacity: 2 * 3)
+        results.initialize(repeating: [], count: 6)
+        defer { results.deinitialize(count: 6); results.deallocate() }
+        nonisolated(unsafe) let shared = (sessions, inputs, results)
+        DispatchQueue.concurrentPerform(iterations: 2) { k in
+            for round in 0..<3 {
+                try! shared.0[k].forward(shared.1[k])
+                shared.2[k * 3 + round] = shared.0[k].heads.map { Array($0.raw) }
+            }
+        }
+        for k in 0..<2 {
+            for round in 0..<3 { XCTAssertEqual(results[k * 3 + round], reference[k], "session \(k), round \(round)") }
+        }
+    }
+
+    /// A model built once and shared across Swift tasks (Model is Sendable); each task has its
+    /// own detector.
+    func testOneModelSharedAcrossTasks() async throws {
+        let model = try officialModel()
+        let input = try readGzipFloats(fixturePath("dog_input_416.f32.gz"))
+        let expected: [Float] = try {
+            let s = try Session(model: model, threads: 1)
+            try s.forward(input)
+            return Array(s.heads[0].raw)
+        }()
+        let heads = try await withThrowingTaskGroup(of: [Float].self) { group in
+            for _ in 0..<3 {
+                group.addTask {
+                    let session = try Session(model: model, threads: 1)
+                    try session.forward(input)
+                    return Array(session.heads[0].raw)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        XCTAssertEqual(heads.count, 3)
+        for h in heads { XCTAssertEqual(h, expected) }
+    }
+
+    /// Misuse: one detector called from two threads at once is served one call after the
+    /// other; every call gets the right detections (it used to corrupt heads, trap or hang).
+    func testOneDetectorCalledFromTwoThreadsSerializes() throws {
+        let (cfg, weights) = try officialPaths()
+        let detector = try Detector(cfgPath: cfg, weightsPath: weights, threads: 2)
+        var rng = SeededRandom(seed: 9)
+        let frames = (0..<2).map { _ in (0..<200 * 150 * 3).map { _ in UInt8(truncatingIfNeeded: rng.next()) } }
+        let expected = try frames.map { try detector.detect(rgb: $0, width: 200, height: 150) }
+        let sessionInput = try readGzipFloats(fixturePath("dog_input_416.f32.gz"))
+        nonisolated(unsafe) let shared = (detector, frames)
+        nonisolated(unsafe) var got = [[Detection]](repeating: [], count: 20)
+        let lock = NSLock()
+        DispatchQueue.concurrentPerform(iterations: 20) { i in
+            // Also hit the session directly from the same threads.
+            if i % 5 == 0 { try! shared.0.session.forward(sessionInput) }
+            let d = try! shared.0.detect(rgb: shared.1[i % 2], width: 200, height: 150)
+            lock.lock(); got[i] = d; lock.unlock()
+        }
+        for i in 0..<20 { XCTAssertEqual(got[i], expected[i % 2], "call \(i)") }
     }
 }

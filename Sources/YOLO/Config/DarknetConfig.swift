@@ -19,7 +19,7 @@ public struct DarknetConfig: Sendable {
         func option(_ key: String) -> Option? { options.last { $0.key == key } }
         public func has(_ key: String) -> Bool { option(key) != nil }
 
-        public func int(_ key: String, default def: Int? = nil) throws -> Int {
+        public func int(_ key: String, default def: Int? = nil) throws(YOLOError) -> Int {
             guard let o = option(key) else {
                 if let def { return def }
                 throw error("missing required key '\(key)'")
@@ -31,7 +31,7 @@ public struct DarknetConfig: Sendable {
             return v
         }
 
-        public func float(_ key: String, default def: Float? = nil) throws -> Float {
+        public func float(_ key: String, default def: Float? = nil) throws(YOLOError) -> Float {
             guard let o = option(key) else {
                 if let def { return def }
                 throw error("missing required key '\(key)'")
@@ -42,7 +42,7 @@ public struct DarknetConfig: Sendable {
             return v
         }
 
-        public func string(_ key: String, default def: String? = nil) throws -> String {
+        public func string(_ key: String, default def: String? = nil) throws(YOLOError) -> String {
             guard let o = option(key) else {
                 if let def { return def }
                 throw error("missing required key '\(key)'")
@@ -50,7 +50,7 @@ public struct DarknetConfig: Sendable {
             return o.value
         }
 
-        public func intList(_ key: String) throws -> [Int]? {
+        public func intList(_ key: String) throws(YOLOError) -> [Int]? {
             guard let o = option(key) else { return nil }
             let parts = o.value.split(separator: ",", omittingEmptySubsequences: true)
             var out: [Int] = []
@@ -62,7 +62,7 @@ public struct DarknetConfig: Sendable {
             return out
         }
 
-        public func floatList(_ key: String) throws -> [Float]? {
+        public func floatList(_ key: String) throws(YOLOError) -> [Float]? {
             guard let o = option(key) else { return nil }
             var out: [Float] = []
             for p in o.value.split(separator: ",", omittingEmptySubsequences: true) {
@@ -76,7 +76,7 @@ public struct DarknetConfig: Sendable {
         }
 
         /// Requires `value >= minimum`, naming the key in the error.
-        func positive(_ key: String, _ value: Int, minimum: Int = 1) throws -> Int {
+        func positive(_ key: String, _ value: Int, minimum: Int = 1) throws(YOLOError) -> Int {
             guard value >= minimum else {
                 throw error("\(key)=\(value) must be at least \(minimum)", line: option(key)?.line)
             }
@@ -88,7 +88,7 @@ public struct DarknetConfig: Sendable {
     public let file: String
     public let sections: [Section]
 
-    public init(text: String, file: String = "<cfg>") throws {
+    public init(text: String, file: String = "<cfg>") throws(YOLOError) {
         self.file = file
         var sections: [Section] = []
         var lineNo = 0
@@ -127,7 +127,7 @@ public struct DarknetConfig: Sendable {
         self.sections = sections
     }
 
-    public init(path: String) throws {
+    public init(path: String) throws(YOLOError) {
         try self.init(text: try readTextFile(path), file: path)
     }
 }

@@ -93,10 +93,13 @@ public struct DetectionTiming: Sendable, Equatable {
 /// Finds objects in images: preprocesses a frame into the network's input, runs the network,
 /// decodes its [yolo] heads and applies NMS, reproducing the original Darknet.
 ///
-/// A detector owns its network and scratch buffers; preprocessing allocates nothing after the
-/// first frame of a given size. One detector runs one frame at a time: use one per thread.
+/// A detector owns one `Session` of a (possibly shared) `Model` and its scratch buffers;
+/// preprocessing allocates nothing after the first frame of a given size. One detector runs
+/// one frame at a time: calls from two threads at once are served one after the other. For
+/// frames in parallel, make one detector per thread or task from one shared model.
 public final class Detector {
-    public let network: Network
+    public let model: Model
+    public let session: Session
     /// Class names, one per class (empty when none were given: classes are then "class N").
     public let classNames: [String]
     /// The number of classes the network's heads predict.
@@ -109,39 +112,45 @@ public final class Detector {
     private var partCapacity: Int
     private let byteTable: UnsafeMutablePointer<Float>
     private var postprocessor = Postprocessor()
+    private let lock = Lock()
 
-    /// Loads a network and, when `namesPath` is given, its class names (one per line).
+    /// Loads a model and, when `namesPath` is given, its class names (one per line).
     public convenience init(cfgPath: String, weightsPath: String, namesPath: String? = nil,
-                            options: DetectorOptions = DetectorOptions(), threads: Int = 1) throws {
-        let network = try Network(cfgPath: cfgPath, weightsPath: weightsPath, threads: threads)
+                            options: DetectorOptions = DetectorOptions(), threads: Int? = nil,
+                            modelOptions: ModelOptions = ModelOptions()) throws(YOLOError) {
+        let model = try Model(cfgPath: cfgPath, weightsPath: weightsPath, options: modelOptions)
         var names: [String] = []
         if let namesPath {
             names = try Detector.readClassNames(path: namesPath)
-            let classes = network.heads.first?.classes ?? 0
+            let classes = model.heads.first?.classes ?? 0
             if names.count < classes {
-                throw YOLOError.invalidArgument("\(namesPath): has \(names.count) class names, but \(cfgPath) has \(classes) classes")
+                throw .invalidArgument("\(namesPath): has \(names.count) class names, but \(cfgPath) has \(classes) classes")
             }
         }
-        try self.init(network: network, classNames: names, options: options)
+        try self.init(model: model, classNames: names, options: options, threads: threads)
     }
 
-    /// Wraps a network. `classNames` may be empty (classes are then named "class N"); otherwise
-    /// it needs at least one name per class (extra names are ignored, as Darknet does).
-    public init(network: Network, classNames: [String] = [], options: DetectorOptions = DetectorOptions()) throws {
-        let heads = network.heads
+    /// A detector over a (possibly shared) model, with a session of its own of `threads`
+    /// threads (default: every core; give each detector a share when several run at once).
+    /// `classNames` may be empty (classes are then named "class N"); otherwise it needs at
+    /// least one name per class (extra names are ignored, as Darknet does).
+    public init(model: Model, classNames: [String] = [], options: DetectorOptions = DetectorOptions(),
+                threads: Int? = nil) throws(YOLOError) {
+        let heads = model.heads
         guard let classes = heads.first?.classes else {
-            throw YOLOError.invalidArgument("the network has no [yolo] layer")
+            throw .invalidArgument("the network has no [yolo] layer")
         }
         for head in heads where head.classes != classes {
-            throw YOLOError.invalidArgument("the [yolo] layers disagree on classes: layer \(heads[0].layerIndex) has \(classes), layer \(head.layerIndex) has \(head.classes)")
+            throw .invalidArgument("the [yolo] layers disagree on classes: layer \(heads[0].layerIndex) has \(classes), layer \(head.layerIndex) has \(head.classes)")
         }
-        guard network.inputChannels == 3 else {
-            throw YOLOError.invalidArgument("the network takes \(network.inputChannels) input channels; Detector needs 3 (RGB)")
+        guard model.inputChannels == 3 else {
+            throw .invalidArgument("the network takes \(model.inputChannels) input channels; Detector needs 3 (RGB)")
         }
         if !classNames.isEmpty && classNames.count < classes {
-            throw YOLOError.invalidArgument("\(classNames.count) class names given, but the network has \(classes) classes")
+            throw .invalidArgument("\(classNames.count) class names given, but the network has \(classes) classes")
         }
-        self.network = network
+        self.model = model
+        session = try Session(model: model, threads: threads)
         self.classNames = classNames
         self.classCount = classes
         self.options = options
@@ -158,7 +167,7 @@ public final class Detector {
 
     /// Reads a Darknet names file: one class name per line (a final newline is optional;
     /// carriage returns before newlines are dropped).
-    public static func readClassNames(path: String) throws -> [String] {
+    public static func readClassNames(path: String) throws(YOLOError) -> [String] {
         let text = try readTextFile(path)
         // "\r\n" is one Character in Swift, so both line ends are separators here.
         var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
@@ -175,43 +184,61 @@ public final class Detector {
     /// Detects objects in an 8-bit frame. `rowStride` is the distance in bytes between rows
     /// (default: `width * format.bytesPerPixel`). Boxes are in the frame's pixels.
     public func detect(pixels: UnsafeRawBufferPointer, width: Int, height: Int, rowStride: Int? = nil,
-                       format: PixelFormat = .rgb) throws -> [Detection] {
-        try validateOptions()
-        let start = monotonicNanoseconds()
-        try preprocess(pixels: pixels, width: width, height: height, rowStride: rowStride, format: format)
-        let prepared = monotonicNanoseconds()
-        let detections = runAndDecode(imageWidth: width, imageHeight: height)
-        lastTiming.preprocess = prepared - start
-        return detections
+                       format: PixelFormat = .rgb) throws(YOLOError) -> [Detection] {
+        // The detector's lock guards its own state; the session's keeps anyone else's use of
+        // the session out from the filled input to the decoded heads.
+        try lock.withLock { () throws(YOLOError) in
+            try session.exclusively { () throws(YOLOError) in
+                try validateOptions()
+                let start = monotonicNanoseconds()
+                try preprocessLocked(pixels: pixels, width: width, height: height, rowStride: rowStride, format: format)
+                let prepared = monotonicNanoseconds()
+                let detections = try runAndDecode(imageWidth: width, imageHeight: height)
+                lastTiming.preprocess = prepared - start
+                return detections
+            }
+        }
     }
 
     /// Detects objects in packed RGB bytes (`width * height * 3`, rows top first).
-    public func detect(rgb: [UInt8], width: Int, height: Int) throws -> [Detection] {
-        try rgb.withUnsafeBytes { try detect(pixels: $0, width: width, height: height, format: .rgb) }
+    public func detect(rgb: [UInt8], width: Int, height: Int) throws(YOLOError) -> [Detection] {
+        // (withUnsafeBytes would erase the error type.)
+        try rgb.withUnsafeBytes { p in
+            Result { () throws(YOLOError) in try detect(pixels: p, width: width, height: height, format: .rgb) }
+        }.get()
     }
 
-    /// Fills `network.input` from an 8-bit frame as `options.resize` says (letterbox: Darknet's
+    /// Fills `session.input` from an 8-bit frame as `options.resize` says (letterbox: Darknet's
     /// `letterbox_image`; stretch: `resize_image` to the input size). Allocates only when a
     /// frame is taller or wider than any before.
     public func preprocess(pixels: UnsafeRawBufferPointer, width: Int, height: Int, rowStride: Int? = nil,
-                           format: PixelFormat = .rgb) throws {
+                           format: PixelFormat = .rgb) throws(YOLOError) {
+        try lock.withLock { () throws(YOLOError) in
+            try session.exclusively { () throws(YOLOError) in
+                try preprocessLocked(pixels: pixels, width: width, height: height, rowStride: rowStride, format: format)
+            }
+        }
+    }
+
+    private func preprocessLocked(pixels: UnsafeRawBufferPointer, width: Int, height: Int, rowStride: Int?,
+                                  format: PixelFormat) throws(YOLOError) {
         let bpp = format.bytesPerPixel
         guard width > 0, height > 0 else {
-            throw YOLOError.invalidArgument("image size \(width)x\(height): width and height must be positive")
+            throw .invalidArgument("image size \(width)x\(height): width and height must be positive")
         }
         let (rowBytes, o1) = width.multipliedReportingOverflow(by: bpp)
-        guard !o1 else { throw YOLOError.invalidArgument("image width \(width) is too large") }
+        guard !o1 else { throw .invalidArgument("image width \(width) is too large") }
         let stride = rowStride ?? rowBytes
         guard stride >= rowBytes else {
-            throw YOLOError.invalidArgument("row stride \(stride) bytes is less than width \(width) x \(bpp) bytes per pixel (\(format.rawValue)) = \(rowBytes)")
+            throw .invalidArgument("row stride \(stride) bytes is less than width \(width) x \(bpp) bytes per pixel (\(format.rawValue)) = \(rowBytes)")
         }
         let (rows, o2) = (height - 1).multipliedReportingOverflow(by: stride)
         let (needed, o3) = rows.addingReportingOverflow(rowBytes)
         guard !o2, !o3, pixels.count >= needed, let base = pixels.baseAddress else {
-            throw YOLOError.invalidArgument("pixel buffer has \(pixels.count) bytes; \(width)x\(height) \(format.rawValue) with row stride \(stride) needs \(o2 || o3 ? "more" : "\(needed)")")
+            throw .invalidArgument("pixel buffer has \(pixels.count) bytes; \(width)x\(height) \(format.rawValue) with row stride \(stride) needs \(o2 || o3 ? "more" : "\(needed)")")
         }
         let src = base.assumingMemoryBound(to: UInt8.self)
-        let netW = network.inputWidth, netH = network.inputHeight
+        let netW = model.inputWidth, netH = model.inputHeight
         let (newW, newH) = options.resize == .letterbox
             ? letterboxSize(width: width, height: height, netWidth: netW, netHeight: netH)
             : (netW, netH)
@@ -222,7 +249,7 @@ public final class Detector {
             partCapacity = needPart
         }
         let x0 = (netW - newW) / 2, y0 = (netH - newH) / 2
-        let input = network.input.baseAddress!
+        let input = session.input.baseAddress!
         resizeHorizontal(src, width: width, height: height, rowStride: stride, layout: format.layout,
                          table: byteTable, outWidth: newW, into: part)
         resizeVertical(part, width: newW, height: height, outHeight: newH, into: input,
@@ -230,57 +257,76 @@ public final class Detector {
         fillOutside(input, width: netW, height: netH, x0: x0, y0: y0, boxWidth: newW, boxHeight: newH, value: 0.5)
     }
 
-    /// Runs the network on the current contents of `network.input` (which must hold a frame of
+    /// Runs the network on the current contents of `session.input` (which must hold a frame of
     /// `imageWidth` x `imageHeight` preprocessed as `options.resize` says, e.g. by `preprocess`)
     /// and returns its detections.
-    public func detectFromInput(imageWidth: Int, imageHeight: Int) throws -> [Detection] {
-        try validateOptions()
-        guard imageWidth > 0, imageHeight > 0 else {
-            throw YOLOError.invalidArgument("image size \(imageWidth)x\(imageHeight): width and height must be positive")
+    public func detectFromInput(imageWidth: Int, imageHeight: Int) throws(YOLOError) -> [Detection] {
+        try lock.withLock { () throws(YOLOError) in
+            try session.exclusively { () throws(YOLOError) in
+                try validateOptions()
+                try checkImageSize(imageWidth, imageHeight)
+                lastTiming.preprocess = 0
+                return try runAndDecode(imageWidth: imageWidth, imageHeight: imageHeight)
+            }
         }
-        lastTiming.preprocess = 0
-        return runAndDecode(imageWidth: imageWidth, imageHeight: imageHeight)
     }
 
-    /// Decodes the heads of the network's last forward pass, for a frame of the given size.
-    public func decodeHeads(imageWidth: Int, imageHeight: Int) throws -> [Detection] {
-        try validateOptions()
-        guard imageWidth > 0, imageHeight > 0 else {
-            throw YOLOError.invalidArgument("image size \(imageWidth)x\(imageHeight): width and height must be positive")
+    /// Decodes the heads of the session's last forward pass, for a frame of the given size.
+    public func decodeHeads(imageWidth: Int, imageHeight: Int) throws(YOLOError) -> [Detection] {
+        try lock.withLock { () throws(YOLOError) in
+            try session.exclusively { () throws(YOLOError) in
+                try validateOptions()
+                try checkImageSize(imageWidth, imageHeight)
+                return try decode(imageWidth: imageWidth, imageHeight: imageHeight)
+            }
         }
-        return decode(imageWidth: imageWidth, imageHeight: imageHeight)
     }
 
-    private func runAndDecode(imageWidth: Int, imageHeight: Int) -> [Detection] {
+    private func checkImageSize(_ width: Int, _ height: Int) throws(YOLOError) {
+        guard width > 0, height > 0 else {
+            throw .invalidArgument("image size \(width)x\(height): width and height must be positive")
+        }
+    }
+
+    /// Inside `session.exclusively`.
+    private func runAndDecode(imageWidth: Int, imageHeight: Int) throws(YOLOError) -> [Detection] {
         let start = monotonicNanoseconds()
-        network.forward()
+        session.forwardLocked()
         let inferred = monotonicNanoseconds()
-        let detections = decode(imageWidth: imageWidth, imageHeight: imageHeight)
+        let detections = try decode(imageWidth: imageWidth, imageHeight: imageHeight)
         lastTiming.inference = inferred - start
         lastTiming.postprocess = monotonicNanoseconds() - inferred
         return detections
     }
 
-    private func validateOptions() throws {
+    private func validateOptions() throws(YOLOError) {
         let o = options
         guard o.threshold.isFinite, (0...1).contains(o.threshold) else {
-            throw YOLOError.invalidArgument("threshold \(o.threshold): expected a number in 0...1")
+            throw .invalidArgument("threshold \(o.threshold): expected a number in 0...1")
         }
         guard o.nmsThreshold.isFinite, (0...1).contains(o.nmsThreshold) else {
-            throw YOLOError.invalidArgument("NMS threshold \(o.nmsThreshold): expected a number in 0...1")
+            throw .invalidArgument("NMS threshold \(o.nmsThreshold): expected a number in 0...1")
         }
         if let m = o.maxDetections, m < 0 {
-            throw YOLOError.invalidArgument("maxDetections \(m): expected 0 or more")
+            throw .invalidArgument("maxDetections \(m): expected 0 or more")
         }
         if let filter = o.classFilter, let bad = filter.first(where: { !(0..<classCount).contains($0) }) {
-            throw YOLOError.invalidArgument("class filter: class \(bad) is out of range 0..<\(classCount)")
+            throw .invalidArgument("class filter: class \(bad) is out of range 0..<\(classCount)")
         }
     }
 
-    private func decode(imageWidth: Int, imageHeight: Int) -> [Detection] {
-        postprocessor.run(heads: network.rawHeads, netWidth: network.inputWidth, netHeight: network.inputHeight,
-                          imageWidth: imageWidth, imageHeight: imageHeight, options: options,
-                          classCount: classCount, names: classNames)
+    private func decode(imageWidth: Int, imageHeight: Int) throws(YOLOError) -> [Detection] {
+        let heads = session.rawHeads
+        // A NaN or infinity in a head would decode to boxes with no place (or to none at all):
+        // report it instead of a silently wrong answer.
+        for head in heads {
+            if let i = head.raw.firstIndex(where: { !$0.isFinite }) {
+                throw .numeric("layer \(head.info.inputLayer) (the input of the [yolo] layer \(head.layerIndex)) holds \(head.raw[i]) at index \(i): the weights or the input give non-finite values, so there are no detections to report")
+            }
+        }
+        return postprocessor.run(heads: heads, netWidth: model.inputWidth, netHeight: model.inputHeight,
+                                 imageWidth: imageWidth, imageHeight: imageHeight, options: options,
+                                 classCount: classCount, names: classNames)
     }
 }
 

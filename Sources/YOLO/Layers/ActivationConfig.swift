@@ -1,6 +1,6 @@
 import YOLOKernels
 extension Activation {
-    init(name: String, section: DarknetConfig.Section) throws {
+    init(name: String, section: DarknetConfig.Section) throws(YOLOError) {
         guard let a = Activation(rawValue: name) else {
             throw section.error("activation=\(name) is not supported (supported: linear, leaky, relu, logistic)",
                                 line: section.options.last { $0.key == "activation" }?.line)

@@ -1,3 +1,5 @@
+import YOLOKernels
+
 /// A tensor shape: channels, height, width (batch 1, CHW order in memory).
 public struct Shape: Equatable, Sendable, CustomStringConvertible {
     public var c: Int, h: Int, w: Int
@@ -11,37 +13,114 @@ public enum LayerKind: String, Sendable {
     case convolutional, maxpool, upsample, route, shortcut, yolo
 }
 
-/// What the forward pass hands every layer: scratch memory and the worker threads.
+/// What a session hands every layer during a forward pass: where each layer's output lives,
+/// scratch memory and the worker threads. Layers hold no buffers of their own.
 struct ForwardContext {
-    /// Scratch buffer of `Network.workspaceCount` floats (im2col columns).
+    /// The session's activation arena and each layer's offset in it (the input at offset 0).
+    let arena: UnsafeMutablePointer<Float>
+    let offsets: UnsafePointer<Int>
+    /// Scratch: `pool.threadCount` blocks of `workspacePerThread` floats.
     let workspace: UnsafeMutablePointer<Float>
+    let workspacePerThread: Int
     let pool: WorkerPool
-    /// When true, conv layers split each GEMM across the pool's threads themselves (OpenBLAS
-    /// single-threaded); when false, OpenBLAS threads each GEMM.
-    var splitGemm: Bool = false
-    /// When non-nil, a conv layer adds the nanoseconds it spent in sgemm here.
+    /// When non-nil, a conv layer adds the nanoseconds it spent in GEMMs here.
     var gemmNanoseconds: UInt64? = nil
+
+    /// The output of layer `index`; -1 is the network input.
+    @inline(__always) func buffer(_ index: Int) -> UnsafeMutablePointer<Float> {
+        index < 0 ? arena : arena + offsets[index]
+    }
+
+    /// Thread `part`'s scratch block.
+    @inline(__always) func workspace(part: Int) -> UnsafeMutablePointer<Float> {
+        workspace + part * workspacePerThread
+    }
 }
 
-/// One layer of the network. Buffers belong to the network: a layer receives its input and
-/// output pointers when the network is built and never allocates during `forward`.
-protocol Layer: AnyObject {
+/// What a model hands a layer while it loads: the process's GEMM kernels, the chosen
+/// convolution algorithm, threads for load-time transforms, and storage owned by the model.
+struct LoadContext {
+    let options: ModelOptions
+    /// The weights file's name, for error messages.
+    let weightsName: String
+    let pool: WorkerPool
+    let storage: ModelStorage
+}
+
+/// Bias + activation that a layer may leave to the layer consuming its output.
+struct Epilogue: @unchecked Sendable {
+    /// Points into the model's immutable parameters.
+    let bias: UnsafePointer<Float>
+    let activation: Activation
+}
+
+/// One layer of a network: an immutable description (shapes, the earlier layers it reads,
+/// its parameters once loaded) and its forward pass over buffers the session provides.
+///
+/// The model asks layers, and never switches on their types: how many parameters they read,
+/// which layers they read, whether they head the network, whether they can fuse.
+protocol Layer: Sendable {
     var kind: LayerKind { get }
+    /// This layer's index in the network (0-based, after [net]).
+    var index: Int { get }
     var outputShape: Shape { get }
     /// Shape of the (first) input.
     var inputShape: Shape { get }
+    /// The layers whose outputs this layer reads (-1: the network input).
+    var sources: [Int] { get }
     /// Multiply-adds x 2 per forward (0 for layers that do no arithmetic worth counting).
     var flops: Int { get }
-    /// Floats of shared scratch memory the layer needs during forward.
+    /// Floats of per-thread scratch memory the layer needs during forward.
     var workspaceCount: Int { get }
-    /// Where the layer writes its output; set by the network before the first forward.
-    var output: UnsafeMutablePointer<Float>! { get set }
+    /// Kernel size and stride, for summaries (0 when they do not apply).
+    var geometry: (size: Int, stride: Int) { get }
+
+    /// Floats this layer reads from a weights file, in file order.
+    var parameterCount: Int { get }
+    /// Takes this layer's parameters (`parameterCount` floats, which the model keeps alive and
+    /// the layer may transform in place) and prepares whatever it computes from them.
+    mutating func load(parameters: UnsafeMutablePointer<Float>, context: LoadContext) throws(YOLOError)
+
+    /// The bias + activation this layer can hand to a consumer that takes them (nil: none).
+    var deferrableEpilogue: Epilogue? { get }
+    /// Stop applying `deferrableEpilogue`: the consumer applies it.
+    mutating func deferEpilogue()
+    /// Apply `epilogue` to this layer's output (after its own work). Returns false when the layer
+    /// cannot; then nothing changes.
+    mutating func takeEpilogue(_ epilogue: Epilogue) -> Bool
+
+    /// The detection head this layer describes, if it is one.
+    var head: HeadInfo? { get }
+    /// False for layers whose output no later layer reads and that only serve inspection (the
+    /// [yolo] heads: the decoder reads their input). A forward pass skips them; the session
+    /// runs them when their output is asked for.
+    var runsInForward: Bool { get }
+
     func forward(_ context: inout ForwardContext)
+
+    /// For the benchmark: runs only this layer's GEMMs, full size, on whatever `columns` holds
+    /// (`gemmAloneScratch` floats). Returns false for layers without GEMMs.
+    func gemmAlone(columns: UnsafeMutablePointer<Float>, context: ForwardContext) -> Bool
+    var gemmAloneScratch: Int { get }
 }
 
 extension Layer {
     var workspaceCount: Int { 0 }
     var flops: Int { 0 }
+    var geometry: (size: Int, stride: Int) { (0, 0) }
+    var parameterCount: Int { 0 }
+    mutating func load(parameters: UnsafeMutablePointer<Float>, context: LoadContext) throws(YOLOError) {}
+    var deferrableEpilogue: Epilogue? { nil }
+    mutating func deferEpilogue() {}
+    mutating func takeEpilogue(_ epilogue: Epilogue) -> Bool { false }
+    var head: HeadInfo? { nil }
+    var runsInForward: Bool { true }
+    func gemmAlone(columns: UnsafeMutablePointer<Float>, context: ForwardContext) -> Bool { false }
+    var gemmAloneScratch: Int { 0 }
+    /// The first source's output.
+    @inline(__always) func input(_ context: ForwardContext) -> UnsafeMutablePointer<Float> {
+        context.buffer(sources[0])
+    }
 }
 
 /// Public, read-only summary of a layer.
@@ -54,6 +133,8 @@ public struct LayerInfo: Sendable, CustomStringConvertible {
     public let size: Int
     public let stride: Int
     public let flops: Int
+    /// The layers this one reads (-1: the network input).
+    public let sources: [Int]
     public var description: String {
         let geom = size > 0 ? " \(size)x\(size)/\(stride)" : ""
         return "\(index) \(kind.rawValue)\(geom) \(input) -> \(output)"

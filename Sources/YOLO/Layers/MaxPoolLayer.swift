@@ -1,4 +1,3 @@
-import YOLOKernels
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -6,22 +5,24 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import YOLOKernels
 
 /// [maxpool] with Darknet's padding: `padding` (default size-1) in total, pad/2 of it before
 /// the input. So size=2 stride=1 keeps 13x13, its last row and column taking the max of the
 /// taps that exist.
-final class MaxPoolLayer: Layer {
+struct MaxPoolLayer: Layer {
     let kind = LayerKind.maxpool
+    let index: Int
+    let sources: [Int]
     let inputShape: Shape
     let outputShape: Shape
     let size: Int, stride: Int, padding: Int
-    var output: UnsafeMutablePointer<Float>!
-    let input: UnsafePointer<Float>
     /// Bias + activation of the convolution before, when it deferred them to this layer.
-    var epilogue: (bias: UnsafePointer<Float>, activation: Activation)?
+    private(set) var epilogue: Epilogue?
 
-    init(section: DarknetConfig.Section, input: UnsafePointer<Float>, inputShape: Shape) throws {
-        self.input = input
+    init(section: DarknetConfig.Section, index: Int, inputShape: Shape) throws(YOLOError) {
+        self.index = index
+        sources = [index - 1]
         self.inputShape = inputShape
         stride = try section.positive("stride", section.int("stride", default: 1))
         size = try section.positive("size", section.int("size", default: stride))
@@ -33,16 +34,24 @@ final class MaxPoolLayer: Layer {
                             w: (inputShape.w + padding - size) / stride + 1)
     }
 
+    var geometry: (size: Int, stride: Int) { (size, stride) }
+
+    /// Bias and activation are monotonic, so applying them after the max is exact.
+    mutating func takeEpilogue(_ epilogue: Epilogue) -> Bool {
+        self.epilogue = epilogue
+        return true
+    }
+
     func forward(_ context: inout ForwardContext) {
-        let (src, dst) = (input, output!)
+        let (src, dst) = (UnsafePointer(input(context)), context.buffer(index))
         let (h, w, oh, ow) = (inputShape.h, inputShape.w, outputShape.h, outputShape.w)
         let (k, s, p) = (size, stride, padding)
         let epilogue = epilogue
         context.pool.parallelFor(inputShape.c) { range in
             maxPool(src, height: h, width: w, size: k, stride: s, pad: p, outHeight: oh, outWidth: ow,
                     channels: range, into: dst)
-            if let (bias, act) = epilogue {
-                biasActivate(dst, bias: bias, channels: range, spatial: oh * ow, activation: act, exp: exp)
+            if let epilogue {
+                biasActivate(dst, bias: epilogue.bias, channels: range, spatial: oh * ow, activation: epilogue.activation, exp: exp)
             }
         }
     }

@@ -1,4 +1,3 @@
-import YOLOKernels
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -6,33 +5,33 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import YOLOKernels
 
 /// [shortcut]: the previous layer's output plus layer `from`'s (same shape), then activation.
-final class ShortcutLayer: Layer {
+struct ShortcutLayer: Layer {
     let kind = LayerKind.shortcut
+    let index: Int
+    let sources: [Int]
     let inputShape: Shape
     let outputShape: Shape
     let activation: Activation
-    let previous: UnsafePointer<Float>
-    let from: UnsafePointer<Float>
-    let fromIndex: Int
-    var output: UnsafeMutablePointer<Float>!
 
-    init(section: DarknetConfig.Section, previous: UnsafePointer<Float>, previousShape: Shape,
-         from: UnsafePointer<Float>, fromIndex: Int, fromShape: Shape) throws {
-        guard previousShape == fromShape else {
-            throw section.error("from=\(fromIndex) is \(fromShape) but the previous layer is \(previousShape); only equal shapes are supported")
+    init(section: DarknetConfig.Section, index: Int, shapes: [Shape], inputShape: Shape) throws(YOLOError) {
+        let from = try resolveLayer(section, key: "from", index: index)
+        let fromShape = shapes[from]
+        guard inputShape == fromShape else {
+            throw section.error("from=\(from) is \(fromShape) but the previous layer is \(inputShape); only equal shapes are supported")
         }
         activation = try Activation(name: section.string("activation", default: "linear"), section: section)
-        self.previous = previous
-        self.from = from
-        self.fromIndex = fromIndex
-        inputShape = previousShape
-        outputShape = previousShape
+        self.index = index
+        sources = [index - 1, from]
+        self.inputShape = inputShape
+        outputShape = inputShape
     }
 
     func forward(_ context: inout ForwardContext) {
-        let (a, b, dst, act) = (previous, from, output!, activation)
+        let (a, b, dst, act) = (UnsafePointer(context.buffer(sources[0])), UnsafePointer(context.buffer(sources[1])),
+                                context.buffer(index), activation)
         context.pool.parallelFor(outputShape.count) { range in
             add(a, b, range: range, into: dst)
             activate(dst + range.lowerBound, count: range.count, activation: act, exp: exp)

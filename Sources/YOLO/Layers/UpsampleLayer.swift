@@ -1,16 +1,18 @@
 import YOLOKernels
+
 /// [upsample]: nearest neighbour by an integer stride (default 2), times `scale` (default 1).
-final class UpsampleLayer: Layer {
+struct UpsampleLayer: Layer {
     let kind = LayerKind.upsample
+    let index: Int
+    let sources: [Int]
     let inputShape: Shape
     let outputShape: Shape
     let stride: Int
     let scale: Float
-    var output: UnsafeMutablePointer<Float>!
-    let input: UnsafePointer<Float>
 
-    init(section: DarknetConfig.Section, input: UnsafePointer<Float>, inputShape: Shape) throws {
-        self.input = input
+    init(section: DarknetConfig.Section, index: Int, inputShape: Shape) throws(YOLOError) {
+        self.index = index
+        sources = [index - 1]
         self.inputShape = inputShape
         let s = try section.int("stride", default: 2)
         // Darknet reads a negative stride as downsampling; no YOLO cfg uses it.
@@ -21,7 +23,7 @@ final class UpsampleLayer: Layer {
     }
 
     func forward(_ context: inout ForwardContext) {
-        let (src, dst, h, w, s, scale) = (input, output!, inputShape.h, inputShape.w, stride, scale)
+        let (src, dst, h, w, s, scale) = (UnsafePointer(input(context)), context.buffer(index), inputShape.h, inputShape.w, stride, scale)
         context.pool.parallelFor(inputShape.c) { range in
             upsampleNearest(src, height: h, width: w, stride: s, scale: scale, channels: range, into: dst)
         }

@@ -8,24 +8,23 @@ import Darwin
 
 /// [yolo]: marks a detection head. Its output is its input with the logistic applied to
 /// x, y, objectness and the class scores of each anchor (tw, th stay raw), as in Darknet.
-final class YOLOLayer: Layer {
+/// Only for inspection: the decoder reads the raw input, so a forward pass skips this layer.
+struct YOLOLayer: Layer {
     let kind = LayerKind.yolo
+    let index: Int
+    let sources: [Int]
     let inputShape: Shape
     let outputShape: Shape
-    let classes: Int
-    let mask: [Int]
-    let anchors: [(width: Float, height: Float)]
-    var output: UnsafeMutablePointer<Float>!
-    let input: UnsafePointer<Float>
+    let info: HeadInfo
 
-    init(section: DarknetConfig.Section, input: UnsafePointer<Float>, inputShape: Shape,
-         previousIsConv: Bool, previousIndex: Int) throws {
-        self.input = input
+    init(section: DarknetConfig.Section, index: Int, inputShape: Shape, previousKind: LayerKind?) throws(YOLOError) {
+        self.index = index
+        sources = [index - 1]
         self.inputShape = inputShape
         outputShape = inputShape
-        classes = try section.positive("classes", section.int("classes", default: 20))
+        let classes = try section.positive("classes", section.int("classes", default: 20))
         let num = try section.positive("num", section.int("num", default: 1))
-        mask = try section.intList("mask") ?? Array(0..<num)
+        let mask = try section.intList("mask") ?? Array(0..<num)
         let all = try section.floatList("anchors") ?? []
         guard all.count == 2 * num else {
             throw section.error("anchors has \(all.count) numbers but num=\(num) needs \(2 * num)")
@@ -33,20 +32,25 @@ final class YOLOLayer: Layer {
         for m in mask where !(0..<num).contains(m) {
             throw section.error("mask value \(m) is out of range 0..<\(num)")
         }
-        anchors = mask.map { (all[2 * $0], all[2 * $0 + 1]) }
         let expected = (classes + 5) * mask.count
         guard inputShape.c == expected else {
-            let what = previousIsConv ? "the [convolutional] before it (layer \(previousIndex)) has filters=\(inputShape.c)"
-                                      : "its input (layer \(previousIndex)) has \(inputShape.c) channels"
+            let what = previousKind == .convolutional
+                ? "the [convolutional] before it (layer \(index - 1)) has filters=\(inputShape.c)"
+                : "its input (layer \(index - 1)) has \(inputShape.c) channels"
             throw section.error("\(what); for classes=\(classes) and \(mask.count) masks it should be filters=(\(classes)+5)*\(mask.count)=\(expected)")
         }
+        info = HeadInfo(layerIndex: index, inputLayer: index - 1, gridWidth: inputShape.w, gridHeight: inputShape.h,
+                        classes: classes, anchors: mask.map { (all[2 * $0], all[2 * $0 + 1]) }, mask: mask)
     }
+
+    var head: HeadInfo? { info }
+    var runsInForward: Bool { false }
 
     func forward(_ context: inout ForwardContext) {
         let plane = inputShape.h * inputShape.w
-        let entries = classes + 5
-        let (src, dst) = (input, output!)
-        context.pool.parallelFor(mask.count * entries) { rows in
+        let entries = info.classes + 5
+        let (src, dst) = (UnsafePointer(input(context)), context.buffer(index))
+        context.pool.parallelFor(info.mask.count * entries) { rows in
             for row in rows {
                 let entry = row % entries
                 let from = src + row * plane, to = dst + row * plane

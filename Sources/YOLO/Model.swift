@@ -1,0 +1,272 @@
+/// How a model is prepared at load. Everything here is decided once: a model never changes
+/// after it is built, so any number of sessions and threads can share it.
+public struct ModelOptions: Sendable, Equatable {
+    /// How 3x3 stride-1 convolutions with 32 or more input channels are computed.
+    public enum Convolution: String, Sendable, CaseIterable {
+        /// Winograd F(2x2, 3x3): 2.25x fewer multiplications; the transformed kernels take
+        /// 16/9 of those layers' weights in extra memory.
+        case winograd
+        /// im2col + GEMM, like every other convolution.
+        case im2col
+    }
+    public var convolution: Convolution
+    /// When true, a convolution whose only consumer is the max pool right after it leaves its
+    /// bias and activation to that pool, which applies them to its 4x smaller output (the
+    /// results are bit-identical). That convolution's kept output then holds pre-activation
+    /// values; set this to false to inspect every layer's exact output.
+    public var fusesLayers: Bool
+    /// The most activation memory (input, layer outputs, scratch for one thread) one session
+    /// may need; a cfg that asks for more is refused before anything is allocated.
+    public var maxActivationBytes: Int
+
+    public init(convolution: Convolution = .winograd, fusesLayers: Bool = true, maxActivationBytes: Int = 2 << 30) {
+        self.convolution = convolution
+        self.fusesLayers = fusesLayers
+        self.maxActivationBytes = maxActivationBytes
+    }
+}
+
+/// Memory a model owns: its parameters and what it computes from them at load. Freed with the
+/// model; never written after load.
+final class ModelStorage: @unchecked Sendable {
+    private var blocks: [UnsafeMutablePointer<Float>] = []
+    private(set) var floats = 0
+
+    /// Only while the model loads (one thread).
+    func allocate(_ count: Int) -> UnsafeMutablePointer<Float> {
+        let p = UnsafeMutablePointer<Float>.allocate(capacity: max(count, 1))
+        blocks.append(p)
+        floats += count
+        return p
+    }
+
+    deinit { for b in blocks { b.deallocate() } }
+}
+
+/// A Darknet network loaded from a `.cfg` and `.weights`: its layers, folded parameters and
+/// everything derived from them at load (Winograd kernels). Immutable once built and
+/// `Sendable`: share one model between any number of `Session`s (or `Detector`s), one per
+/// thread or task; each session holds only its activations and scratch.
+public final class Model: Sendable {
+    public let inputWidth: Int
+    public let inputHeight: Int
+    public let inputChannels: Int
+    /// One entry per cfg section after [net], in order.
+    public let layers: [LayerInfo]
+    /// The detection heads ([yolo] layers), in cfg order.
+    public let heads: [HeadInfo]
+    public let options: ModelOptions
+    /// Multiply-adds x 2 of one forward pass.
+    public let flops: Int
+    /// Floats read from the weights file.
+    public let parameterCount: Int
+
+    let impl: [any Layer]
+    let storage: ModelStorage
+    /// Floats of scratch one thread of a session needs (at least 1).
+    let workspacePerThread: Int
+
+    /// Loads a model from files.
+    public convenience init(cfgPath: String, weightsPath: String, options: ModelOptions = ModelOptions()) throws(YOLOError) {
+        let cfg = try DarknetConfig(path: cfgPath)
+        try self.init(config: cfg, weights: try readFileBytes(weightsPath), weightsName: weightsPath, options: options)
+    }
+
+    /// Loads a model from a cfg's text and a weights file's bytes.
+    public convenience init(cfgText: String, weights: [UInt8], cfgName: String = "<cfg>", weightsName: String = "<weights>",
+                            options: ModelOptions = ModelOptions()) throws(YOLOError) {
+        try self.init(config: DarknetConfig(text: cfgText, file: cfgName), weights: weights, weightsName: weightsName,
+                      options: options)
+    }
+
+    public init(config: DarknetConfig, weights: [UInt8], weightsName: String = "<weights>",
+                options: ModelOptions = ModelOptions()) throws(YOLOError) {
+        Gemm.setUpProcess()
+        let net = config.sections[0]
+        inputWidth = try net.positive("width", net.int("width"))
+        inputHeight = try net.positive("height", net.int("height"))
+        inputChannels = try net.positive("channels", net.int("channels"))
+        guard config.sections.count > 1 else { throw net.error("the cfg has no layers after [net]") }
+        self.options = options
+
+        // 1. Layers and shapes, checked section by section; nothing is allocated yet.
+        let inputShape = Shape(c: inputChannels, h: inputHeight, w: inputWidth)
+        var layers: [any Layer] = []
+        var shapes: [Shape] = []
+        for (i, section) in config.sections.dropFirst().enumerated() {
+            let layer = try Model.makeLayer(section, index: i, input: i == 0 ? inputShape : shapes[i - 1], shapes: shapes,
+                                            previousKind: layers.last?.kind)
+            try Model.checkSize(layer.outputShape, section: section, limit: options.maxActivationBytes)
+            layers.append(layer)
+            shapes.append(layer.outputShape)
+        }
+
+        // 2. Memory limits, before the weights are even looked at.
+        workspacePerThread = max(layers.map(\.workspaceCount).max() ?? 0, 1)
+        let plan = ActivationPlan(layers: layers, input: inputShape, keepingAll: false)
+        let needed = 4 * (plan.floats + workspacePerThread)
+        guard needed <= options.maxActivationBytes else {
+            throw .invalidArgument("\(config.file): a forward pass at \(inputWidth)x\(inputHeight) needs \(needed >> 20) MiB of activations, over the limit of \(options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
+        }
+
+        // 3. Parameters: the weights file after its header, checked against the cfg, then
+        //    handed to the layers in order, which fold and transform them.
+        let counts = layers.map(\.parameterCount)
+        let floats = counts.reduce(0, +)
+        storage = ModelStorage()
+        let params = try Model.readParameters(weights, name: weightsName, cfg: config.file, floats: floats, storage: storage)
+        let loading = LoadContext(options: options, weightsName: weightsName, pool: WorkerPool(threads: availableCores()),
+                                  storage: storage)
+        var p = params
+        for i in layers.indices {
+            try layers[i].load(parameters: p, context: loading)
+            p += counts[i]
+        }
+        if options.fusesLayers { Model.fuse(&layers) }
+
+        impl = layers
+        parameterCount = floats
+        heads = layers.compactMap(\.head)
+        flops = layers.reduce(0) { $0 + $1.flops }
+        self.layers = layers.map { l in
+            LayerInfo(index: l.index, kind: l.kind, input: l.inputShape, output: l.outputShape,
+                      size: l.geometry.size, stride: l.geometry.stride, flops: l.flops, sources: l.sources)
+        }
+    }
+
+    /// Bytes of the parameters and what was derived from them at load (shared by all sessions).
+    public var parameterBytes: Int { 4 * storage.floats }
+
+    /// Bytes one session with `threads` threads allocates: activations and scratch.
+    public func sessionBytes(threads: Int, keepingAllOutputs: Bool = false) -> Int {
+        let plan = ActivationPlan(layers: impl, input: Shape(c: inputChannels, h: inputHeight, w: inputWidth),
+                                  keepingAll: keepingAllOutputs)
+        return 4 * (plan.floats + workspacePerThread * max(1, threads))
+    }
+
+    /// `count` sessions that will run at the same time, sharing this model and the cores:
+    /// each gets `threads` threads (default: the cores divided among them, at least 1).
+    public func makeSessions(_ count: Int, threads: Int? = nil) throws(YOLOError) -> [Session] {
+        let each = threads ?? max(1, availableCores() / max(1, count))
+        var sessions: [Session] = []
+        for _ in 0..<count { sessions.append(try Session(model: self, threads: each)) }
+        return sessions
+    }
+
+    // MARK: - Building
+
+    /// Darknet's cfg-to-layer switch: builds layer `index` from its section. `input` is the
+    /// previous layer's output shape (or the network's); `shapes` are the earlier layers'.
+    static func makeLayer(_ section: DarknetConfig.Section, index i: Int, input: Shape, shapes: [Shape],
+                          previousKind: LayerKind?) throws(YOLOError) -> any Layer {
+        switch section.name {
+        case "convolutional", "conv":
+            return try ConvolutionalLayer(section: section, index: i, inputShape: input)
+        case "maxpool", "max":
+            return try MaxPoolLayer(section: section, index: i, inputShape: input)
+        case "upsample":
+            return try UpsampleLayer(section: section, index: i, inputShape: input)
+        case "route":
+            return try RouteLayer(section: section, index: i, shapes: shapes)
+        case "shortcut":
+            return try ShortcutLayer(section: section, index: i, shapes: shapes, inputShape: input)
+        case "yolo":
+            return try YOLOLayer(section: section, index: i, inputShape: input, previousKind: previousKind)
+        default:
+            throw .cfg(file: section.file, line: section.line,
+                       message: "unknown section [\(section.name)] (supported: convolutional, maxpool, upsample, route, shortcut, yolo)")
+        }
+    }
+
+    /// Refuses an output shape whose size overflows or exceeds the activation limit on its own.
+    static func checkSize(_ s: Shape, section: DarknetConfig.Section, limit: Int) throws(YOLOError) {
+        let (hw, o1) = s.h.multipliedReportingOverflow(by: s.w)
+        let (chw, o2) = hw.multipliedReportingOverflow(by: s.c)
+        let (bytes, o3) = chw.multipliedReportingOverflow(by: 4)
+        guard !o1, !o2, !o3, bytes <= limit else {
+            throw section.error("[\(section.name)] output \(s) is \(o1 || o2 || o3 ? "too large to count" : "\(bytes >> 20) MiB"), over the activation limit of \(limit >> 20) MiB (ModelOptions.maxActivationBytes)")
+        }
+    }
+
+    /// Lets each layer whose only consumer is the next layer hand its bias + activation to it,
+    /// when the next layer takes them.
+    static func fuse(_ layers: inout [any Layer]) {
+        var readers = [Int](repeating: 0, count: layers.count)
+        for l in layers { for s in l.sources where s >= 0 { readers[s] += 1 } }
+        for h in layers.compactMap(\.head) where h.inputLayer >= 0 { readers[h.inputLayer] += 1 }  // the decoder reads it
+        for i in 0..<layers.count - 1 {
+            guard let e = layers[i].deferrableEpilogue, readers[i] == 1, layers[i + 1].sources == [i] else { continue }
+            if layers[i + 1].takeEpilogue(e) { layers[i].deferEpilogue() }
+        }
+    }
+
+    /// Checks the weights header and size against the cfg and returns the parameter floats.
+    static func readParameters(_ bytes: [UInt8], name: String, cfg: String, floats: Int,
+                               storage: ModelStorage) throws(YOLOError) -> UnsafeMutablePointer<Float> {
+        func int32(_ at: Int) -> Int32 {
+            Int32(bitPattern: UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24)
+        }
+        guard bytes.count >= 12 else {
+            throw .weights(file: name, message: "is \(bytes.count) bytes, too short for a Darknet weights header (12 to 20 bytes)")
+        }
+        let major = int32(0), minor = int32(4), revision = int32(8)
+        guard (0..<1000).contains(major), (0..<1000).contains(minor), (0..<100_000).contains(revision) else {
+            throw .weights(file: name, message: "not a Darknet weights file: header version \(major).\(minor).\(revision) is implausible")
+        }
+        let header = major * 10 + minor >= 2 ? 20 : 16
+        let expected = header + 4 * floats
+        guard bytes.count == expected else {
+            let what = bytes.count < expected ? "too short" : "too long"
+            throw .weights(file: name, message: "is \(bytes.count) bytes but \(cfg) needs \(expected) (a \(header)-byte header for version \(major).\(minor).\(revision) + \(floats) floats): \(what) by \(abs(expected - bytes.count)) bytes")
+        }
+        let params = storage.allocate(floats)
+        bytes.withUnsafeBytes { raw in
+            UnsafeMutableRawPointer(params).copyMemory(from: raw.baseAddress! + header, byteCount: 4 * floats)
+        }
+        #if _endian(big)
+        for i in 0..<floats { params[i] = Float(bitPattern: UInt32(littleEndian: params[i].bitPattern)) }
+        #endif
+        return params
+    }
+}
+
+/// Where each layer's output lives in a session's arena. The network input comes first and
+/// is kept; with `keepingAll` every layer has its own buffer (for inspecting any layer after a
+/// forward); otherwise a buffer is reused once no later layer reads it, except the heads'
+/// inputs, which the decoder reads after the forward.
+struct ActivationPlan {
+    /// Per layer, the float offset of its output.
+    var offsets: [Int] = []
+    /// Whether layer i's output is still intact after a forward.
+    var kept: [Bool] = []
+    /// Total floats.
+    var floats = 0
+
+    init(layers: [any Layer], input: Shape, keepingAll: Bool) {
+        @inline(__always) func aligned(_ n: Int) -> Int { (n + 15) & ~15 }
+        let inputFloats = aligned(input.count)
+        var lastUse = [Int](repeating: -1, count: layers.count)
+        for l in layers { for s in l.sources where s >= 0 { lastUse[s] = max(lastUse[s], l.index) } }
+        for (i, l) in layers.enumerated() {
+            if keepingAll || !l.runsInForward { lastUse[i] = Int.max }  // inspection-only layers: kept
+            if let h = l.head, h.inputLayer >= 0 { lastUse[h.inputLayer] = Int.max }
+        }
+        kept = lastUse.map { $0 == Int.max }
+        // Greedy first fit over live intervals: (offset, size, last use).
+        var live: [(offset: Int, size: Int, until: Int)] = []
+        var top = inputFloats
+        for (i, l) in layers.enumerated() {
+            live.removeAll { $0.until < i }
+            let size = aligned(l.outputShape.count)
+            var offset = inputFloats
+            for b in live.sorted(by: { $0.offset < $1.offset }) {
+                if b.offset - offset >= size { break }
+                offset = max(offset, b.offset + b.size)
+            }
+            live.append((offset, size, lastUse[i]))
+            offsets.append(offset)
+            top = max(top, offset + size)
+        }
+        floats = top
+    }
+}
