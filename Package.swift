@@ -41,5 +41,5 @@ let package = Package(
         // End to end: image files through the engine, checked against Darknet's outputs.
         .testTarget(name: "IntegrationTests", dependencies: ["YOLO", "YOLOImage"], resources: [.copy("Fixtures")]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

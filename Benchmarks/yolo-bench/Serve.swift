@@ -10,7 +10,7 @@ enum Serve {
     static func run(session network: Session, input: [Float]) throws {
         try network.forward(input)
         print("ready")
-        fflush(stdout)
+        fflush(nil)  // all streams (stdout is not concurrency-safe to name)
         while let line = readLine() {
             let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
             guard let command = parts.first else { continue }
@@ -37,7 +37,7 @@ enum Serve {
             default:
                 print("error: unknown command '\(command)'")
             }
-            fflush(stdout)
+            fflush(nil)  // all streams (stdout is not concurrency-safe to name)
         }
     }
 }

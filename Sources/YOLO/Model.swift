@@ -102,7 +102,7 @@ public final class Model: Sendable {
         }
 
         // 2. Memory limits, before the weights are even looked at.
-        workspacePerThread = max(layers.map(\.workspaceCount).max() ?? 0, 1)
+        workspacePerThread = max(layers.map { $0.workspaceCount }.max() ?? 0, 1)
         let plan = ActivationPlan(layers: layers, input: inputShape, keepingAll: false)
         let needed = 4 * (plan.floats + workspacePerThread)
         guard needed <= options.maxActivationBytes else {
@@ -111,7 +111,7 @@ public final class Model: Sendable {
 
         // 3. Parameters: the weights file after its header, checked against the cfg, then
         //    handed to the layers in order, which fold and transform them.
-        let counts = layers.map(\.parameterCount)
+        let counts = layers.map { $0.parameterCount }
         let floats = counts.reduce(0, +)
         storage = ModelStorage()
         let params = try Model.readParameters(weights, name: weightsName, cfg: config.file, floats: floats, storage: storage)
@@ -126,7 +126,7 @@ public final class Model: Sendable {
 
         impl = layers
         parameterCount = floats
-        heads = layers.compactMap(\.head)
+        heads = layers.compactMap { $0.head }
         flops = layers.reduce(0) { $0 + $1.flops }
         self.layers = layers.map { l in
             LayerInfo(index: l.index, kind: l.kind, input: l.inputShape, output: l.outputShape,
@@ -193,7 +193,7 @@ public final class Model: Sendable {
     static func fuse(_ layers: inout [any Layer]) {
         var readers = [Int](repeating: 0, count: layers.count)
         for l in layers { for s in l.sources where s >= 0 { readers[s] += 1 } }
-        for h in layers.compactMap(\.head) where h.inputLayer >= 0 { readers[h.inputLayer] += 1 }  // the decoder reads it
+        for h in layers.compactMap { $0.head } where h.inputLayer >= 0 { readers[h.inputLayer] += 1 }  // the decoder reads it
         for i in 0..<layers.count - 1 {
             guard let e = layers[i].deferrableEpilogue, readers[i] == 1, layers[i + 1].sources == [i] else { continue }
             if layers[i + 1].takeEpilogue(e) { layers[i].deferEpilogue() }

@@ -144,7 +144,7 @@ public final class Session {
     public func gemmOnlyNanoseconds() -> [UInt64] {
         lock.withLock {
             let context = makeContext()
-            let size = max(model.impl.map(\.gemmAloneScratch).max() ?? 0, 1)
+            let size = max(model.impl.map { $0.gemmAloneScratch }.max() ?? 0, 1)
             let columns = UnsafeMutablePointer<Float>.allocate(capacity: size)
             columns.initialize(repeating: 0.5, count: size)
             defer { columns.deallocate() }

@@ -11,7 +11,7 @@ final class DarknetImageTests: XCTestCase {
         .deletingLastPathComponent().path
 
     /// One detector for the whole class: loading the network is the slow part.
-    static var sharedDetector: Detector?
+    nonisolated(unsafe) static var sharedDetector: Detector?
 
     func detector() throws -> Detector {
         if let d = Self.sharedDetector { return d }
