@@ -122,7 +122,7 @@ public final class Model: Sendable {
             try layers[i].load(parameters: p, context: loading)
             p += counts[i]
         }
-        if options.fusesLayers { Model.fuse(&layers) }
+        if options.fusesLayers { Model.fuse(layers) }
 
         impl = layers
         parameterCount = floats
@@ -190,10 +190,10 @@ public final class Model: Sendable {
 
     /// Lets each layer whose only consumer is the next layer hand its bias + activation to it,
     /// when the next layer takes them.
-    static func fuse(_ layers: inout [any Layer]) {
+    static func fuse(_ layers: [any Layer]) {
         var readers = [Int](repeating: 0, count: layers.count)
         for l in layers { for s in l.sources where s >= 0 { readers[s] += 1 } }
-        for h in layers.compactMap { $0.head } where h.inputLayer >= 0 { readers[h.inputLayer] += 1 }  // the decoder reads it
+        for l in layers { if let h = l.head, h.inputLayer >= 0 { readers[h.inputLayer] += 1 } }  // the decoder reads it
         for i in 0..<layers.count - 1 {
             guard let e = layers[i].deferrableEpilogue, readers[i] == 1, layers[i + 1].sources == [i] else { continue }
             if layers[i + 1].takeEpilogue(e) { layers[i].deferEpilogue() }

@@ -10,7 +10,7 @@ import YOLOKernels
 /// [convolutional]: convolution (groups = 1) + batch norm folded in at load + activation.
 /// Computed as im2col + GEMM: output (filters x outH*outW) = weights (filters x c*k*k) · columns,
 /// or for 3x3 stride-1 layers with enough channels as Winograd F(2x2, 3x3) (16 GEMMs).
-struct ConvolutionalLayer: Layer, @unchecked Sendable {
+final class ConvolutionalLayer: Layer, @unchecked Sendable {
     let kind = LayerKind.convolutional
     let index: Int
     let sources: [Int]
@@ -104,7 +104,7 @@ struct ConvolutionalLayer: Layer, @unchecked Sendable {
     /// Folds batch norm into weights and biases in place (Darknet's epsilon outside the root),
     /// refuses non-finite values, and prepares the GEMM weights and, when the model uses
     /// Winograd for this layer, its transformed kernels.
-    mutating func load(parameters params: UnsafeMutablePointer<Float>, context: LoadContext) throws(YOLOError) {
+    func load(parameters params: UnsafeMutablePointer<Float>, context: LoadContext) throws(YOLOError) {
         let bias = params
         let weights = params + filters * (batchNormalize ? 4 : 1)
         if let bad = (0..<parameterCount).first(where: { !params[$0].isFinite }) {
@@ -141,7 +141,7 @@ struct ConvolutionalLayer: Layer, @unchecked Sendable {
         biases.map { Epilogue(bias: $0, activation: activation) }
     }
 
-    mutating func deferEpilogue() { epilogueDeferred = true }
+    func deferEpilogue() { epilogueDeferred = true }
 
     // MARK: Forward
 

@@ -59,7 +59,11 @@ struct Epilogue: @unchecked Sendable {
 ///
 /// The model asks layers, and never switches on their types: how many parameters they read,
 /// which layers they read, whether they head the network, whether they can fuse.
-protocol Layer: Sendable {
+///
+/// Layers are classes (Embedded Swift allows existentials of class-bound protocols only) that
+/// the model changes only while it loads (`load`, `deferEpilogue`, `takeEpilogue`); after that
+/// they are immutable, which is why they can be `@unchecked Sendable`.
+protocol Layer: AnyObject, Sendable {
     var kind: LayerKind { get }
     /// This layer's index in the network (0-based, after [net]).
     var index: Int { get }
@@ -79,15 +83,15 @@ protocol Layer: Sendable {
     var parameterCount: Int { get }
     /// Takes this layer's parameters (`parameterCount` floats, which the model keeps alive and
     /// the layer may transform in place) and prepares whatever it computes from them.
-    mutating func load(parameters: UnsafeMutablePointer<Float>, context: LoadContext) throws(YOLOError)
+    func load(parameters: UnsafeMutablePointer<Float>, context: LoadContext) throws(YOLOError)
 
     /// The bias + activation this layer can hand to a consumer that takes them (nil: none).
     var deferrableEpilogue: Epilogue? { get }
     /// Stop applying `deferrableEpilogue`: the consumer applies it.
-    mutating func deferEpilogue()
+    func deferEpilogue()
     /// Apply `epilogue` to this layer's output (after its own work). Returns false when the layer
     /// cannot; then nothing changes.
-    mutating func takeEpilogue(_ epilogue: Epilogue) -> Bool
+    func takeEpilogue(_ epilogue: Epilogue) -> Bool
 
     /// The detection head this layer describes, if it is one.
     var head: HeadInfo? { get }
@@ -109,10 +113,10 @@ extension Layer {
     var flops: Int { 0 }
     var geometry: (size: Int, stride: Int) { (0, 0) }
     var parameterCount: Int { 0 }
-    mutating func load(parameters: UnsafeMutablePointer<Float>, context: LoadContext) throws(YOLOError) {}
+    func load(parameters: UnsafeMutablePointer<Float>, context: LoadContext) throws(YOLOError) {}
     var deferrableEpilogue: Epilogue? { nil }
-    mutating func deferEpilogue() {}
-    mutating func takeEpilogue(_ epilogue: Epilogue) -> Bool { false }
+    func deferEpilogue() {}
+    func takeEpilogue(_ epilogue: Epilogue) -> Bool { false }
     var head: HeadInfo? { nil }
     var runsInForward: Bool { true }
     func gemmAlone(columns: UnsafeMutablePointer<Float>, context: ForwardContext) -> Bool { false }

@@ -10,7 +10,7 @@ import YOLOKernels
 /// [maxpool] with Darknet's padding: `padding` (default size-1) in total, pad/2 of it before
 /// the input. So size=2 stride=1 keeps 13x13, its last row and column taking the max of the
 /// taps that exist.
-struct MaxPoolLayer: Layer {
+final class MaxPoolLayer: Layer, @unchecked Sendable {
     let kind = LayerKind.maxpool
     let index: Int
     let sources: [Int]
@@ -37,7 +37,7 @@ struct MaxPoolLayer: Layer {
     var geometry: (size: Int, stride: Int) { (size, stride) }
 
     /// Bias and activation are monotonic, so applying them after the max is exact.
-    mutating func takeEpilogue(_ epilogue: Epilogue) -> Bool {
+    func takeEpilogue(_ epilogue: Epilogue) -> Bool {
         self.epilogue = epilogue
         return true
     }

@@ -1,6 +1,6 @@
 /// [route]: concatenates earlier layers' outputs along channels, in the listed order.
 /// `groups`/`group_id` (AlexeyAB) take one slice of each input's channels.
-struct RouteLayer: Layer {
+final class RouteLayer: Layer, @unchecked Sendable {
     let kind = LayerKind.route
     let index: Int
     let sources: [Int]

@@ -8,7 +8,7 @@ import Darwin
 import YOLOKernels
 
 /// [shortcut]: the previous layer's output plus layer `from`'s (same shape), then activation.
-struct ShortcutLayer: Layer {
+final class ShortcutLayer: Layer, @unchecked Sendable {
     let kind = LayerKind.shortcut
     let index: Int
     let sources: [Int]

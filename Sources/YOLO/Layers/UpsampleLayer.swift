@@ -1,7 +1,7 @@
 import YOLOKernels
 
 /// [upsample]: nearest neighbour by an integer stride (default 2), times `scale` (default 1).
-struct UpsampleLayer: Layer {
+final class UpsampleLayer: Layer, @unchecked Sendable {
     let kind = LayerKind.upsample
     let index: Int
     let sources: [Int]

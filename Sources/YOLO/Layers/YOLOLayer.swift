@@ -9,7 +9,7 @@ import Darwin
 /// [yolo]: marks a detection head. Its output is its input with the logistic applied to
 /// x, y, objectness and the class scores of each anchor (tw, th stay raw), as in Darknet.
 /// Only for inspection: the decoder reads the raw input, so a forward pass skips this layer.
-struct YOLOLayer: Layer {
+final class YOLOLayer: Layer, @unchecked Sendable {
     let kind = LayerKind.yolo
     let index: Int
     let sources: [Int]
