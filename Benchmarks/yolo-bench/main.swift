@@ -139,6 +139,7 @@ do {
     // 2. Memory: sessions of one model add only their activations and scratch. RSS after
     //    1 (the detector's), 2 and 4 sessions, each having run a forward.
     var rssBySessions: [String: Double] = ["1": Machine.rssMiB]
+    var peakBySessions: [String: Double] = ["1": Machine.peakRSSMiB]
     do {
         var extra: [Session] = []
         for count in [2, 4] {
@@ -148,6 +149,7 @@ do {
                 extra.append(s)
             }
             rssBySessions["\(count)"] = Machine.rssMiB
+            peakBySessions["\(count)"] = Machine.peakRSSMiB
         }
     }
     let perSession = (rssBySessions["4"]! - rssBySessions["1"]!) / 3
@@ -256,6 +258,7 @@ do {
         summary["latency_fps"] = 1000 / (best["median_ms"] as! Double)
         if let throughput { summary["throughput_fps"] = throughput; summary["throughput_sessions"] = options.inflight }
         summary["rss_mib_by_sessions"] = rssBySessions
+        summary["peak_rss_mib_by_sessions"] = peakBySessions
         summary["rss_mib_per_extra_session"] = perSession
         summary["parameter_mib"] = Double(model.parameterBytes) / 1048576
         summary["results"] = results

@@ -184,7 +184,7 @@ public final class Model: Sendable {
         let (chw, o2) = hw.multipliedReportingOverflow(by: s.c)
         let (bytes, o3) = chw.multipliedReportingOverflow(by: 4)
         guard !o1, !o2, !o3, bytes <= limit else {
-            throw section.error("[\(section.name)] output \(s) is \(o1 || o2 || o3 ? "too large to count" : "\(bytes >> 20) MiB"), over the activation limit of \(limit >> 20) MiB (ModelOptions.maxActivationBytes)")
+            throw section.error("output \(s) is \(o1 || o2 || o3 ? "too large to count" : "\(bytes >> 20) MiB"), over the activation limit of \(limit >> 20) MiB (ModelOptions.maxActivationBytes)")
         }
     }
 
