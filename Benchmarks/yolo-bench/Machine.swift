@@ -58,12 +58,17 @@ func nowSeconds() -> Double {
 
 struct Stats {
     let min: Double, median: Double, max: Double, mean: Double
+    /// Interquartile range over the median: above about 0.1 the machine was too busy to trust
+    /// small differences.
+    let spread: Double
     init(_ values: [Double]) {
         let s = values.sorted()
+        let q1 = s.isEmpty ? 0 : s[s.count / 4], q3 = s.isEmpty ? 0 : s[(3 * s.count) / 4]
         min = s.first ?? 0
         max = s.last ?? 0
         median = s.isEmpty ? 0 : (s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2)
         mean = s.isEmpty ? 0 : s.reduce(0, +) / Double(s.count)
+        spread = median > 0 ? (q3 - q1) / median : 0
     }
 }
 

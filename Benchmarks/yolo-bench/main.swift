@@ -173,7 +173,10 @@ do {
         }
         let s = Stats(times)
         var entry: [String: Any] = ["threads": threads, "convolution": conv.rawValue, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
-                                    "max_ms": s.max, "mean_ms": s.mean]
+                                    "max_ms": s.max, "mean_ms": s.mean, "iqr_over_median": s.spread]
+        if s.spread > 0.1 {
+            print("warning: \(conv.rawValue), threads \(threads): the runs spread widely (interquartile range \(fmt(100 * s.spread, 0))% of the median): other processes were busy; repeat before trusting small differences")
+        }
         print("\(conv.rawValue), threads \(threads): forward min \(fmt(s.min)) ms, median \(fmt(s.median)) ms, max \(fmt(s.max)) ms over \(options.runs) runs (\(options.warmup) warm-up); \(fmt(1000 / s.median, 1)) fps")
 
         if options.layers {
@@ -252,8 +255,9 @@ do {
     }
     print("memory:     peak RSS \(fmt(peakSingle, 1)) MiB before the throughput test; \(fmt(Machine.peakRSSMiB, 1)) MiB at the end")
 
+    let best = results.min { ($0["median_ms"] as! Double) < ($1["median_ms"] as! Double) }!
+    print("best:       \(best["convolution"]!), \(best["threads"]!) thread(s): median \(fmt(best["median_ms"] as! Double)) ms per frame (latency)" + (throughput.map { "; \(fmt($0, 1)) fps with \(options.inflight) one-thread sessions in flight (throughput)" } ?? ""))
     if options.json {
-        let best = results.min { ($0["median_ms"] as! Double) < ($1["median_ms"] as! Double) }!
         var summary: [String: Any] = best
         summary["latency_fps"] = 1000 / (best["median_ms"] as! Double)
         if let throughput { summary["throughput_fps"] = throughput; summary["throughput_sessions"] = options.inflight }
