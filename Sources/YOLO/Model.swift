@@ -3,9 +3,12 @@
 public struct ModelOptions: Sendable, Equatable {
     /// How 3x3 stride-1 convolutions with 32 or more input channels are computed.
     public enum Convolution: String, Sendable, CaseIterable {
-        /// Winograd F(2x2, 3x3): 2.25x fewer multiplications; the transformed kernels take
-        /// 16/9 of those layers' weights in extra memory.
+        /// Winograd, the variant chosen per layer: F(4x4, 3x3) (4x fewer multiplications; the
+        /// transformed kernels take 4x those layers' weights in extra memory) on maps of 24x24
+        /// and more, F(2x2, 3x3) (2.25x fewer; 16/9 the weights) on smaller ones.
         case winograd
+        /// Winograd F(2x2, 3x3) wherever Winograd applies.
+        case winograd2
         /// im2col + GEMM, like every other convolution.
         case im2col
     }
@@ -95,7 +98,7 @@ public final class Model: Sendable {
         var shapes: [Shape] = []
         for (i, section) in config.sections.dropFirst().enumerated() {
             let layer = try Model.makeLayer(section, index: i, input: i == 0 ? inputShape : shapes[i - 1], shapes: shapes,
-                                            previousKind: layers.last?.kind)
+                                            previousKind: layers.last?.kind, options: options)
             try Model.checkSize(layer.outputShape, section: section, limit: options.maxActivationBytes)
             layers.append(layer)
             shapes.append(layer.outputShape)
@@ -158,10 +161,10 @@ public final class Model: Sendable {
     /// Darknet's cfg-to-layer switch: builds layer `index` from its section. `input` is the
     /// previous layer's output shape (or the network's); `shapes` are the earlier layers'.
     static func makeLayer(_ section: DarknetConfig.Section, index i: Int, input: Shape, shapes: [Shape],
-                          previousKind: LayerKind?) throws(YOLOError) -> any Layer {
+                          previousKind: LayerKind?, options: ModelOptions) throws(YOLOError) -> any Layer {
         switch section.name {
         case "convolutional", "conv":
-            return try ConvolutionalLayer(section: section, index: i, inputShape: input)
+            return try ConvolutionalLayer(section: section, index: i, inputShape: input, convolution: options.convolution)
         case "maxpool", "max":
             return try MaxPoolLayer(section: section, index: i, inputShape: input)
         case "upsample":

@@ -110,6 +110,10 @@ final class LayerTests: XCTestCase {
             (Shape(c: 40, h: 1, w: 1), 3, 3, 1, "pad=1", true, "linear"),
             (Shape(c: 32, h: 2, w: 3), 4, 3, 1, "pad=1", false, "relu"),
             (Shape(c: 32, h: 64, w: 66), 6, 3, 1, "pad=1", true, "leaky"),
+            // F(4x4, 3x3) (24x24 and more): sizes that are not multiples of 4 (partial tiles).
+            (Shape(c: 33, h: 25, w: 27), 7, 3, 1, "pad=1", true, "leaky"),
+            (Shape(c: 48, h: 26, w: 26), 16, 3, 1, "pad=1", false, "linear"),
+            (Shape(c: 32, h: 31, w: 24), 3, 3, 1, "pad=1", true, "relu"),
         ]
         var rng = SeededRandom(seed: 1)
         for (t, (s, filters, size, stride, padding, bn, act)) in table.enumerated() {
@@ -134,12 +138,18 @@ final class LayerTests: XCTestCase {
                 let model = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body,
                                       weights: weightsFile(floats), options: ModelOptions(convolution: algorithm))
                 let conv = model.impl[0] as! ConvolutionalLayer
-                XCTAssertEqual(conv.winogradKernels != nil, algorithm == .winograd && conv.supportsWinograd, "case \(t)")
+                XCTAssertEqual(conv.winogradKernels != nil, algorithm != .im2col && conv.supportsWinograd, "case \(t)")
+                XCTAssertEqual(conv.winogradKernels?.count ?? 0, conv.winogradTile == 0 ? 0 : conv.winogradTile == 2 ? 16 : 36)
+                if conv.supportsWinograd && algorithm == .winograd {
+                    XCTAssertEqual(conv.winogradTile, min(s.h, s.w) >= 24 ? 4 : 2, "case \(t): F(4x4, 3x3) from 24x24 up")
+                }
                 for threads in [1, 2, 3] {
                     let n = try Network(model: model, threads: threads)
                     try n.forward(input)
                     XCTAssertEqual(n.layers[0].output, ref.shape, "case \(t)")
-                    assertClose(n.output(ofLayer: 0), ref.out, tolerance: 2e-5,
+                    // F(4x4, 3x3)'s transforms (factors up to 8 and 1/24) round more than
+                    // im2col or F(2x2, 3x3); a wrong transform is off by O(1).
+                    assertClose(n.output(ofLayer: 0), ref.out, tolerance: conv.winogradTile == 4 ? 2e-4 : 2e-5,
                                 "conv case \(t) \(s) threads \(threads) \(algorithm)")
                 }
             }

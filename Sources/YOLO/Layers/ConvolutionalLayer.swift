@@ -23,12 +23,17 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     /// model's immutable storage.
     private(set) var weights: GemmWeights?
     private(set) var biases: UnsafePointer<Float>?
-    /// The 16 transformed kernel matrices (filters x channels) when this layer uses Winograd.
+    /// The transformed kernel matrices (filters x channels), one per position of the tile
+    /// transform (16 for F(2x2, 3x3), 36 for F(4x4, 3x3)), when this layer uses Winograd.
     private(set) var winogradKernels: [GemmWeights]?
+    /// Output tile size of the Winograd variant in use: 2 or 4 (0: no Winograd).
+    private(set) var winogradTile = 0
     /// Set at load when the only consumer is a max pool that applies bias + activation.
     private(set) var epilogueDeferred = false
 
-    init(section: DarknetConfig.Section, index: Int, inputShape: Shape) throws(YOLOError) {
+    /// `convolution` decides, with the layer's shape, whether and which Winograd variant it uses.
+    init(section: DarknetConfig.Section, index: Int, inputShape: Shape,
+         convolution: ModelOptions.Convolution = .im2col) throws(YOLOError) {
         self.index = index
         sources = [index - 1]
         self.inputShape = inputShape
@@ -50,6 +55,7 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         let outH = (inputShape.h + 2 * pad - size) / stride + 1
         let outW = (inputShape.w + 2 * pad - size) / stride + 1
         outputShape = Shape(c: filters, h: outH, w: outW)
+        winogradTile = winogradTile(for: convolution)
     }
 
     var columns: Int { inputShape.c * size * size }
@@ -72,23 +78,39 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     /// Scratch floats for one thread: a column block, or a Winograd block.
     var workspaceCount: Int {
         let im2colBlock = needsIm2col ? columns * blockRows * outputShape.w : 0
-        let winogradBlock = supportsWinograd ? 16 * (inputShape.c + filters) * winogradBlockTileRows * tilesWide : 0
+        let winogradBlock = winogradTile > 0 ? positions * (inputShape.c + filters) * winogradBlockTileRows * tilesWide : 0
         return max(im2colBlock, winogradBlock)
     }
 
-    // MARK: Winograd F(2x2, 3x3)
+    // MARK: Winograd F(2x2, 3x3) and F(4x4, 3x3)
 
-    /// 3x3 stride-1 pad-1 convolutions with enough input channels for the 16 small GEMMs to pay
+    /// 3x3 stride-1 pad-1 convolutions with enough input channels for the small GEMMs to pay
     /// (measured: with 16 channels, yolov3-tiny's layer 2 is faster with im2col).
     var supportsWinograd: Bool {
         size == 3 && stride == 1 && pad == 1 && inputShape.c >= ConvolutionalLayer.winogradMinChannels
     }
     static let winogradMinChannels = 32
-    var tilesHigh: Int { (outputShape.h + 1) / 2 }
-    var tilesWide: Int { (outputShape.w + 1) / 2 }
+
+    /// The Winograd tile for this layer under `option` (0: im2col). F(4x4, 3x3) does 4x fewer
+    /// multiplications than direct convolution against 2.25x for F(2x2, 3x3), but on small maps
+    /// its 4x4 tiles waste more of the edge (13x13 needs 16x16) and leave GEMMs too narrow
+    /// (16 tiles), so it is used from `winograd4MinSize` up.
+    func winogradTile(for option: ModelOptions.Convolution) -> Int {
+        guard supportsWinograd else { return 0 }
+        switch option {
+        case .im2col: return 0
+        case .winograd2: return 2
+        case .winograd: return min(outputShape.h, outputShape.w) >= ConvolutionalLayer.winograd4MinSize ? 4 : 2
+        }
+    }
+    static let winograd4MinSize = 24
+    /// Positions of the tile transform: (tile + 2)².
+    var positions: Int { (winogradTile + 2) * (winogradTile + 2) }
+    var tilesHigh: Int { winogradTile > 0 ? (outputShape.h + winogradTile - 1) / winogradTile : 0 }
+    var tilesWide: Int { winogradTile > 0 ? (outputShape.w + winogradTile - 1) / winogradTile : 0 }
     /// Tile rows per block: about 256K floats of transforms, at least 128 tiles per GEMM.
     var winogradBlockTileRows: Int {
-        let perRow = 16 * (inputShape.c + filters) * tilesWide
+        let perRow = positions * (inputShape.c + filters) * tilesWide
         let cached = 256 * 1024 / max(1, perRow)
         let wide = (128 + tilesWide - 1) / tilesWide
         return max(1, min(tilesHigh, max(cached, wide)))
@@ -127,13 +149,17 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         }
         self.biases = UnsafePointer(bias)
         self.weights = Gemm.prepare(weights, rows: filters, columns: columns)
-        if context.options.convolution == .winograd && supportsWinograd {
-            let (m, c) = (filters, inputShape.c)
-            let u = context.storage.allocate(16 * m * c)
+        if winogradTile > 0 {
+            let (m, c, p, tile) = (filters, inputShape.c, positions, winogradTile)
+            let u = context.storage.allocate(p * m * c)
             context.pool.parallelFor(m) { range in
-                winogradTransformKernels(weights, filterCount: m, channels: c, filters: range, into: u)
+                if tile == 4 {
+                    winograd4TransformKernels(weights, filterCount: m, channels: c, filters: range, into: u)
+                } else {
+                    winogradTransformKernels(weights, filterCount: m, channels: c, filters: range, into: u)
+                }
             }
-            winogradKernels = (0..<16).map { Gemm.prepare(u + $0 * m * c, rows: m, columns: c) }
+            winogradKernels = (0..<p).map { Gemm.prepare(u + $0 * m * c, rows: m, columns: c) }
         }
     }
 
@@ -187,7 +213,7 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         if let t = context.gemmNanoseconds { context.gemmNanoseconds = t + gemmTime }
     }
 
-    /// The Winograd path: blocks of tile rows, each input transform -> 16 GEMMs -> output
+    /// The Winograd path: blocks of tile rows, each input transform -> 16 or 36 GEMMs -> output
     /// transform -> epilogue, threaded like the im2col path.
     private func forwardWinograd(_ src: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>,
                                  context: ForwardContext, timed: Bool) -> UInt64 {
@@ -217,30 +243,32 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
 
     private func winogradBlock(_ src: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, tileRows: Range<Int>,
                                workspace: UnsafeMutablePointer<Float>, pool: WorkerPool?, timed: Bool) -> UInt64 {
-        let (c, m, h, w, tw) = (inputShape.c, filters, inputShape.h, inputShape.w, tilesWide)
+        let (c, m, h, w, tw, tile) = (inputShape.c, filters, inputShape.h, inputShape.w, tilesWide, winogradTile)
         let (oh, ow) = (outputShape.h, outputShape.w)
         let tiles = tileRows.count * tw
-        let v = workspace, mo = workspace + 16 * c * tiles
-        if let pool {
-            pool.parallelFor(c) { ch in
+        let v = workspace, mo = workspace + positions * c * tiles
+        let input = { (ch: Range<Int>) in
+            if tile == 4 {
+                winograd4Input(src, height: h, width: w, channelCount: c, channels: ch, tileRows: tileRows, tilesWide: tw, into: v)
+            } else {
                 winogradInput(src, height: h, width: w, channelCount: c, channels: ch, tileRows: tileRows, tilesWide: tw, into: v)
             }
-        } else {
-            winogradInput(src, height: h, width: w, channelCount: c, channels: 0..<c, tileRows: tileRows, tilesWide: tw, into: v)
         }
-        let start = timed ? monotonicNanoseconds() : 0
-        Gemm.multiplyBatch(winogradKernels!, v, bStride: c * tiles, n: tiles, into: mo, cStride: m * tiles, pool: pool)
-        let elapsed = timed ? monotonicNanoseconds() - start : 0
-        if let pool {
-            pool.parallelFor(m) { fs in
+        let output = { (fs: Range<Int>) in
+            if tile == 4 {
+                winograd4Output(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
+                                outWidth: ow, into: out)
+            } else {
                 winogradOutput(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
                                outWidth: ow, into: out)
             }
-        } else {
-            winogradOutput(mo, filterCount: m, filters: 0..<m, tileRows: tileRows, tilesWide: tw, outHeight: oh,
-                           outWidth: ow, into: out)
         }
-        epilogue(out, rows: 2 * tileRows.lowerBound ..< min(oh, 2 * tileRows.upperBound), pool: pool)
+        if let pool { pool.parallelFor(c, input) } else { input(0..<c) }
+        let start = timed ? monotonicNanoseconds() : 0
+        Gemm.multiplyBatch(winogradKernels!, v, bStride: c * tiles, n: tiles, into: mo, cStride: m * tiles, pool: pool)
+        let elapsed = timed ? monotonicNanoseconds() - start : 0
+        if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
+        epilogue(out, rows: tile * tileRows.lowerBound ..< min(oh, tile * tileRows.upperBound), pool: pool)
         return elapsed
     }
 
@@ -293,7 +321,7 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         let out = context.buffer(index)
         if let u = winogradKernels {
             let tiles = tilesHigh * tilesWide, c = inputShape.c
-            Gemm.multiplyBatch(u, columns, bStride: c * tiles, n: tiles, into: columns + 16 * c * tiles,
+            Gemm.multiplyBatch(u, columns, bStride: c * tiles, n: tiles, into: columns + positions * c * tiles,
                                cStride: filters * tiles, pool: context.pool)
             return true
         }
@@ -306,6 +334,6 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     var gemmAloneScratch: Int {
         let n = outputShape.h * outputShape.w
         let im2colSize = needsIm2col ? columns * n : 0
-        return supportsWinograd ? max(im2colSize, 16 * (inputShape.c + filters) * tilesHigh * tilesWide) : im2colSize
+        return max(im2colSize, positions * (inputShape.c + filters) * tilesHigh * tilesWide)
     }
 }
