@@ -1,0 +1,88 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if arch(x86_64)
+import CCPUID
+#endif
+
+/// The instruction-set levels of the GEMM kernels (Sources/YOLOKernels*/): `baseline` is the
+/// x86-64 default (SSE2), `neon` the arm64 one; `avx2` needs AVX2 + FMA, `avx512` needs
+/// AVX-512 F + BW + DQ + VL (and an OS that saves the YMM/ZMM state).
+public enum KernelLevel: String, Sendable, CaseIterable {
+    case baseline, avx2, avx512, neon
+
+    /// The levels this build can run on this CPU, lowest first.
+    public static let supported: [KernelLevel] = {
+        #if arch(x86_64)
+        let cpu = CPUFeatures.host
+        return [.baseline] + (cpu.avx2 ? [.avx2] : []) + (cpu.avx512 ? [.avx512] : [])
+        #elseif arch(arm64) || arch(aarch64)
+        return [.neon]
+        #else
+        return [.baseline]
+        #endif
+    }()
+
+    /// The highest level this CPU can run.
+    public static var detected: KernelLevel { supported.last! }
+
+    /// The level the engine uses: `detected`, lowered by the environment variable
+    /// `YOLO_KERNEL_LEVEL` (baseline, avx2, avx512, neon). A level this CPU cannot run, or an
+    /// unknown name, is reported on stderr once and ignored (the detected level is used).
+    public static let selected: KernelLevel = {
+        let request = getenv("YOLO_KERNEL_LEVEL").map { String(cString: $0) }
+        let (level, message) = resolve(request: request, supported: supported)
+        if let message { fputs("yolo: \(message)\n", stderr) }
+        return level
+    }()
+
+    /// `YOLO_KERNEL_LEVEL`'s value `request` against the levels `supported` (lowest first):
+    /// the level to use and, when the request is not honoured, why.
+    static func resolve(request: String?, supported: [KernelLevel]) -> (KernelLevel, message: String?) {
+        let best = supported.last!
+        guard let request, !request.isEmpty else { return (best, nil) }
+        guard let level = KernelLevel(rawValue: request.lowercased()) else {
+            let names = KernelLevel.allCases.map(\.rawValue).joined(separator: ", ")
+            return (best, "YOLO_KERNEL_LEVEL=\(request) is not a kernel level (\(names)); using \(best.rawValue)")
+        }
+        guard supported.contains(level) else {
+            let names = supported.map(\.rawValue).joined(separator: ", ")
+            return (best, "YOLO_KERNEL_LEVEL=\(request): this CPU cannot run it (it can: \(names)); using \(best.rawValue)")
+        }
+        return (level, nil)
+    }
+}
+
+/// What the kernel levels need from the CPU (x86: CPUID + XGETBV).
+struct CPUFeatures: Sendable {
+    /// AVX2 and FMA, with the OS saving YMM state.
+    var avx2 = false
+    /// AVX-512 F, BW, DQ and VL, with the OS saving opmask and ZMM state.
+    var avx512 = false
+
+    static let host = CPUFeatures.detect()
+
+    static func detect() -> CPUFeatures {
+        var features = CPUFeatures()
+        #if arch(x86_64)
+        var r: [UInt32] = [0, 0, 0, 0]
+        guard yolo_cpuid(1, 0, &r) != 0 else { return features }
+        let ecx1 = r[2]
+        let fma = ecx1 & (1 << 12) != 0, osxsave = ecx1 & (1 << 27) != 0, avx = ecx1 & (1 << 28) != 0
+        guard osxsave, avx else { return features }
+        let xcr0 = yolo_xgetbv0()
+        let ymmState = xcr0 & 0x6 == 0x6              // SSE + AVX state
+        let zmmState = xcr0 & 0xE6 == 0xE6            // + opmask, ZMM_Hi256, Hi16_ZMM
+        guard yolo_cpuid(7, 0, &r) != 0 else { return features }
+        let ebx7 = r[1]
+        let bit = { (n: UInt32) in ebx7 & (1 << n) != 0 }
+        features.avx2 = ymmState && fma && bit(5)
+        features.avx512 = features.avx2 && zmmState && bit(16) && bit(17) && bit(30) && bit(31)  // F, DQ, BW, VL
+        #endif
+        return features
+    }
+}

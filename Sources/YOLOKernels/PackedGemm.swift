@@ -1,0 +1,268 @@
+// Packed single-precision GEMM, C[m x n] = A[m x k] · B[k x n] (beta 0: C is overwritten),
+// row-major, in the GotoBLAS/BLIS scheme:
+//
+// - A is packed once (at model load) into micro-panels of MR rows: for every block of KC
+//   columns of k, for every MR-row panel, KC steps of MR values (rows past m are zero).
+// - B is packed per call, one KC x NC block at a time, into caller-provided scratch:
+//   micro-panels of NR columns, KC steps of NR values (columns past n are zero).
+// - The micro-kernel keeps an MR x NR tile of C in registers (MR x NR/W SIMD accumulators)
+//   and, per step of k, loads NR/W vectors of B and broadcasts MR values of A.
+//
+// Loop order: NC blocks of n > KC blocks of k (pack B) > MR panels of m > NR panels of n. The
+// A micro-panel (KC x MR) stays in L1 while the packed B block (KC x NC) streams from L2.
+// Edge tiles (m % MR, n % NR) are computed into a small tile in the scratch and copied out.
+//
+// Everything is generic and @inlinable: the per-ISA targets (YOLOKernelsAVX2, ...) instantiate
+// it with their SIMD width and a tag type of their own, compiled for their CPU (-target-cpu).
+// The tag keeps the specializations' symbol names distinct per target, so the linker can never
+// merge an AVX-512 copy with a baseline one.
+
+/// A register-blocked micro-kernel: C[MR x NR] (row stride ldc) = (or +=) Σ_p a[p] ⊗ b[p]
+/// over `k` steps of the packed panels (a: MR floats per step, b: NR floats per step).
+public protocol GemmMicroKernel {
+    associatedtype Vector: SIMD where Vector.Scalar == Float
+    static var mr: Int { get }
+    static var nr: Int { get }
+    static func run(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>,
+                    _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool)
+}
+
+/// What a per-ISA target tells the generic kernels about its CPU.
+public protocol GemmISA {
+    /// Whether the CPU has fused multiply-add: `addingProduct` (one instruction) when true,
+    /// multiply then add when false (x86-64 baseline: `addingProduct` would call fmaf per lane).
+    static var fusedMultiplyAdd: Bool { get }
+}
+
+@inlinable @inline(__always)
+func gemmMulAdd<V: SIMD, Tag: GemmISA>(_ c: V, _ x: V, _ b: V, _: Tag.Type) -> V where V.Scalar == Float {
+    Tag.fusedMultiplyAdd ? c.addingProduct(x, b) : c + x * b
+}
+
+@inlinable @inline(__always)
+func gemmLoad<V: SIMD>(_ p: UnsafePointer<Float>) -> V where V.Scalar == Float {
+    UnsafeRawPointer(p).loadUnaligned(as: V.self)
+}
+
+@inlinable @inline(__always)
+func gemmStore<V: SIMD>(_ v: V, _ p: UnsafeMutablePointer<Float>, accumulate: Bool) where V.Scalar == Float {
+    let r = UnsafeMutableRawPointer(p)
+    r.storeBytes(of: accumulate ? v + r.loadUnaligned(as: V.self) : v, as: V.self)
+}
+
+/// 6 x (2·W): 12 accumulators + 2 B vectors + 1 broadcast = 15 registers (16 ymm/xmm on x86).
+public enum GemmKernel6x2<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar == Float {
+    public typealias Vector = V
+    @inlinable public static var mr: Int { 6 }
+    @inlinable public static var nr: Int { 2 * V.scalarCount }
+
+    @inlinable @inline(__always)
+    public static func run(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>,
+                           _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        let w = V.scalarCount
+        var c00 = V(), c01 = V(), c10 = V(), c11 = V(), c20 = V(), c21 = V()
+        var c30 = V(), c31 = V(), c40 = V(), c41 = V(), c50 = V(), c51 = V()
+        var pa = a, pb = b
+        for _ in 0..<k {
+            let b0: V = gemmLoad(pb), b1: V = gemmLoad(pb + w)
+            var x = V(repeating: pa[0])
+            c00 = gemmMulAdd(c00, x, b0, Tag.self); c01 = gemmMulAdd(c01, x, b1, Tag.self)
+            x = V(repeating: pa[1])
+            c10 = gemmMulAdd(c10, x, b0, Tag.self); c11 = gemmMulAdd(c11, x, b1, Tag.self)
+            x = V(repeating: pa[2])
+            c20 = gemmMulAdd(c20, x, b0, Tag.self); c21 = gemmMulAdd(c21, x, b1, Tag.self)
+            x = V(repeating: pa[3])
+            c30 = gemmMulAdd(c30, x, b0, Tag.self); c31 = gemmMulAdd(c31, x, b1, Tag.self)
+            x = V(repeating: pa[4])
+            c40 = gemmMulAdd(c40, x, b0, Tag.self); c41 = gemmMulAdd(c41, x, b1, Tag.self)
+            x = V(repeating: pa[5])
+            c50 = gemmMulAdd(c50, x, b0, Tag.self); c51 = gemmMulAdd(c51, x, b1, Tag.self)
+            pa += 6
+            pb += 2 * w
+        }
+        var pc = c
+        gemmStore(c00, pc, accumulate: accumulate); gemmStore(c01, pc + w, accumulate: accumulate); pc += ldc
+        gemmStore(c10, pc, accumulate: accumulate); gemmStore(c11, pc + w, accumulate: accumulate); pc += ldc
+        gemmStore(c20, pc, accumulate: accumulate); gemmStore(c21, pc + w, accumulate: accumulate); pc += ldc
+        gemmStore(c30, pc, accumulate: accumulate); gemmStore(c31, pc + w, accumulate: accumulate); pc += ldc
+        gemmStore(c40, pc, accumulate: accumulate); gemmStore(c41, pc + w, accumulate: accumulate); pc += ldc
+        gemmStore(c50, pc, accumulate: accumulate); gemmStore(c51, pc + w, accumulate: accumulate)
+    }
+}
+
+/// 8 x (3·W): 24 accumulators + 3 B vectors + 1 broadcast = 28 registers (32 zmm with
+/// AVX-512, 32 q registers with NEON).
+public enum GemmKernel8x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar == Float {
+    public typealias Vector = V
+    @inlinable public static var mr: Int { 8 }
+    @inlinable public static var nr: Int { 3 * V.scalarCount }
+
+    @inlinable @inline(__always)
+    public static func run(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>,
+                           _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        let w = V.scalarCount
+        var c00 = V(), c01 = V(), c02 = V(), c10 = V(), c11 = V(), c12 = V()
+        var c20 = V(), c21 = V(), c22 = V(), c30 = V(), c31 = V(), c32 = V()
+        var c40 = V(), c41 = V(), c42 = V(), c50 = V(), c51 = V(), c52 = V()
+        var c60 = V(), c61 = V(), c62 = V(), c70 = V(), c71 = V(), c72 = V()
+        var pa = a, pb = b
+        for _ in 0..<k {
+            let b0: V = gemmLoad(pb), b1: V = gemmLoad(pb + w), b2: V = gemmLoad(pb + 2 * w)
+            var x = V(repeating: pa[0])
+            c00 = gemmMulAdd(c00, x, b0, Tag.self); c01 = gemmMulAdd(c01, x, b1, Tag.self); c02 = gemmMulAdd(c02, x, b2, Tag.self)
+            x = V(repeating: pa[1])
+            c10 = gemmMulAdd(c10, x, b0, Tag.self); c11 = gemmMulAdd(c11, x, b1, Tag.self); c12 = gemmMulAdd(c12, x, b2, Tag.self)
+            x = V(repeating: pa[2])
+            c20 = gemmMulAdd(c20, x, b0, Tag.self); c21 = gemmMulAdd(c21, x, b1, Tag.self); c22 = gemmMulAdd(c22, x, b2, Tag.self)
+            x = V(repeating: pa[3])
+            c30 = gemmMulAdd(c30, x, b0, Tag.self); c31 = gemmMulAdd(c31, x, b1, Tag.self); c32 = gemmMulAdd(c32, x, b2, Tag.self)
+            x = V(repeating: pa[4])
+            c40 = gemmMulAdd(c40, x, b0, Tag.self); c41 = gemmMulAdd(c41, x, b1, Tag.self); c42 = gemmMulAdd(c42, x, b2, Tag.self)
+            x = V(repeating: pa[5])
+            c50 = gemmMulAdd(c50, x, b0, Tag.self); c51 = gemmMulAdd(c51, x, b1, Tag.self); c52 = gemmMulAdd(c52, x, b2, Tag.self)
+            x = V(repeating: pa[6])
+            c60 = gemmMulAdd(c60, x, b0, Tag.self); c61 = gemmMulAdd(c61, x, b1, Tag.self); c62 = gemmMulAdd(c62, x, b2, Tag.self)
+            x = V(repeating: pa[7])
+            c70 = gemmMulAdd(c70, x, b0, Tag.self); c71 = gemmMulAdd(c71, x, b1, Tag.self); c72 = gemmMulAdd(c72, x, b2, Tag.self)
+            pa += 8
+            pb += 3 * w
+        }
+        var pc = c
+        let w2 = 2 * w
+        gemmStore(c00, pc, accumulate: accumulate); gemmStore(c01, pc + w, accumulate: accumulate); gemmStore(c02, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c10, pc, accumulate: accumulate); gemmStore(c11, pc + w, accumulate: accumulate); gemmStore(c12, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c20, pc, accumulate: accumulate); gemmStore(c21, pc + w, accumulate: accumulate); gemmStore(c22, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c30, pc, accumulate: accumulate); gemmStore(c31, pc + w, accumulate: accumulate); gemmStore(c32, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c40, pc, accumulate: accumulate); gemmStore(c41, pc + w, accumulate: accumulate); gemmStore(c42, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c50, pc, accumulate: accumulate); gemmStore(c51, pc + w, accumulate: accumulate); gemmStore(c52, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c60, pc, accumulate: accumulate); gemmStore(c61, pc + w, accumulate: accumulate); gemmStore(c62, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c70, pc, accumulate: accumulate); gemmStore(c71, pc + w, accumulate: accumulate); gemmStore(c72, pc + w2, accumulate: accumulate)
+    }
+}
+
+/// The packed GEMM driver for micro-kernel `K` with blocking KC (steps of k per packed block)
+/// and NC (columns of B per packed block). `packA`, `packedASize`, `scratchSize` and `gemm`
+/// must be called with the same `kc` (and `scratchSize`/`gemm` with the same `nc`).
+public enum PackedGemm<K: GemmMicroKernel> {
+    @inlinable @inline(__always)
+    static func roundUp(_ x: Int, _ to: Int) -> Int { (x + to - 1) / to * to }
+
+    /// Floats of packed A for an m x k matrix.
+    @inlinable @inline(__always)
+    public static func packedASize(m: Int, k: Int) -> Int { roundUp(m, K.mr) * k }
+
+    /// Packs A (m x k, row stride lda) into `p` (`packedASize(m:k:)` floats): for every KC block
+    /// of k (offset pc, length kcl), at p + pc * mPadded, the MR-row panels one after the other,
+    /// each kcl steps of MR values, zero past row m.
+    @inlinable @inline(__always)
+    public static func packA(_ a: UnsafePointer<Float>, lda: Int, m: Int, k: Int, kc: Int,
+                             into p: UnsafeMutablePointer<Float>) {
+        let mr = K.mr, mPadded = roundUp(m, mr)
+        var pc = 0
+        while pc < k {
+            let kcl = min(kc, k - pc)
+            var ib = 0
+            while ib < mPadded {
+                let panel = p + pc * mPadded + ib * kcl
+                for r in 0..<mr {
+                    let row = ib + r
+                    if row < m {
+                        let src = a + row * lda + pc
+                        for q in 0..<kcl { panel[q * mr + r] = src[q] }
+                    } else {
+                        for q in 0..<kcl { panel[q * mr + r] = 0 }
+                    }
+                }
+                ib += mr
+            }
+            pc += kcl
+        }
+    }
+
+    /// Floats of scratch `gemm` needs: one packed KC x NC block of B and one MR x NR edge tile.
+    @inlinable @inline(__always)
+    public static func scratchSize(m: Int, n: Int, k: Int, kc: Int, nc: Int) -> Int {
+        max(1, min(k, kc)) * roundUp(max(1, min(n, nc)), K.nr) + K.mr * K.nr
+    }
+
+    /// Packs rows 0..<kcl, columns 0..<ncl of B (row stride ldb) into NR-column micro-panels.
+    @inlinable @inline(__always)
+    static func packB(_ b: UnsafePointer<Float>, ldb: Int, kcl: Int, ncl: Int, into bp: UnsafeMutablePointer<Float>) {
+        let nr = K.nr, w = K.Vector.scalarCount
+        let full = ncl / nr, rest = ncl - full * nr
+        for q in 0..<kcl {
+            let src = b + q * ldb
+            var dst = bp + q * nr
+            var j = 0
+            for _ in 0..<full {
+                var v = 0
+                while v < nr {
+                    let x: K.Vector = gemmLoad(src + j + v)
+                    UnsafeMutableRawPointer(dst + v).storeBytes(of: x, as: K.Vector.self)
+                    v += w
+                }
+                j += nr
+                dst += kcl * nr
+            }
+            if rest > 0 {
+                for v in 0..<rest { dst[v] = src[j + v] }
+                for v in rest..<nr { dst[v] = 0 }
+            }
+        }
+    }
+
+    /// C[m x n] (row stride ldc >= n) = A · B[k x n] (row stride ldb >= n), with A packed by
+    /// `packA` (same kc) and `scratch` holding `scratchSize(m:n:k:kc:nc:)` floats.
+    @inlinable @inline(__always)
+    public static func gemm(m: Int, n: Int, k: Int, packedA: UnsafePointer<Float>,
+                            b: UnsafePointer<Float>, ldb: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
+                            scratch: UnsafeMutablePointer<Float>, kc: Int, nc: Int) {
+        guard m > 0, n > 0 else { return }
+        guard k > 0 else {
+            for i in 0..<m { (c + i * ldc).update(repeating: 0, count: n) }
+            return
+        }
+        let mr = K.mr, nr = K.nr, mPadded = roundUp(m, mr)
+        let ncMax = roundUp(min(n, nc), nr), kcMax = min(k, kc)
+        let bp = scratch, tile = scratch + kcMax * ncMax
+        var jc = 0
+        while jc < n {
+            let ncl = min(nc, n - jc)
+            var pc = 0
+            while pc < k {
+                let kcl = min(kc, k - pc)
+                let accumulate = pc > 0
+                packB(b + pc * ldb + jc, ldb: ldb, kcl: kcl, ncl: ncl, into: bp)
+                let aBlock = packedA + pc * mPadded
+                var ib = 0
+                while ib < m {
+                    let ap = aBlock + ib * kcl
+                    let rows = min(mr, m - ib)
+                    var jb = 0
+                    while jb < ncl {
+                        let cols = min(nr, ncl - jb)
+                        let bPanel = UnsafePointer(bp + jb * kcl)
+                        let cTile = c + ib * ldc + jc + jb
+                        if rows == mr && cols == nr {
+                            K.run(kcl, ap, bPanel, cTile, ldc, accumulate: accumulate)
+                        } else {
+                            K.run(kcl, ap, bPanel, tile, nr, accumulate: false)
+                            for r in 0..<rows {
+                                let src = tile + r * nr, dst = cTile + r * ldc
+                                if accumulate {
+                                    for j in 0..<cols { dst[j] += src[j] }
+                                } else {
+                                    for j in 0..<cols { dst[j] = src[j] }
+                                }
+                            }
+                        }
+                        jb += nr
+                    }
+                    ib += mr
+                }
+                pc += kcl
+            }
+            jc += ncl
+        }
+    }
+}
