@@ -10,10 +10,13 @@ let cpuFlags: [SwiftSetting] = targetCPU.map { [.unsafeFlags(["-target-cpu", $0]
 let engineSettings: [SwiftSetting] = cpuFlags
 
 // GEMM kernel levels: one thin target per CPU level, each instantiating the generic packed GEMM
-// of YOLOKernels for its own CPU; the engine picks one at run time (Sources/YOLO/Gemm). They are
-// always optimized (also in debug builds, whose unspecialized generic SIMD code would be orders
-// of magnitude slower). The manifest is compiled for the host, so an arm64 host gets no x86
-// flags (there the baseline target is the NEON level and the x86 targets are empty).
+// of YOLOKernels (@inlinable) for its own CPU; the engine picks one at run time (Sources/YOLO/Gemm).
+// They are always optimized, also in debug builds, so that tests run the real kernels (the
+// unspecialized generic code would be orders of magnitude slower). Caveat: an incremental debug
+// build does not recompile them when only the body of an @inlinable function in YOLOKernels
+// changed; after editing Sources/YOLOKernels/PackedGemm.swift, touch Sources/YOLOKernels{Baseline,AVX2,AVX512}/*
+// (release builds, whole-module, are not affected). The manifest is compiled for the host, so an
+// arm64 host gets no x86 flags (there the baseline target is the NEON level, the x86 ones are empty).
 let optimized: SwiftSetting = .unsafeFlags(["-O"], .when(configuration: .debug))
 #if arch(x86_64)
 let avx2Settings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "haswell"])]
@@ -52,7 +55,7 @@ let package = Package(
                                              "CCPUID", "COpenBLAS"], swiftSettings: engineSettings),
         .target(name: "YOLOImage", dependencies: ["YOLO", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage"], swiftSettings: cpuFlags),
-        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOImage"], path: "Benchmarks/yolo-bench",
+        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",
                           swiftSettings: cpuFlags),
 
         // Tests

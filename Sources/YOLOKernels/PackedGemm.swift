@@ -147,6 +147,15 @@ public enum PackedGemm<K: GemmMicroKernel> {
     @inlinable @inline(__always)
     static func roundUp(_ x: Int, _ to: Int) -> Int { (x + to - 1) / to * to }
 
+    /// The KC actually used for depth k: k split into ceil(k / kc) blocks of equal depth (the
+    /// last one possibly shorter), so that no block is only a few steps deep (k = 288 with
+    /// kc = 256: two blocks of 144, not 256 + 32).
+    @inlinable @inline(__always)
+    public static func blockDepth(k: Int, kc: Int) -> Int {
+        let blocks = max(1, (k + kc - 1) / kc)
+        return (k + blocks - 1) / blocks
+    }
+
     /// Floats of packed A for an m x k matrix.
     @inlinable @inline(__always)
     public static func packedASize(m: Int, k: Int) -> Int { roundUp(m, K.mr) * k }
@@ -157,7 +166,7 @@ public enum PackedGemm<K: GemmMicroKernel> {
     @inlinable @inline(__always)
     public static func packA(_ a: UnsafePointer<Float>, lda: Int, m: Int, k: Int, kc: Int,
                              into p: UnsafeMutablePointer<Float>) {
-        let mr = K.mr, mPadded = roundUp(m, mr)
+        let mr = K.mr, mPadded = roundUp(m, mr), kc = blockDepth(k: k, kc: kc)
         var pc = 0
         while pc < k {
             let kcl = min(kc, k - pc)
@@ -182,7 +191,7 @@ public enum PackedGemm<K: GemmMicroKernel> {
     /// Floats of scratch `gemm` needs: one packed KC x NC block of B and one MR x NR edge tile.
     @inlinable @inline(__always)
     public static func scratchSize(m: Int, n: Int, k: Int, kc: Int, nc: Int) -> Int {
-        max(1, min(k, kc)) * roundUp(max(1, min(n, nc)), K.nr) + K.mr * K.nr
+        max(1, blockDepth(k: k, kc: kc)) * roundUp(max(1, min(n, nc)), K.nr) + K.mr * K.nr
     }
 
     /// Packs rows 0..<kcl, columns 0..<ncl of B (row stride ldb) into NR-column micro-panels.
@@ -222,8 +231,8 @@ public enum PackedGemm<K: GemmMicroKernel> {
             for i in 0..<m { (c + i * ldc).update(repeating: 0, count: n) }
             return
         }
-        let mr = K.mr, nr = K.nr, mPadded = roundUp(m, mr)
-        let ncMax = roundUp(min(n, nc), nr), kcMax = min(k, kc)
+        let mr = K.mr, nr = K.nr, mPadded = roundUp(m, mr), kc = blockDepth(k: k, kc: kc)
+        let ncMax = roundUp(min(n, nc), nr), kcMax = kc
         let bp = scratch, tile = scratch + kcMax * ncMax
         var jc = 0
         while jc < n {
