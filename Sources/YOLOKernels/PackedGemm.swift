@@ -25,6 +25,10 @@ public protocol GemmMicroKernel {
     static var nr: Int { get }
     static func run(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>,
                     _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool)
+    /// The same for one vector of columns, C[MR x W], reading b with row stride `bStride`
+    /// (for the last, partial NR panel).
+    static func runVector(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
+                          _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool)
 }
 
 /// What a per-ISA target tells the generic kernels about its CPU.
@@ -50,43 +54,56 @@ func gemmStore<V: SIMD>(_ v: V, _ p: UnsafeMutablePointer<Float>, accumulate: Bo
     r.storeBytes(of: accumulate ? v + r.loadUnaligned(as: V.self) : v, as: V.self)
 }
 
-/// 6 x (2·W): 12 accumulators + 2 B vectors + 1 broadcast = 15 registers (16 ymm/xmm on x86).
-public enum GemmKernel6x2<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar == Float {
+/// 4 x (3·W): 12 accumulators + 3 B vectors + 1 broadcast = 16 registers (16 ymm/xmm on x86).
+public enum GemmKernel4x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar == Float {
     public typealias Vector = V
-    @inlinable public static var mr: Int { 6 }
-    @inlinable public static var nr: Int { 2 * V.scalarCount }
+    @inlinable public static var mr: Int { 4 }
+    @inlinable public static var nr: Int { 3 * V.scalarCount }
 
     @inlinable @inline(__always)
     public static func run(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>,
                            _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
         let w = V.scalarCount
-        var c00 = V(), c01 = V(), c10 = V(), c11 = V(), c20 = V(), c21 = V()
-        var c30 = V(), c31 = V(), c40 = V(), c41 = V(), c50 = V(), c51 = V()
+        var c00 = V(), c01 = V(), c02 = V(), c10 = V(), c11 = V(), c12 = V()
+        var c20 = V(), c21 = V(), c22 = V(), c30 = V(), c31 = V(), c32 = V()
         var pa = a, pb = b
         for _ in 0..<k {
-            let b0: V = gemmLoad(pb), b1: V = gemmLoad(pb + w)
+            let b0: V = gemmLoad(pb), b1: V = gemmLoad(pb + w), b2: V = gemmLoad(pb + 2 * w)
             var x = V(repeating: pa[0])
-            c00 = gemmMulAdd(c00, x, b0, Tag.self); c01 = gemmMulAdd(c01, x, b1, Tag.self)
+            c00 = gemmMulAdd(c00, x, b0, Tag.self); c01 = gemmMulAdd(c01, x, b1, Tag.self); c02 = gemmMulAdd(c02, x, b2, Tag.self)
             x = V(repeating: pa[1])
-            c10 = gemmMulAdd(c10, x, b0, Tag.self); c11 = gemmMulAdd(c11, x, b1, Tag.self)
+            c10 = gemmMulAdd(c10, x, b0, Tag.self); c11 = gemmMulAdd(c11, x, b1, Tag.self); c12 = gemmMulAdd(c12, x, b2, Tag.self)
             x = V(repeating: pa[2])
-            c20 = gemmMulAdd(c20, x, b0, Tag.self); c21 = gemmMulAdd(c21, x, b1, Tag.self)
+            c20 = gemmMulAdd(c20, x, b0, Tag.self); c21 = gemmMulAdd(c21, x, b1, Tag.self); c22 = gemmMulAdd(c22, x, b2, Tag.self)
             x = V(repeating: pa[3])
-            c30 = gemmMulAdd(c30, x, b0, Tag.self); c31 = gemmMulAdd(c31, x, b1, Tag.self)
-            x = V(repeating: pa[4])
-            c40 = gemmMulAdd(c40, x, b0, Tag.self); c41 = gemmMulAdd(c41, x, b1, Tag.self)
-            x = V(repeating: pa[5])
-            c50 = gemmMulAdd(c50, x, b0, Tag.self); c51 = gemmMulAdd(c51, x, b1, Tag.self)
-            pa += 6
-            pb += 2 * w
+            c30 = gemmMulAdd(c30, x, b0, Tag.self); c31 = gemmMulAdd(c31, x, b1, Tag.self); c32 = gemmMulAdd(c32, x, b2, Tag.self)
+            pa += 4
+            pb += 3 * w
         }
         var pc = c
-        gemmStore(c00, pc, accumulate: accumulate); gemmStore(c01, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c10, pc, accumulate: accumulate); gemmStore(c11, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c20, pc, accumulate: accumulate); gemmStore(c21, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c30, pc, accumulate: accumulate); gemmStore(c31, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c40, pc, accumulate: accumulate); gemmStore(c41, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c50, pc, accumulate: accumulate); gemmStore(c51, pc + w, accumulate: accumulate)
+        let w2 = 2 * w
+        gemmStore(c00, pc, accumulate: accumulate); gemmStore(c01, pc + w, accumulate: accumulate); gemmStore(c02, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c10, pc, accumulate: accumulate); gemmStore(c11, pc + w, accumulate: accumulate); gemmStore(c12, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c20, pc, accumulate: accumulate); gemmStore(c21, pc + w, accumulate: accumulate); gemmStore(c22, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c30, pc, accumulate: accumulate); gemmStore(c31, pc + w, accumulate: accumulate); gemmStore(c32, pc + w2, accumulate: accumulate)
+    }
+
+    @inlinable @inline(__always)
+    public static func runVector(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
+                                 _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        var c0 = V(), c1 = V(), c2 = V(), c3 = V()
+        var pa = a, pb = b
+        for _ in 0..<k {
+            let b0: V = gemmLoad(pb)
+            c0 = gemmMulAdd(c0, V(repeating: pa[0]), b0, Tag.self)
+            c1 = gemmMulAdd(c1, V(repeating: pa[1]), b0, Tag.self)
+            c2 = gemmMulAdd(c2, V(repeating: pa[2]), b0, Tag.self)
+            c3 = gemmMulAdd(c3, V(repeating: pa[3]), b0, Tag.self)
+            pa += 4
+            pb += bStride
+        }
+        gemmStore(c0, c, accumulate: accumulate); gemmStore(c1, c + ldc, accumulate: accumulate)
+        gemmStore(c2, c + 2 * ldc, accumulate: accumulate); gemmStore(c3, c + 3 * ldc, accumulate: accumulate)
     }
 }
 
@@ -137,6 +154,34 @@ public enum GemmKernel8x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar
         gemmStore(c50, pc, accumulate: accumulate); gemmStore(c51, pc + w, accumulate: accumulate); gemmStore(c52, pc + w2, accumulate: accumulate); pc += ldc
         gemmStore(c60, pc, accumulate: accumulate); gemmStore(c61, pc + w, accumulate: accumulate); gemmStore(c62, pc + w2, accumulate: accumulate); pc += ldc
         gemmStore(c70, pc, accumulate: accumulate); gemmStore(c71, pc + w, accumulate: accumulate); gemmStore(c72, pc + w2, accumulate: accumulate)
+    }
+    @inlinable @inline(__always)
+    public static func runVector(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
+                                 _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        var c0 = V(), c1 = V(), c2 = V(), c3 = V(), c4 = V(), c5 = V(), c6 = V(), c7 = V()
+        var pa = a, pb = b
+        for _ in 0..<k {
+            let b0: V = gemmLoad(pb)
+            c0 = gemmMulAdd(c0, V(repeating: pa[0]), b0, Tag.self)
+            c1 = gemmMulAdd(c1, V(repeating: pa[1]), b0, Tag.self)
+            c2 = gemmMulAdd(c2, V(repeating: pa[2]), b0, Tag.self)
+            c3 = gemmMulAdd(c3, V(repeating: pa[3]), b0, Tag.self)
+            c4 = gemmMulAdd(c4, V(repeating: pa[4]), b0, Tag.self)
+            c5 = gemmMulAdd(c5, V(repeating: pa[5]), b0, Tag.self)
+            c6 = gemmMulAdd(c6, V(repeating: pa[6]), b0, Tag.self)
+            c7 = gemmMulAdd(c7, V(repeating: pa[7]), b0, Tag.self)
+            pa += 8
+            pb += bStride
+        }
+        var pc = c
+        gemmStore(c0, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c1, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c2, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c3, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c4, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c5, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c6, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c7, pc, accumulate: accumulate)
     }
 }
 
@@ -220,6 +265,20 @@ public enum PackedGemm<K: GemmMicroKernel> {
         }
     }
 
+    /// dst[rows x cols] (row stride ldd) = (or +=) src (row stride lds).
+    @inlinable @inline(__always)
+    static func copyTile(_ src: UnsafeMutablePointer<Float>, _ lds: Int, rows: Int, cols: Int,
+                         to dst: UnsafeMutablePointer<Float>, _ ldd: Int, accumulate: Bool) {
+        for r in 0..<rows {
+            let s = src + r * lds, d = dst + r * ldd
+            if accumulate {
+                for j in 0..<cols { d[j] += s[j] }
+            } else {
+                for j in 0..<cols { d[j] = s[j] }
+            }
+        }
+    }
+
     /// C[m x n] (row stride ldc >= n) = A · B[k x n] (row stride ldb >= n), with A packed by
     /// `packA` (same kc) and `scratch` holding `scratchSize(m:n:k:kc:nc:)` floats.
     @inlinable @inline(__always)
@@ -231,7 +290,7 @@ public enum PackedGemm<K: GemmMicroKernel> {
             for i in 0..<m { (c + i * ldc).update(repeating: 0, count: n) }
             return
         }
-        let mr = K.mr, nr = K.nr, mPadded = roundUp(m, mr), kc = blockDepth(k: k, kc: kc)
+        let mr = K.mr, nr = K.nr, w = K.Vector.scalarCount, mPadded = roundUp(m, mr), kc = blockDepth(k: k, kc: kc)
         let ncMax = roundUp(min(n, nc), nr), kcMax = kc
         let bp = scratch, tile = scratch + kcMax * ncMax
         var jc = 0
@@ -252,17 +311,25 @@ public enum PackedGemm<K: GemmMicroKernel> {
                         let cols = min(nr, ncl - jb)
                         let bPanel = UnsafePointer(bp + jb * kcl)
                         let cTile = c + ib * ldc + jc + jb
-                        if rows == mr && cols == nr {
-                            K.run(kcl, ap, bPanel, cTile, ldc, accumulate: accumulate)
+                        if cols == nr {
+                            if rows == mr {
+                                K.run(kcl, ap, bPanel, cTile, ldc, accumulate: accumulate)
+                            } else {
+                                K.run(kcl, ap, bPanel, tile, nr, accumulate: false)
+                                copyTile(tile, nr, rows: rows, cols: nr, to: cTile, ldc, accumulate: accumulate)
+                            }
                         } else {
-                            K.run(kcl, ap, bPanel, tile, nr, accumulate: false)
-                            for r in 0..<rows {
-                                let src = tile + r * nr, dst = cTile + r * ldc
-                                if accumulate {
-                                    for j in 0..<cols { dst[j] += src[j] }
+                            // The last, partial panel: one vector of columns at a time.
+                            var j = 0
+                            while j < cols {
+                                let vcols = min(w, cols - j)
+                                if rows == mr && vcols == w {
+                                    K.runVector(kcl, ap, bPanel + j, bStride: nr, cTile + j, ldc, accumulate: accumulate)
                                 } else {
-                                    for j in 0..<cols { dst[j] = src[j] }
+                                    K.runVector(kcl, ap, bPanel + j, bStride: nr, tile, w, accumulate: false)
+                                    copyTile(tile, w, rows: rows, cols: vcols, to: cTile + j, ldc, accumulate: accumulate)
                                 }
+                                j += w
                             }
                         }
                         jb += nr

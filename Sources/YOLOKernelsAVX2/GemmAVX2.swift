@@ -1,4 +1,4 @@
-// AVX2+FMA level: built with -target-cpu haswell (Package.swift), 6 x 16 tiles in ymm registers.
+// AVX2+FMA level: built with -target-cpu haswell (Package.swift), 4 x 24 tiles in ymm registers.
 #if arch(x86_64)
 import YOLOKernels
 
@@ -6,13 +6,15 @@ import YOLOKernels
 /// other target's (distinct symbol names, so the linker never merges copies built for different CPUs).
 enum GemmAVX2Tag: GemmISA { static var fusedMultiplyAdd: Bool { true } }
 
-typealias GemmAVX2Kernel = GemmKernel6x2<SIMD8<Float>, GemmAVX2Tag>
+typealias GemmAVX2Kernel = GemmKernel4x3<SIMD8<Float>, GemmAVX2Tag>
 
 /// The packed GEMM of this level (see PackedGemm in YOLOKernels): C = A · B, row-major,
 /// A packed once by `packA`, B packed per call into `scratch`.
 public enum GemmAVX2 {
     public static var mr: Int { GemmAVX2Kernel.mr }
     public static var nr: Int { GemmAVX2Kernel.nr }
+    /// SIMD width W in floats (NR is a multiple).
+    public static var width: Int { GemmAVX2Kernel.Vector.scalarCount }
     public static var kc: Int { 256 }
     public static var nc: Int { 512 }
 

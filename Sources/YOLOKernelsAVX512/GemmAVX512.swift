@@ -13,6 +13,8 @@ typealias GemmAVX512Kernel = GemmKernel8x3<SIMD16<Float>, GemmAVX512Tag>
 public enum GemmAVX512 {
     public static var mr: Int { GemmAVX512Kernel.mr }
     public static var nr: Int { GemmAVX512Kernel.nr }
+    /// SIMD width W in floats (NR is a multiple).
+    public static var width: Int { GemmAVX512Kernel.Vector.scalarCount }
     public static var kc: Int { 256 }
     public static var nc: Int { 480 }
 

@@ -1,4 +1,4 @@
-// Baseline level, compiled for the target's default CPU: SSE2 on x86-64 (6 x 8 tiles in xmm registers),
+// Baseline level, compiled for the target's default CPU: SSE2 on x86-64 (4 x 12 tiles in xmm registers),
 // NEON on arm64 (8 x 12 tiles in 32 q registers).
 import YOLOKernels
 
@@ -15,7 +15,7 @@ enum GemmBaselineTag: GemmISA {
 #if arch(arm64) || arch(aarch64)
 typealias GemmBaselineKernel = GemmKernel8x3<SIMD4<Float>, GemmBaselineTag>
 #else
-typealias GemmBaselineKernel = GemmKernel6x2<SIMD4<Float>, GemmBaselineTag>
+typealias GemmBaselineKernel = GemmKernel4x3<SIMD4<Float>, GemmBaselineTag>
 #endif
 
 /// The packed GEMM of this level (see PackedGemm in YOLOKernels): C = A · B, row-major,
@@ -23,6 +23,8 @@ typealias GemmBaselineKernel = GemmKernel6x2<SIMD4<Float>, GemmBaselineTag>
 public enum GemmBaseline {
     public static var mr: Int { GemmBaselineKernel.mr }
     public static var nr: Int { GemmBaselineKernel.nr }
+    /// SIMD width W in floats (NR is a multiple).
+    public static var width: Int { GemmBaselineKernel.Vector.scalarCount }
     public static var kc: Int { 256 }
     public static var nc: Int { 512 }
 

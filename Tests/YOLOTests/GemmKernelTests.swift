@@ -89,14 +89,14 @@ final class GemmKernelTests: XCTestCase {
         XCTAssertEqual(failures, 0, "\(kern.level) \(s): \(failures) of \(entries.count) entries wrong", file: file, line: line)
     }
 
-    /// Tails around the register tile (MR, NR) and the cache blocks (KC, NC); m, n, k = 1;
+    /// Tails around the register tile (MR, NR, the SIMD width W) and the cache blocks (KC, NC); m, n, k = 1;
     /// ldb > n and ldc > n.
     func testTailsAndStrides() {
         for kern in levels {
-            let (mr, nr, kc, nc) = (kern.mr, kern.nr, kern.kc, kern.nc)
+            let (mr, nr, kc, nc, w) = (kern.mr, kern.nr, kern.kc, kern.nc, kern.width)
             var shapes: [Shape] = []
             let ms = [1, 2, mr - 1, mr, mr + 1, 2 * mr + 3]
-            let ns = [1, 3, nr - 1, nr, nr + 1, 3 * nr + 5]
+            let ns = [1, 3, w - 1, w, w + 1, nr - 1, nr, nr + 1, nr + w, nr + w + 1, 2 * nr + 2 * w, 3 * nr + 5]
             var pad = 0
             for m in ms {
                 for n in ns {
@@ -153,7 +153,7 @@ final class GemmKernelTests: XCTestCase {
     /// Winograd's products: (filters x channels) · (channels x tiles) with few tiles.
     func testWinogradShapes() {
         for kern in levels {
-            for (m, n, k) in [(256, 49, 128), (512, 49, 256), (128, 169, 64), (32, 2704, 16)] {
+            for (m, n, k) in [(256, 49, 128), (512, 49, 256), (1024, 49, 512), (128, 169, 64), (256, 169, 384), (64, 2704, 32)] {
                 check(kern, Shape(m: m, n: n, k: k), samples: 1500)
             }
         }

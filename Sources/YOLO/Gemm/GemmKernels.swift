@@ -13,6 +13,8 @@ import YOLOKernelsAVX512
     public let level: KernelLevel
     /// Rows and columns of the micro-kernel's register tile.
     public let mr: Int, nr: Int
+    /// SIMD width in floats (the last, partial NR panel is done one vector at a time).
+    public let width: Int
     /// Cache blocking: at most kc steps of k and nc columns of B per packed block of B.
     public let kc: Int, nc: Int
 
@@ -20,10 +22,10 @@ import YOLOKernelsAVX512
     public static func forLevel(_ level: KernelLevel) -> GemmKernels? {
         guard KernelLevel.supported.contains(level) else { return nil }
         switch level {
-        case .baseline, .neon: return GemmKernels(level: level, mr: GemmBaseline.mr, nr: GemmBaseline.nr, kc: GemmBaseline.kc, nc: GemmBaseline.nc)
+        case .baseline, .neon: return GemmKernels(level: level, mr: GemmBaseline.mr, nr: GemmBaseline.nr, width: GemmBaseline.width, kc: GemmBaseline.kc, nc: GemmBaseline.nc)
         #if arch(x86_64)
-        case .avx2: return GemmKernels(level: level, mr: GemmAVX2.mr, nr: GemmAVX2.nr, kc: GemmAVX2.kc, nc: GemmAVX2.nc)
-        case .avx512: return GemmKernels(level: level, mr: GemmAVX512.mr, nr: GemmAVX512.nr, kc: GemmAVX512.kc, nc: GemmAVX512.nc)
+        case .avx2: return GemmKernels(level: level, mr: GemmAVX2.mr, nr: GemmAVX2.nr, width: GemmAVX2.width, kc: GemmAVX2.kc, nc: GemmAVX2.nc)
+        case .avx512: return GemmKernels(level: level, mr: GemmAVX512.mr, nr: GemmAVX512.nr, width: GemmAVX512.width, kc: GemmAVX512.kc, nc: GemmAVX512.nc)
         #else
         default: return nil
         #endif
