@@ -17,14 +17,18 @@ enum GemmBench {
       --min-ms T     minimum duration of one sample (default: 30)
     """
 
-    /// yolov3-tiny's GEMMs at 416x416 (layer: m x n x k): im2col for layer 0 and the 1x1
-    /// convs, as the engine runs them without Winograd.
+    /// yolov3-tiny's GEMMs at 416x416 (layer: m x n x k): im2col + GEMM (all 3x3 convs with
+    /// --conv im2col; conv0 and conv2 always) and the 1x1 convs, then Winograd's products.
     static let shapes: [(name: String, m: Int, n: Int, k: Int)] = [
         ("conv0", 16, 173056, 27), ("conv2", 32, 43264, 144), ("conv4", 64, 10816, 288),
         ("conv6", 128, 2704, 576), ("conv8", 256, 676, 1152), ("conv10", 512, 169, 2304),
         ("conv12", 1024, 169, 4608), ("conv13", 256, 169, 1024), ("conv14", 512, 169, 2304),
         ("conv15", 255, 169, 512), ("conv18", 128, 169, 256), ("conv21", 256, 676, 384),
         ("conv22", 255, 676, 256),
+        // One of the 16 Winograd products (filters x channels · channels x tiles) of the 3x3
+        // convs with >= 32 input channels.
+        ("wino4", 64, 2704, 32), ("wino6", 128, 676, 64), ("wino8", 256, 169, 128),
+        ("wino10", 512, 49, 256), ("wino12", 1024, 49, 512), ("wino14", 512, 49, 256), ("wino21", 256, 169, 384),
     ]
 
     static func run(_ args: [String]) {

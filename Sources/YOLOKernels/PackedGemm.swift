@@ -21,6 +21,9 @@
 /// over `k` steps of the packed panels (a: MR floats per step, b: NR floats per step).
 public protocol GemmMicroKernel {
     associatedtype Vector: SIMD where Vector.Scalar == Float
+    /// A vector of MR floats: one column of the tile (for the last few columns of C).
+    associatedtype Column: SIMD where Column.Scalar == Float
+    associatedtype ISA: GemmISA
     static var mr: Int { get }
     static var nr: Int { get }
     static func run(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>,
@@ -57,6 +60,8 @@ func gemmStore<V: SIMD>(_ v: V, _ p: UnsafeMutablePointer<Float>, accumulate: Bo
 /// 4 x (3·W): 12 accumulators + 3 B vectors + 1 broadcast = 16 registers (16 ymm/xmm on x86).
 public enum GemmKernel4x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar == Float {
     public typealias Vector = V
+    public typealias Column = SIMD4<Float>
+    public typealias ISA = Tag
     @inlinable public static var mr: Int { 4 }
     @inlinable public static var nr: Int { 3 * V.scalarCount }
 
@@ -111,6 +116,8 @@ public enum GemmKernel4x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar
 /// AVX-512, 32 q registers with NEON).
 public enum GemmKernel8x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar == Float {
     public typealias Vector = V
+    public typealias Column = SIMD8<Float>
+    public typealias ISA = Tag
     @inlinable public static var mr: Int { 8 }
     @inlinable public static var nr: Int { 3 * V.scalarCount }
 
@@ -265,6 +272,38 @@ public enum PackedGemm<K: GemmMicroKernel> {
         }
     }
 
+    /// C[rows x 1] (row stride ldc) = (or +=) one column of the tile: the packed A panel's MR
+    /// values per step (a vector) times the column's B value (broadcast), with four partial
+    /// sums over k to hide the FMA latency. For the last few (< W/2) columns of C, where a
+    /// whole vector of columns would waste most of its FMAs.
+    @inlinable @inline(__always)
+    static func runColumn(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
+                          _ c: UnsafeMutablePointer<Float>, _ ldc: Int, rows: Int, accumulate: Bool) {
+        typealias C = K.Column
+        let mr = K.mr
+        var s0 = C(), s1 = C(), s2 = C(), s3 = C()
+        var pa = a, pb = b, p = 0
+        while p + 4 <= k {
+            s0 = gemmMulAdd(s0, C(repeating: pb[0]), gemmLoad(pa) as C, K.ISA.self)
+            s1 = gemmMulAdd(s1, C(repeating: pb[bStride]), gemmLoad(pa + mr) as C, K.ISA.self)
+            s2 = gemmMulAdd(s2, C(repeating: pb[2 * bStride]), gemmLoad(pa + 2 * mr) as C, K.ISA.self)
+            s3 = gemmMulAdd(s3, C(repeating: pb[3 * bStride]), gemmLoad(pa + 3 * mr) as C, K.ISA.self)
+            pa += 4 * mr
+            pb += 4 * bStride
+            p += 4
+        }
+        while p < k {
+            s0 = gemmMulAdd(s0, C(repeating: pb[0]), gemmLoad(pa) as C, K.ISA.self)
+            pa += mr
+            pb += bStride
+            p += 1
+        }
+        let sum = (s0 + s1) + (s2 + s3)
+        for r in 0..<rows {
+            c[r * ldc] = accumulate ? c[r * ldc] + sum[r] : sum[r]
+        }
+    }
+
     /// dst[rows x cols] (row stride ldd) = (or +=) src (row stride lds).
     @inlinable @inline(__always)
     static func copyTile(_ src: UnsafeMutablePointer<Float>, _ lds: Int, rows: Int, cols: Int,
@@ -319,9 +358,16 @@ public enum PackedGemm<K: GemmMicroKernel> {
                                 copyTile(tile, nr, rows: rows, cols: nr, to: cTile, ldc, accumulate: accumulate)
                             }
                         } else {
-                            // The last, partial panel: one vector of columns at a time.
+                            // The last, partial panel: one vector of columns at a time, the
+                            // last few columns one at a time.
                             var j = 0
                             while j < cols {
+                                if cols - j < w / 2 {
+                                    for jj in j..<cols {
+                                        runColumn(kcl, ap, bPanel + jj, bStride: nr, cTile + jj, ldc, rows: rows, accumulate: accumulate)
+                                    }
+                                    break
+                                }
                                 let vcols = min(w, cols - j)
                                 if rows == mr && vcols == w {
                                     K.runVector(kcl, ap, bPanel + j, bStride: nr, cTile + j, ldc, accumulate: accumulate)
