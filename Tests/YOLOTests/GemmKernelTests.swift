@@ -181,8 +181,9 @@ final class GemmKernelTests: XCTestCase {
         if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
            let flagsLine = info.split(separator: "\n").first(where: { $0.hasPrefix("flags") }) {
             let flags = Set(flagsLine.split(separator: " ").map(String.init))
-            XCTAssertEqual(cpu.avx2, flags.contains("avx2") && flags.contains("fma"), "avx2 vs /proc/cpuinfo")
-            XCTAssertEqual(cpu.avx512, ["avx512f", "avx512bw", "avx512dq", "avx512vl"].allSatisfy(flags.contains),
+            XCTAssertEqual(cpu.avx2, ["avx2", "fma", "bmi1", "bmi2", "abm", "movbe", "f16c"].allSatisfy(flags.contains),
+                           "avx2 vs /proc/cpuinfo")
+            XCTAssertEqual(cpu.avx512, cpu.avx2 && ["avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"].allSatisfy(flags.contains),
                            "avx512 vs /proc/cpuinfo")
         }
         #elseif arch(arm64) || arch(aarch64)

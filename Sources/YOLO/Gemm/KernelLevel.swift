@@ -11,7 +11,7 @@ import CCPUID
 
 /// The instruction-set levels of the GEMM kernels (Sources/YOLOKernels*/): `baseline` is the
 /// x86-64 default (SSE2), `neon` the arm64 one; `avx2` needs AVX2 + FMA, `avx512` needs
-/// AVX-512 F + BW + DQ + VL (and an OS that saves the YMM/ZMM state).
+/// AVX-512 F + CD + BW + DQ + VL (and an OS that saves the YMM/ZMM state); see `CPUFeatures`.
 public enum KernelLevel: String, Sendable, CaseIterable {
     case baseline, avx2, avx512, neon
 
@@ -59,9 +59,12 @@ public enum KernelLevel: String, Sendable, CaseIterable {
 
 /// What the kernel levels need from the CPU (x86: CPUID + XGETBV).
 struct CPUFeatures: Sendable {
-    /// AVX2 and FMA, with the OS saving YMM state.
+    /// AVX2 and FMA with the OS saving YMM state, plus what `-target-cpu haswell` lets the
+    /// compiler use besides (BMI1, BMI2, LZCNT, MOVBE, F16C: every AVX2+FMA CPU has them).
     var avx2 = false
-    /// AVX-512 F, BW, DQ and VL, with the OS saving opmask and ZMM state.
+    /// AVX-512 F, CD, BW, DQ and VL (what `-target-cpu skylake-avx512` enables; every Intel
+    /// and AMD AVX-512 CPU since Skylake-SP and Zen 4 has them), with the OS saving opmask and
+    /// ZMM state.
     var avx512 = false
 
     static let host = CPUFeatures.detect()
@@ -72,16 +75,21 @@ struct CPUFeatures: Sendable {
         var r: [UInt32] = [0, 0, 0, 0]
         guard yolo_cpuid(1, 0, &r) != 0 else { return features }
         let ecx1 = r[2]
-        let fma = ecx1 & (1 << 12) != 0, osxsave = ecx1 & (1 << 27) != 0, avx = ecx1 & (1 << 28) != 0
-        guard osxsave, avx else { return features }
+        let bit1 = { (n: UInt32) in ecx1 & (1 << n) != 0 }
+        // FMA, MOVBE, OSXSAVE, AVX, F16C
+        guard bit1(27), bit1(28) else { return features }
+        let haswellLeaf1 = bit1(12) && bit1(22) && bit1(29)
         let xcr0 = yolo_xgetbv0()
         let ymmState = xcr0 & 0x6 == 0x6              // SSE + AVX state
         let zmmState = xcr0 & 0xE6 == 0xE6            // + opmask, ZMM_Hi256, Hi16_ZMM
         guard yolo_cpuid(7, 0, &r) != 0 else { return features }
         let ebx7 = r[1]
-        let bit = { (n: UInt32) in ebx7 & (1 << n) != 0 }
-        features.avx2 = ymmState && fma && bit(5)
-        features.avx512 = features.avx2 && zmmState && bit(16) && bit(17) && bit(30) && bit(31)  // F, DQ, BW, VL
+        let bit7 = { (n: UInt32) in ebx7 & (1 << n) != 0 }
+        let lzcnt = yolo_cpuid(0x8000_0001, 0, &r) != 0 && r[2] & (1 << 5) != 0
+        // AVX2, BMI1, BMI2
+        features.avx2 = ymmState && haswellLeaf1 && lzcnt && bit7(5) && bit7(3) && bit7(8)
+        // AVX512F, DQ, CD, BW, VL
+        features.avx512 = features.avx2 && zmmState && bit7(16) && bit7(17) && bit7(28) && bit7(30) && bit7(31)
         #endif
         return features
     }
