@@ -208,6 +208,11 @@ public enum PackedGemm<K: GemmMicroKernel> {
         return (k + blocks - 1) / blocks
     }
 
+    /// The NC actually used: nc rounded down to a multiple of NR (at least NR), so that only
+    /// the last block of n has a partial micro-panel.
+    @inlinable @inline(__always)
+    public static func blockWidth(_ nc: Int) -> Int { max(K.nr, nc / K.nr * K.nr) }
+
     /// Floats of packed A for an m x k matrix.
     @inlinable @inline(__always)
     public static func packedASize(m: Int, k: Int) -> Int { roundUp(m, K.mr) * k }
@@ -243,7 +248,7 @@ public enum PackedGemm<K: GemmMicroKernel> {
     /// Floats of scratch `gemm` needs: one packed KC x NC block of B and one MR x NR edge tile.
     @inlinable @inline(__always)
     public static func scratchSize(m: Int, n: Int, k: Int, kc: Int, nc: Int) -> Int {
-        max(1, blockDepth(k: k, kc: kc)) * roundUp(max(1, min(n, nc)), K.nr) + K.mr * K.nr
+        max(1, blockDepth(k: k, kc: kc)) * roundUp(max(1, min(n, blockWidth(nc))), K.nr) + K.mr * K.nr
     }
 
     /// Packs rows 0..<kcl, columns 0..<ncl of B (row stride ldb) into NR-column micro-panels.
@@ -330,6 +335,7 @@ public enum PackedGemm<K: GemmMicroKernel> {
             return
         }
         let mr = K.mr, nr = K.nr, w = K.Vector.scalarCount, mPadded = roundUp(m, mr), kc = blockDepth(k: k, kc: kc)
+        let nc = blockWidth(nc)
         let ncMax = roundUp(min(n, nc), nr), kcMax = kc
         let bp = scratch, tile = scratch + kcMax * ncMax
         var jc = 0

@@ -16,7 +16,7 @@ public enum GemmAVX2 {
     /// SIMD width W in floats (NR is a multiple).
     public static var width: Int { GemmAVX2Kernel.Vector.scalarCount }
     public static var kc: Int { 256 }
-    public static var nc: Int { 512 }
+    public static var nc: Int { 504 }
 
     public static func packedASize(m: Int, k: Int) -> Int {
         PackedGemm<GemmAVX2Kernel>.packedASize(m: m, k: k)

@@ -26,7 +26,7 @@ public enum GemmBaseline {
     /// SIMD width W in floats (NR is a multiple).
     public static var width: Int { GemmBaselineKernel.Vector.scalarCount }
     public static var kc: Int { 256 }
-    public static var nc: Int { 512 }
+    public static var nc: Int { 504 }
 
     public static func packedASize(m: Int, k: Int) -> Int {
         PackedGemm<GemmBaselineKernel>.packedASize(m: m, k: k)
