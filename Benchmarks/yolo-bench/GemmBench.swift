@@ -6,7 +6,7 @@ import COpenBLAS
 /// OpenBLAS (cblas_sgemm), on one thread, on yolov3-tiny's GEMM shapes.
 enum GemmBench {
     static let usage = """
-    usage: yolo-bench gemm [--runs N] [--levels LIST] [--min-ms T]
+    usage: yolo-bench gemm [--runs N] [--levels LIST] [--min-ms T] [--best]
 
     Times C = A·B (row-major, A packed once, B packed per call) for each kernel level this CPU
     can run and for cblas_sgemm with one OpenBLAS thread, on yolov3-tiny's GEMM shapes (m x n x k).
@@ -15,6 +15,7 @@ enum GemmBench {
       --runs N       samples per level and shape (default: 7)
       --levels LIST  comma-separated, from openblas and the levels (default: openblas + all this CPU runs)
       --min-ms T     minimum duration of one sample (default: 30)
+      --best         the fastest sample instead of the median (on a busy shared machine)
     """
 
     /// yolov3-tiny's GEMMs at 416x416 (layer: m x n x k): im2col + GEMM (all 3x3 convs with
@@ -32,7 +33,7 @@ enum GemmBench {
     ]
 
     static func run(_ args: [String]) {
-        var runs = 7, minSeconds = 0.03
+        var runs = 7, minSeconds = 0.03, best = false
         var levels = ["openblas"] + KernelLevel.supported.map(\.rawValue)
         var i = 0
         while i < args.count {
@@ -41,6 +42,7 @@ enum GemmBench {
             case "--runs": runs = max(1, Int(value) ?? runs); i += 1
             case "--min-ms": minSeconds = (Double(value) ?? 30) / 1000; i += 1
             case "--levels": levels = value.split(separator: ",").map(String.init); i += 1
+            case "--best": best = true
             case "-h", "--help": print(usage); return
             default: fail("gemm: unknown option '\(args[i])'")
             }
@@ -53,7 +55,7 @@ enum GemmBench {
             kernels[name] = k
         }
         openblas_set_num_threads(1)
-        print("yolo-bench gemm: \(Machine.cpuModel); one thread; median of \(runs) samples (>= \(fmt(minSeconds * 1000, 0)) ms each), GFLOP/s")
+        print("yolo-bench gemm: \(Machine.cpuModel); one thread; \(best ? "best" : "median") of \(runs) samples (>= \(fmt(minSeconds * 1000, 0)) ms each, round-robin over the levels), GFLOP/s")
         print("levels this CPU runs: \(KernelLevel.supported.map(\.rawValue).joined(separator: ", ")); selected: \(KernelLevel.selected.rawValue)")
         print("OpenBLAS: core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)")")
         for (name, k) in kernels.sorted(by: { $0.key < $1.key }) { print("  \(name): \(k.mr) x \(k.nr) register tile") }
@@ -69,41 +71,48 @@ enum GemmBench {
             for j in a.indices { a[j] = Float(j % 17) * 0.01 - 0.08 }
             for j in b.indices { b[j] = Float(j % 13) * 0.02 - 0.12 }
             var row = pad(s.name, 8) + pad("\(m)x\(n)x\(k)", 20)
-            var results = [String: Double]()
-            for name in levels {
-                let call: () -> Void
-                var packed = [Float](), scratch = [Float]()
+            // Samples are taken round-robin over the levels, so that other processes' load (the
+            // machine may be shared) falls on all levels alike.
+            func makeCall(_ name: String) -> () -> Void {
                 if let kern = kernels[name] {
-                    packed = [Float](repeating: 0, count: kern.packedASize(m: m, k: k))
-                    scratch = [Float](repeating: 0, count: kern.scratchSize(m: m, n: n, k: k))
-                    packed.withUnsafeMutableBufferPointer { p in a.withUnsafeBufferPointer { kern.packA($0.baseAddress!, lda: k, m: m, k: k, into: p.baseAddress!) } }
-                    call = {
-                        packed.withUnsafeBufferPointer { pa in b.withUnsafeBufferPointer { pb in c.withUnsafeMutableBufferPointer { pc in
-                            scratch.withUnsafeMutableBufferPointer { ps in
-                                kern.gemm(m: m, n: n, k: k, packedA: pa.baseAddress!, b: pb.baseAddress!, ldb: n,
-                                          c: pc.baseAddress!, ldc: n, scratch: ps.baseAddress!)
-                            }
-                        } } }
-                    }
-                } else {
-                    call = {
-                        a.withUnsafeBufferPointer { pa in b.withUnsafeBufferPointer { pb in c.withUnsafeMutableBufferPointer { pc in
-                            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(n), Int32(k), 1,
-                                        pa.baseAddress!, Int32(k), pb.baseAddress!, Int32(n), 0, pc.baseAddress!, Int32(n))
-                        } } }
+                    let packed = UnsafeMutablePointer<Float>.allocate(capacity: kern.packedASize(m: m, k: k))
+                    let scratch = UnsafeMutablePointer<Float>.allocate(capacity: kern.scratchSize(m: m, n: n, k: k))
+                    buffers += [packed, scratch]
+                    a.withUnsafeBufferPointer { kern.packA($0.baseAddress!, lda: k, m: m, k: k, into: packed) }
+                    return {
+                        b.withUnsafeBufferPointer { pb in c.withUnsafeMutableBufferPointer { pc in
+                            kern.gemm(m: m, n: n, k: k, packedA: packed, b: pb.baseAddress!, ldb: n,
+                                      c: pc.baseAddress!, ldc: n, scratch: scratch)
+                        } }
                     }
                 }
+                return {
+                    a.withUnsafeBufferPointer { pa in b.withUnsafeBufferPointer { pb in c.withUnsafeMutableBufferPointer { pc in
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(n), Int32(k), 1,
+                                    pa.baseAddress!, Int32(k), pb.baseAddress!, Int32(n), 0, pc.baseAddress!, Int32(n))
+                    } } }
+                }
+            }
+            var buffers = [UnsafeMutablePointer<Float>]()
+            defer { buffers.forEach { $0.deallocate() } }
+            var calls = [(call: () -> Void, reps: Int)]()
+            for name in levels {
+                let call = makeCall(name)
                 call()  // warm-up
                 let t0 = nowSeconds(); call(); let once = max(1e-6, nowSeconds() - t0)
-                let reps = max(1, Int(minSeconds / once))
-                var samples = [Double]()
-                for _ in 0..<runs {
+                calls.append((call, max(1, Int(minSeconds / once))))
+            }
+            var samples = [[Double]](repeating: [], count: levels.count)
+            for _ in 0..<runs {
+                for (l, entry) in calls.enumerated() {
                     let start = nowSeconds()
-                    for _ in 0..<reps { call() }
-                    samples.append((nowSeconds() - start) / Double(reps))
+                    for _ in 0..<entry.reps { entry.call() }
+                    samples[l].append((nowSeconds() - start) / Double(entry.reps))
                 }
-                samples.sort()
-                let median = samples[samples.count / 2]
+            }
+            var results = [String: Double]()
+            for (l, name) in levels.enumerated() {
+                let median = best ? samples[l].min()! : samples[l].sorted()[runs / 2]
                 results[name] = flop / median / 1e9
                 totals[name, default: (0, 0)].flop += flop
                 totals[name, default: (0, 0)].seconds += median
