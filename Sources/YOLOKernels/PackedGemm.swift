@@ -324,14 +324,18 @@ public enum PackedGemm<K: GemmMicroKernel> {
     }
 
     /// C[m x n] (row stride ldc >= n) = A · B[k x n] (row stride ldb >= n), with A packed by
-    /// `packA` (same kc) and `scratch` holding `scratchSize(m:n:k:kc:nc:)` floats.
+    /// `packA` (same kc) and `scratch` holding `scratchSize(m:n:k:kc:nc:)` floats. Only rows
+    /// `rowStart..<rowEnd` of C are computed (rowStart a multiple of MR; by default all): threads
+    /// can share one packed A by taking row ranges.
     @inlinable @inline(__always)
     public static func gemm(m: Int, n: Int, k: Int, packedA: UnsafePointer<Float>,
                             b: UnsafePointer<Float>, ldb: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
-                            scratch: UnsafeMutablePointer<Float>, kc: Int, nc: Int) {
-        guard m > 0, n > 0 else { return }
+                            scratch: UnsafeMutablePointer<Float>, kc: Int, nc: Int,
+                            rowStart: Int = 0, rowEnd: Int? = nil) {
+        let rowEnd = min(m, rowEnd ?? m)
+        guard rowStart < rowEnd, n > 0 else { return }
         guard k > 0 else {
-            for i in 0..<m { (c + i * ldc).update(repeating: 0, count: n) }
+            for i in rowStart..<rowEnd { (c + i * ldc).update(repeating: 0, count: n) }
             return
         }
         let mr = K.mr, nr = K.nr, w = K.Vector.scalarCount, mPadded = roundUp(m, mr), kc = blockDepth(k: k, kc: kc)
@@ -347,10 +351,10 @@ public enum PackedGemm<K: GemmMicroKernel> {
                 let accumulate = pc > 0
                 packB(b + pc * ldb + jc, ldb: ldb, kcl: kcl, ncl: ncl, into: bp)
                 let aBlock = packedA + pc * mPadded
-                var ib = 0
-                while ib < m {
+                var ib = rowStart
+                while ib < rowEnd {
                     let ap = aBlock + ib * kcl
-                    let rows = min(mr, m - ib)
+                    let rows = min(mr, rowEnd - ib)
                     var jb = 0
                     while jb < ncl {
                         let cols = min(nr, ncl - jb)

@@ -31,9 +31,10 @@ public enum GemmAVX2 {
     }
 
     public static func gemm(m: Int, n: Int, k: Int, packedA: UnsafePointer<Float>, b: UnsafePointer<Float>, ldb: Int,
-                            c: UnsafeMutablePointer<Float>, ldc: Int, scratch: UnsafeMutablePointer<Float>) {
+                            c: UnsafeMutablePointer<Float>, ldc: Int, scratch: UnsafeMutablePointer<Float>,
+                            rows: Range<Int>) {
         PackedGemm<GemmAVX2Kernel>.gemm(m: m, n: n, k: k, packedA: packedA, b: b, ldb: ldb, c: c, ldc: ldc,
-                                    scratch: scratch, kc: kc, nc: nc)
+                                    scratch: scratch, kc: kc, nc: nc, rowStart: rows.lowerBound, rowEnd: rows.upperBound)
     }
 }
 #endif

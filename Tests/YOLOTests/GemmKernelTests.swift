@@ -31,7 +31,10 @@ final class GemmKernelTests: XCTestCase {
     /// small, else `samples` entries (always including the four corners and the last row and
     /// column). C starts as NaN: every entry of the m x n block must be written, the padding
     /// columns (ldc > n) left alone.
-    func check(_ kern: GemmKernels, _ s: Shape, samples: Int = 4000, file: StaticString = #filePath, line: UInt = #line) {
+    /// With `rowRanges`, C is computed one range of rows at a time (as threads would), and rows
+    /// outside them must stay untouched.
+    func check(_ kern: GemmKernels, _ s: Shape, samples: Int = 4000, rowRanges: [Range<Int>]? = nil,
+               file: StaticString = #filePath, line: UInt = #line) {
         let (m, n, k) = (s.m, s.n, s.k)
         let ldb = n + s.ldbPad, ldc = n + s.ldcPad
         var rng = Random(state: UInt64(m &* 31 &+ n &* 17 &+ k &* 7 &+ s.ldbPad))
@@ -45,8 +48,15 @@ final class GemmKernelTests: XCTestCase {
         }
         packed.withUnsafeBufferPointer { pa in b.withUnsafeBufferPointer { pb in c.withUnsafeMutableBufferPointer { pc in
             scratch.withUnsafeMutableBufferPointer { ps in
-                kern.gemm(m: m, n: n, k: k, packedA: pa.baseAddress!, b: pb.baseAddress!, ldb: ldb,
-                          c: pc.baseAddress!, ldc: ldc, scratch: ps.baseAddress!)
+                if let rowRanges {
+                    for rows in rowRanges {
+                        kern.gemm(m: m, n: n, k: k, packedA: pa.baseAddress!, b: pb.baseAddress!, ldb: ldb,
+                                  c: pc.baseAddress!, ldc: ldc, scratch: ps.baseAddress!, rows: rows)
+                    }
+                } else {
+                    kern.gemm(m: m, n: n, k: k, packedA: pa.baseAddress!, b: pb.baseAddress!, ldb: ldb,
+                              c: pc.baseAddress!, ldc: ldc, scratch: ps.baseAddress!)
+                }
             }
         } } }
         var entries: [(Int, Int)]
@@ -59,6 +69,14 @@ final class GemmKernelTests: XCTestCase {
             var pick = Random(state: 99)
             while entries.count < samples {
                 entries.append((Int(abs(pick.next()) * Float(m)) % m, Int(abs(pick.next()) * Float(n)) % n))
+            }
+        }
+        if let rowRanges {
+            let computed = Set(rowRanges.flatMap { Array($0) })
+            entries = entries.filter { computed.contains($0.0) }
+            for i in 0..<m where !computed.contains(i) {
+                XCTAssertTrue((0..<n).allSatisfy { c[i * ldc + $0].isNaN }, "\(kern.level) \(s): row \(i) outside \(rowRanges) was written",
+                              file: file, line: line)
             }
         }
         let tolerance = Double(Float.ulpOfOne) * (4 * Double(k).squareRoot() + 4)
@@ -116,6 +134,20 @@ final class GemmKernelTests: XCTestCase {
             }
             shapes.append(Shape(m: 2 * mr + 1, n: nc + nr + 1, k: kc + 5, ldbPad: 2, ldcPad: 2))
             for s in shapes { check(kern, s) }
+        }
+    }
+
+    /// Rows computed range by range (ranges starting at multiples of MR), as threads sharing
+    /// one packed A would; rows left out stay untouched.
+    func testRowRanges() {
+        for kern in levels {
+            let mr = kern.mr, m = 3 * kern.mr + 2
+            for k in [1, 5, kern.kc + 3] {
+                let s = Shape(m: m, n: 2 * kern.nr + kern.width / 2 + 3, k: k, ldbPad: 1, ldcPad: 2)
+                check(kern, s, rowRanges: [0..<mr, mr..<3 * mr, 3 * mr..<m])
+                check(kern, s, rowRanges: [mr..<2 * mr + 1])
+                check(kern, s, rowRanges: [2 * mr..<m, 0..<0])
+            }
         }
     }
 

@@ -68,19 +68,26 @@ import YOLOKernelsAVX512
     }
 
     /// C[m x n] (row stride ldc >= n) = A · B, A packed by this level's `packA`, B k x n with
-    /// row stride ldb >= n, `scratch` at least `scratchSize(m:n:k:)` floats.
+    /// row stride ldb >= n, `scratch` at least `scratchSize(m:n:k:)` floats. With `rows`, only
+    /// those rows of C are computed (its lower bound a multiple of `mr`): threads sharing one
+    /// packed A split m this way (each packs B into its own scratch), or split n by passing
+    /// b + j0, c + j0 and a smaller n.
     public func gemm(m: Int, n: Int, k: Int, packedA: UnsafePointer<Float>, b: UnsafePointer<Float>, ldb: Int,
-                     c: UnsafeMutablePointer<Float>, ldc: Int, scratch: UnsafeMutablePointer<Float>) {
+                     c: UnsafeMutablePointer<Float>, ldc: Int, scratch: UnsafeMutablePointer<Float>,
+                     rows: Range<Int>? = nil) {
         precondition(ldb >= n && ldc >= n, "GemmKernels.gemm: ldb and ldc must be >= n")
+        let rows = rows ?? 0..<m
+        precondition(rows.lowerBound >= 0 && rows.upperBound <= m && rows.lowerBound % mr == 0,
+                     "GemmKernels.gemm: rows must lie in 0..<m and start at a multiple of mr")
         switch level {
         #if arch(x86_64)
         case .avx2:
-            GemmAVX2.gemm(m: m, n: n, k: k, packedA: packedA, b: b, ldb: ldb, c: c, ldc: ldc, scratch: scratch)
+            GemmAVX2.gemm(m: m, n: n, k: k, packedA: packedA, b: b, ldb: ldb, c: c, ldc: ldc, scratch: scratch, rows: rows)
         case .avx512:
-            GemmAVX512.gemm(m: m, n: n, k: k, packedA: packedA, b: b, ldb: ldb, c: c, ldc: ldc, scratch: scratch)
+            GemmAVX512.gemm(m: m, n: n, k: k, packedA: packedA, b: b, ldb: ldb, c: c, ldc: ldc, scratch: scratch, rows: rows)
         #endif
         default:
-            GemmBaseline.gemm(m: m, n: n, k: k, packedA: packedA, b: b, ldb: ldb, c: c, ldc: ldc, scratch: scratch)
+            GemmBaseline.gemm(m: m, n: n, k: k, packedA: packedA, b: b, ldb: ldb, c: c, ldc: ldc, scratch: scratch, rows: rows)
         }
     }
 }
