@@ -20,7 +20,7 @@ let engineSettings: [SwiftSetting] = cpuFlags
 let optimized: SwiftSetting = .unsafeFlags(["-O"], .when(configuration: .debug))
 #if arch(x86_64)
 let avx2Settings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "haswell"])]
-// Any AVX-512 CPU with F/BW/DQ/VL (Skylake-SP and later, Zen 4 and later); not znver4/5.
+// Any AVX-512 CPU with F/CD/BW/DQ/VL (Skylake-SP and later, Zen 4 and later); not znver4/5.
 let avx512Settings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "skylake-avx512"])]
 #else
 let avx2Settings: [SwiftSetting] = [optimized]

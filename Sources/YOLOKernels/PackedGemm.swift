@@ -10,12 +10,18 @@
 //
 // Loop order: NC blocks of n > KC blocks of k (pack B) > MR panels of m > NR panels of n. The
 // A micro-panel (KC x MR) stays in L1 while the packed B block (KC x NC) streams from L2.
-// Edge tiles (m % MR, n % NR) are computed into a small tile in the scratch and copied out.
+// Tails: a partial MR panel (m % MR) is computed whole into a small tile in the scratch and
+// copied out; the last, partial NR panel one vector (W columns) at a time, and its last < W/2
+// columns one column at a time (A panel vector x broadcast B). KC is split into equal blocks
+// (blockDepth), NC rounded to a multiple of NR (blockWidth). Threads can share one packed A by
+// taking row ranges (rowStart a multiple of MR) or column ranges (b + j, c + j, fewer n).
 //
 // Everything is generic and @inlinable: the per-ISA targets (YOLOKernelsAVX2, ...) instantiate
 // it with their SIMD width and a tag type of their own, compiled for their CPU (-target-cpu).
 // The tag keeps the specializations' symbol names distinct per target, so the linker can never
-// merge an AVX-512 copy with a baseline one.
+// merge an AVX-512 copy with a baseline one. After editing this file, touch
+// Sources/YOLOKernels{Baseline,AVX2,AVX512}/*.swift: an incremental debug build does not
+// recompile them for a change inside @inlinable bodies (release builds are whole-module).
 
 /// A register-blocked micro-kernel: C[MR x NR] (row stride ldc) = (or +=) Σ_p a[p] ⊗ b[p]
 /// over `k` steps of the packed panels (a: MR floats per step, b: NR floats per step).

@@ -1,4 +1,4 @@
-// AVX-512 (F/BW/DQ/VL) level: built with -target-cpu skylake-avx512 (Package.swift), 8 x 48 tiles in zmm registers.
+// AVX-512 (F/CD/BW/DQ/VL) level: built with -target-cpu skylake-avx512 (Package.swift), 8 x 48 tiles in zmm registers.
 #if arch(x86_64)
 import YOLOKernels
 
