@@ -22,10 +22,28 @@ public struct ModelOptions: Sendable, Equatable {
     /// may need; a cfg that asks for more is refused before anything is allocated.
     public var maxActivationBytes: Int
 
-    public init(convolution: Convolution = .winograd, fusesLayers: Bool = true, maxActivationBytes: Int = 2 << 30) {
+    /// Which GEMM kernels run the convolutions.
+    public enum GemmBackend: String, Sendable, CaseIterable {
+        /// Ours at the CPU's level (`KernelLevel.selected`: AVX-512, AVX2 + FMA or NEON),
+        /// OpenBLAS where only the x86-64 baseline (SSE2) is available.
+        case automatic
+        /// Ours at `KernelLevel.selected`, whatever it is.
+        case kernels
+        /// OpenBLAS's `cblas_sgemm` (the reference path).
+        case openBLAS = "openblas"
+    }
+    public var gemm: GemmBackend
+    /// The level of our kernels for this model (nil: `KernelLevel.selected`, the process's);
+    /// for tests and benchmarks that compare levels. One the CPU cannot run is an error.
+    public var kernelLevel: KernelLevel?
+
+    public init(convolution: Convolution = .winograd, fusesLayers: Bool = true, maxActivationBytes: Int = 2 << 30,
+                gemm: GemmBackend = .automatic, kernelLevel: KernelLevel? = nil) {
         self.convolution = convolution
         self.fusesLayers = fusesLayers
         self.maxActivationBytes = maxActivationBytes
+        self.gemm = gemm
+        self.kernelLevel = kernelLevel
     }
 }
 
@@ -35,12 +53,24 @@ final class ModelStorage: @unchecked Sendable {
     private var blocks: [UnsafeMutablePointer<Float>] = []
     private(set) var floats = 0
 
+    private var counts: [Int] = []
+
     /// Only while the model loads (one thread).
     func allocate(_ count: Int) -> UnsafeMutablePointer<Float> {
         let p = UnsafeMutablePointer<Float>.allocate(capacity: max(count, 1))
         blocks.append(p)
+        counts.append(count)
         floats += count
         return p
+    }
+
+    /// Frees a block that nothing points into any more (only while the model loads).
+    func release(_ p: UnsafeMutablePointer<Float>) {
+        guard let i = blocks.firstIndex(of: p) else { return }
+        p.deallocate()
+        floats -= counts[i]
+        blocks.remove(at: i)
+        counts.remove(at: i)
     }
 
     deinit { for b in blocks { b.deallocate() } }
@@ -68,6 +98,13 @@ public final class Model: Sendable {
     let storage: ModelStorage
     /// Floats of scratch one thread of a session needs (at least 1).
     let workspacePerThread: Int
+    /// The GEMM kernels the layers were prepared for (nil: OpenBLAS).
+    let kernels: GemmKernels?
+    /// Floats of GEMM scratch one thread of a session needs.
+    let gemmScratchPerThread: Int
+
+    /// What runs the GEMMs: "OpenBLAS" or our kernels' level ("avx512", "avx2", "neon", "baseline").
+    public var gemmKernels: String { kernels?.level.rawValue ?? "OpenBLAS" }
 
     /// Loads a model from files.
     public convenience init(cfgPath: String, weightsPath: String, options: ModelOptions = ModelOptions()) throws(YOLOError) {
@@ -106,8 +143,11 @@ public final class Model: Sendable {
 
         // 2. Memory limits, before the weights are even looked at.
         workspacePerThread = max(layers.map { $0.workspaceCount }.max() ?? 0, 1)
+        let kernels = try Gemm.kernels(for: options)
+        self.kernels = kernels
+        gemmScratchPerThread = Gemm.scratchPerThread(kernels)
         let plan = ActivationPlan(layers: layers, input: inputShape, keepingAll: false)
-        let needed = 4 * (plan.floats + workspacePerThread)
+        let needed = 4 * (plan.floats + workspacePerThread + gemmScratchPerThread)
         guard needed <= options.maxActivationBytes else {
             throw .invalidArgument("\(config.file): a forward pass at \(inputWidth)x\(inputHeight) needs \(needed >> 20) MiB of activations, over the limit of \(options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
         }
@@ -119,12 +159,14 @@ public final class Model: Sendable {
         storage = ModelStorage()
         let params = try Model.readParameters(weights, name: weightsName, cfg: config.file, floats: floats, storage: storage)
         let loading = LoadContext(options: options, weightsName: weightsName, pool: WorkerPool(threads: availableCores()),
-                                  storage: storage)
+                                  storage: storage, kernels: kernels)
         var p = params
         for i in layers.indices {
             try layers[i].load(parameters: p, context: loading)
             p += counts[i]
         }
+        // Our kernels packed copies of everything they need: the file's floats can go.
+        if kernels != nil { storage.release(params) }
         if options.fusesLayers { Model.fuse(layers) }
 
         impl = layers
@@ -144,7 +186,7 @@ public final class Model: Sendable {
     public func sessionBytes(threads: Int, keepingAllOutputs: Bool = false) -> Int {
         let plan = ActivationPlan(layers: impl, input: Shape(c: inputChannels, h: inputHeight, w: inputWidth),
                                   keepingAll: keepingAllOutputs)
-        return 4 * (plan.floats + workspacePerThread * max(1, threads))
+        return 4 * (plan.floats + (workspacePerThread + gemmScratchPerThread) * max(1, threads))
     }
 
     /// `count` sessions that will run at the same time, sharing this model and the cores:

@@ -36,7 +36,11 @@ public enum KernelLevel: String, Sendable, CaseIterable {
     public static let selected: KernelLevel = {
         let request = getenv("YOLO_KERNEL_LEVEL").map { String(cString: $0) }
         let (level, message) = resolve(request: request, supported: supported)
-        if let message { fputs("yolo: \(message)\n", stderr) }
+        if let message {
+            // File descriptor 2: naming C's `stderr` is not concurrency-safe in Swift 6.
+            let line = Array("yolo: \(message)\n".utf8)
+            _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        }
         return level
     }()
 
@@ -46,11 +50,11 @@ public enum KernelLevel: String, Sendable, CaseIterable {
         let best = supported.last!
         guard let request, !request.isEmpty else { return (best, nil) }
         guard let level = KernelLevel(rawValue: request.lowercased()) else {
-            let names = KernelLevel.allCases.map(\.rawValue).joined(separator: ", ")
+            let names = KernelLevel.allCases.map { $0.rawValue }.joined(separator: ", ")
             return (best, "YOLO_KERNEL_LEVEL=\(request) is not a kernel level (\(names)); using \(best.rawValue)")
         }
         guard supported.contains(level) else {
-            let names = supported.map(\.rawValue).joined(separator: ", ")
+            let names = supported.map { $0.rawValue }.joined(separator: ", ")
             return (best, "YOLO_KERNEL_LEVEL=\(request): this CPU cannot run it (it can: \(names)); using \(best.rawValue)")
         }
         return (level, nil)
