@@ -18,11 +18,24 @@ public struct ModelOptions: Sendable, Equatable {
     /// The most activation memory (input, layer outputs, scratch for one thread) one session
     /// may need; a cfg that asks for more is refused before anything is allocated.
     public var maxActivationBytes: Int
+    /// The network's input size, overriding the cfg's [net] width and height (nil: the cfg's).
+    /// Both must be multiples of 32, as YOLO networks downsample by 32.
+    public var inputSize: InputSize?
 
-    public init(convolution: Convolution = .winograd, fusesLayers: Bool = true, maxActivationBytes: Int = 2 << 30) {
+    /// An input width and height in pixels.
+    public struct InputSize: Sendable, Equatable, CustomStringConvertible {
+        public var width: Int
+        public var height: Int
+        public init(width: Int, height: Int) { self.width = width; self.height = height }
+        public var description: String { "\(width)x\(height)" }
+    }
+
+    public init(convolution: Convolution = .winograd, fusesLayers: Bool = true, maxActivationBytes: Int = 2 << 30,
+                inputSize: InputSize? = nil) {
         self.convolution = convolution
         self.fusesLayers = fusesLayers
         self.maxActivationBytes = maxActivationBytes
+        self.inputSize = inputSize
     }
 }
 
@@ -82,20 +95,42 @@ public final class Model: Sendable {
     public init(config: DarknetConfig, weights: [UInt8], weightsName: String = "<weights>",
                 options: ModelOptions = ModelOptions()) throws(YOLOError) {
         Gemm.setUpProcess()
-        let net = config.sections[0]
-        inputWidth = try net.positive("width", net.int("width"))
-        inputHeight = try net.positive("height", net.int("height"))
+        var net = config.sections[0]
+        net.trackReads()
+        let cfgWidth = try net.positive("width", net.int("width"))
+        let cfgHeight = try net.positive("height", net.int("height"))
         inputChannels = try net.positive("channels", net.int("channels"))
+        try NoEffectKeys.check(net)
+        if let size = options.inputSize {
+            guard size.width > 0, size.height > 0, size.width % 32 == 0, size.height % 32 == 0 else {
+                throw .invalidArgument("input size \(size): width and height must be positive multiples of 32 (YOLO networks downsample by 32), e.g. \(max(32, (size.width + 16) / 32 * 32))x\(max(32, (size.height + 16) / 32 * 32))")
+            }
+            (inputWidth, inputHeight) = (size.width, size.height)
+        } else {
+            (inputWidth, inputHeight) = (cfgWidth, cfgHeight)
+        }
         guard config.sections.count > 1 else { throw net.error("the cfg has no layers after [net]") }
         self.options = options
 
-        // 1. Layers and shapes, checked section by section; nothing is allocated yet.
+        // 1. Layers and shapes, checked section by section; nothing is allocated yet. Every
+        //    key of a section must be read by its layer or have no effect at inference.
         let inputShape = Shape(c: inputChannels, h: inputHeight, w: inputWidth)
         var layers: [any Layer] = []
         var shapes: [Shape] = []
-        for (i, section) in config.sections.dropFirst().enumerated() {
-            let layer = try Model.makeLayer(section, index: i, input: i == 0 ? inputShape : shapes[i - 1], shapes: shapes,
+        for (i, cfgSection) in config.sections.dropFirst().enumerated() {
+            var section = cfgSection
+            section.trackReads()
+            let layer: any Layer
+            do {
+                layer = try Model.makeLayer(section, index: i, input: i == 0 ? inputShape : shapes[i - 1], shapes: shapes,
                                             previousKind: layers.last?.kind)
+            } catch {
+                // A cfg size that is not a multiple of 32 shows up as a shape mismatch deep
+                // in the network: say what is wrong.
+                guard inputWidth % 32 != 0 || inputHeight % 32 != 0, case let .cfg(file, line, message) = error else { throw error }
+                throw .cfg(file: file, line: line, message: "\(message) (the input size \(inputWidth)x\(inputHeight) is not a multiple of 32: YOLO networks downsample by 32, so use multiples of 32 such as \(max(32, (inputWidth + 16) / 32 * 32))x\(max(32, (inputHeight + 16) / 32 * 32)))")
+            }
+            try NoEffectKeys.check(section)
             try Model.checkSize(layer.outputShape, section: section, limit: options.maxActivationBytes)
             layers.append(layer)
             shapes.append(layer.outputShape)
