@@ -10,6 +10,17 @@ public enum Activation: String, Sendable, CaseIterable {
     case swish
 }
 
+extension Activation {
+    /// Whether the activation never decreases (so max(act(a), act(b)) == act(max(a, b)) and a
+    /// max pool may apply it after pooling). Mish and swish dip below zero before rising.
+    public var isMonotonic: Bool {
+        switch self {
+        case .linear, .leaky, .relu, .logistic: return true
+        case .mish, .swish: return false
+        }
+    }
+}
+
 /// Darknet's mish, x * tanh(softplus(x)), with its softplus threshold of 20 (above it,
 /// softplus(x) = x and tanh of it is 1 in float). Evaluated in double through exp alone:
 /// with e = exp(x), tanh(log(1 + e)) = e(e + 2) / (e(e + 2) + 2), so this file needs no libm.
