@@ -26,6 +26,8 @@ enum DetectCommand {
       --classes LIST   report only these classes: names from --names (or indices), comma-
                        separated, e.g. person,car
       --max-det N      report at most N detections per image (the most confident)
+      --conv ALGO      3x3 convolutions: winograd (default, faster) or im2col (less memory:
+                       no transformed kernels, 16/9 of those layers' weights)
       --size WxH       network input size instead of the cfg's width and height (multiples
                        of 32, e.g. 608x352 for wide images)
       --stretch        stretch images to the network size instead of letterboxing
@@ -55,7 +57,7 @@ enum DetectCommand {
 
     static func run(_ args: [String]) throws -> Int32 {
         let a = try Arguments(args, options: ["cfg", "weights", "names", "thresh", "nms", "threads", "output", "coco",
-                                        "classes", "max-det", "size"],
+                                        "classes", "max-det", "size", "conv"],
                               flags: ["agnostic", "stretch", "no-exif", "json", "no-draw", "help"], short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard !a.positionals.isEmpty else { throw UsageError("detect needs at least one IMAGE or DIR") }
@@ -65,7 +67,11 @@ enum DetectCommand {
         options.classAgnostic = a.has("agnostic")
         options.resize = a.has("stretch") ? .stretch : .letterbox
         if a.string("max-det") != nil { options.maxDetections = try a.int("max-det", default: 0, range: 0...1_000_000) }
-        let modelOptions = ModelOptions(inputSize: try a.inputSize("size"))
+        var modelOptions = ModelOptions(inputSize: try a.inputSize("size"))
+        if let conv = a.string("conv") {
+            guard let c = ModelOptions.Convolution(rawValue: conv) else { throw UsageError("--conv \(conv): expected winograd or im2col") }
+            modelOptions.convolution = c
+        }
         let threads = try a.int("threads", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
         let json = a.has("json")
         let draw = !a.has("no-draw")
