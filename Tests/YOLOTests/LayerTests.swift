@@ -34,7 +34,10 @@ final class LayerTests: XCTestCase {
                     case "leaky": acc = acc > 0 ? acc : 0.1 * acc
                     case "relu": acc = max(acc, 0)
                     case "logistic": acc = 1 / (1 + exp(-acc))
-                    default: break
+                    case "mish": acc = acc * tanh(log1p(exp(acc)))    // x tanh(softplus(x))
+                    case "swish": acc = acc / (1 + exp(-acc))         // x logistic(x)
+                    case "linear": break
+                    default: XCTFail("no naive reference for activation=\(activation)")
                     }
                     out[(f * oh + oy) * ow + ox] = Float(acc)
                 }
