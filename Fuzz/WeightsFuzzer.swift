@@ -1,0 +1,104 @@
+// libFuzzer harness: the weights loader, the network build and one forward pass. Input: one
+// byte choosing one of three small cfgs, then the weights file's bytes.
+import YOLO
+
+let fuzzCfgs = [
+    // conv with batch norm + max pool + 1x1 conv + yolo (1 class, 3 anchors)
+    """
+    [net]
+    width=16
+    height=16
+    channels=3
+    [convolutional]
+    batch_normalize=1
+    filters=4
+    size=3
+    stride=1
+    pad=1
+    activation=leaky
+    [maxpool]
+    size=2
+    stride=2
+    [convolutional]
+    size=1
+    stride=1
+    pad=1
+    filters=18
+    activation=linear
+    [yolo]
+    mask=0,1,2
+    anchors=2,3, 4,5, 6,7
+    classes=1
+    num=3
+    """,
+    // Winograd-sized conv (32 input channels), shortcut, max pool, upsample, route
+    """
+    [net]
+    width=6
+    height=6
+    channels=32
+    [convolutional]
+    filters=4
+    size=3
+    stride=1
+    pad=1
+    activation=relu
+    [convolutional]
+    filters=4
+    size=3
+    stride=1
+    pad=1
+    activation=leaky
+    [shortcut]
+    from=-2
+    activation=linear
+    [maxpool]
+    size=2
+    stride=1
+    [upsample]
+    stride=2
+    [route]
+    layers=-1
+    [convolutional]
+    filters=6
+    size=1
+    activation=logistic
+    [yolo]
+    mask=0
+    anchors=1,1
+    classes=1
+    num=1
+    """,
+    // strided convs, odd sizes
+    """
+    [net]
+    width=13
+    height=11
+    channels=1
+    [convolutional]
+    batch_normalize=1
+    filters=3
+    size=5
+    stride=2
+    pad=1
+    activation=leaky
+    [convolutional]
+    filters=2
+    size=3
+    stride=2
+    padding=2
+    activation=linear
+    """,
+]
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzWeights(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    guard let data, size >= 1 else { return 0 }
+    let cfg = fuzzCfgs[Int(data[0]) % fuzzCfgs.count]
+    let weights = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
+    guard let network = try? Network(cfgText: cfg, weights: weights, cfgName: "fuzz.cfg", threads: 1 + Int(data[0]) / 128)
+    else { return 0 }
+    for i in 0..<network.input.count { network.input[i] = Float(i % 11) / 11 }
+    network.forward()
+    return 0
+}
