@@ -174,14 +174,52 @@ final class CLITests: XCTestCase {
     /// An output directory that cannot be made: one line, 'yolo: <path>: <what>', not a
     /// Foundation error dump per image.
     func testUnmakeableOutputDirectoryIsOneLine() throws {
+        let coffee = try sample("coffee.png")
         let dir = try temporaryDirectory()
         _ = FileManager.default.createFile(atPath: dir + "/file.txt", contents: Data("x".utf8))
-        try Data([0xFF, 0xD8, 0xFF]).write(to: URL(fileURLWithPath: dir + "/a.jpg"))
-        try Data([0xFF, 0xD8, 0xFF]).write(to: URL(fileURLWithPath: dir + "/b.jpg"))
-        let r = try yolo(["detect", "a.jpg", "b.jpg", "--output", "file.txt/annotated/"] + modelArgs, in: dir)
+        try FileManager.default.copyItem(atPath: coffee, toPath: dir + "/a.png")
+        try FileManager.default.copyItem(atPath: coffee, toPath: dir + "/b.png")
+        let r = try yolo(["detect", "a.png", "b.png", "--output", "file.txt/annotated/"] + modelArgs, in: dir)
         XCTAssertEqual(r.status, 1)
         XCTAssertEqual(r.stderr, "yolo: file.txt/annotated: cannot create the directory: Not a directory\n")
         XCTAssertFalse(r.stderr.contains("NSCocoaErrorDomain"))
+    }
+
+    /// scripts/detect-sample.sh stops when the build fails instead of running an old binary.
+    /// Hermetic: a copy of the script beside a stub bootstrap, a failing `swift` and a stale
+    /// `.build/release/yolo`.
+    func testDetectSampleStopsOnFailedBuild() throws {
+        let dir = try temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/scripts", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir + "/.build/release", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir + "/bin", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.repoRoot + "/scripts/detect-sample.sh", toPath: dir + "/scripts/detect-sample.sh")
+        let stubs = [
+            "scripts/bootstrap.sh": "#!/bin/sh\nexit 0\n",
+            "bin/swift": "#!/bin/sh\necho '[1/2] Compiling'\necho 'error: the build failed' >&2\nexit 1\n",
+            ".build/release/yolo": "#!/bin/sh\necho 'STALE BINARY RAN'\n",
+        ]
+        for (path, text) in stubs {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: dir + "/" + path))
+            XCTAssertEqual(chmod(dir + "/" + path, 0o755), 0)
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = [dir + "/scripts/detect-sample.sh"]
+        var env = ProcessInfo.processInfo.environment
+        env["PATH"] = dir + "/bin:/usr/bin:/bin"
+        p.environment = env
+        let out = dir + "/out.txt"
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        p.standardOutput = handle
+        p.standardError = handle
+        try p.run()
+        p.waitUntilExit()
+        let text = try String(contentsOfFile: out, encoding: .utf8)
+        XCTAssertNotEqual(p.terminationStatus, 0, text)
+        XCTAssertFalse(text.contains("STALE BINARY RAN"), text)
+        XCTAssertTrue(text.contains("error: the build failed"), text)
     }
 
     // MARK: With the network (one load per test)
