@@ -33,7 +33,7 @@ package enum FileReadFailure: Error, Equatable {
         switch self {
         case .notFound: return "No such file or directory"
         case .notRegular(let kind): return "not a regular file: it is \(kind)"
-        case .tooLarge(let bytes, let limit): return "file too large (\(bytes) bytes; the limit is \(limit))"
+        case .tooLarge(let bytes, let limit): return "file too large: \(bytes) bytes, the limit is \(limit)"
         case .system(let reason): return reason
         }
     }

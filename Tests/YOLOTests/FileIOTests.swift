@@ -63,7 +63,7 @@ final class FileIOTests: XCTestCase {
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(repeating: 7, count: 20)))
         XCTAssertEqual(try readFileBytes(path, maxBytes: 20), [UInt8](repeating: 7, count: 20))
         expectFileError({ _ = try readFileBytes(path, maxBytes: 19) }, path: path,
-                        contains: "file too large (20 bytes; the limit is 19)")
+                        contains: "file too large: 20 bytes, the limit is 19")
         XCTAssertEqual(FileLimits.textBytes, 16 << 20)
         XCTAssertEqual(FileLimits.weightsBytes, 2 << 30)
         XCTAssertEqual(FileLimits.imageBytes, 256 << 20)
