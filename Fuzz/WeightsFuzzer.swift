@@ -1,5 +1,5 @@
 // libFuzzer harness: the weights loader, the network build and one forward pass. Input: one
-// byte choosing one of three small cfgs, then the weights file's bytes.
+// byte choosing one of three small cfgs (and fit mode, threads), then the weights file's bytes.
 import YOLO
 
 let fuzzCfgs = [
@@ -91,12 +91,31 @@ let fuzzCfgs = [
     """,
 ]
 
+/// The float count of each cfg's parameters (biases, batch-norm scales, means, variances, weights).
+let fuzzParameterCounts = [214, 1334, 143]
+
+/// First byte: bits 0-1 choose the cfg (0-2, 3 = 0), bit 6 "fit" mode, bit 7 two threads. The rest
+/// is the weights file. In fit mode it is cut or zero-padded to the size the cfg needs (per its
+/// header's version), so that mutations reach the folding and the forward pass instead of the
+/// size check.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzWeights(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data, size >= 1 else { return 0 }
-    let cfg = fuzzCfgs[Int(data[0]) % fuzzCfgs.count]
-    let weights = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    guard let network = try? Network(cfgText: cfg, weights: weights, cfgName: "fuzz.cfg", threads: 1 + Int(data[0]) / 128)
+    let choice = Int(data[0] & 3) % fuzzCfgs.count
+    var weights = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
+    if data[0] & 0x40 != 0, weights.count >= 8 {
+        func int32(_ at: Int) -> Int32 {
+            Int32(bitPattern: UInt32(weights[at]) | UInt32(weights[at + 1]) << 8 | UInt32(weights[at + 2]) << 16
+                  | UInt32(weights[at + 3]) << 24)
+        }
+        let major = Int(int32(0)), minor = Int(int32(4))
+        let header = major * 10 + minor >= 2 ? 20 : 16
+        let expected = header + 4 * fuzzParameterCounts[choice]
+        if weights.count > expected { weights.removeSubrange(expected...) }
+        weights += [UInt8](repeating: 0, count: expected - weights.count)
+    }
+    let threads = data[0] & 0x80 != 0 ? 2 : 1
+    guard let network = try? Network(cfgText: fuzzCfgs[choice], weights: weights, cfgName: "fuzz.cfg", threads: threads)
     else { return 0 }
     for i in 0..<network.input.count { network.input[i] = Float(i % 11) / 11 }
     network.forward()

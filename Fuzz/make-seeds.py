@@ -8,6 +8,7 @@ import os, random, re, shutil, struct
 root = os.getcwd()
 src = open("Fuzz/WeightsFuzzer.swift").read()
 cfgs = [re.sub(r"(?m)^    ", "", c).strip() + "\n" for c in re.findall(r'"""\n(.*?)    """', src, re.S)]
+counts = [int(n) for n in re.search(r"fuzzParameterCounts = \[([0-9, ]+)\]", src).group(1).split(",")]
 assert len(cfgs) == 3, len(cfgs)
 
 def params(cfg):
@@ -36,12 +37,15 @@ if os.path.exists("weights/yolov3-tiny.cfg"):
 rng = random.Random(1)
 for i, cfg in enumerate(cfgs):
     n = params(cfg)
+    assert n == counts[i], (i, n, counts[i])  # keep WeightsFuzzer.swift's counts in step
     floats = struct.pack(f"<{n}f", *[abs(rng.gauss(0, 0.3)) + 0.01 for _ in range(n)])
     new = bytes([i]) + struct.pack("<iiiQ", 0, 2, 0, 32013312) + floats
     old = bytes([i]) + struct.pack("<iiii", 0, 1, 0, 0) + floats
     open(f"{out}/weights/cfg{i}.weights", "wb").write(new)
     open(f"{out}/weights/cfg{i}_old_header.weights", "wb").write(old)
     open(f"{out}/weights/cfg{i}_short.weights", "wb").write(new[: len(new) // 2])
+    # fit mode (bit 6): the harness pads or cuts the weights to the size the cfg needs
+    open(f"{out}/weights/cfg{i}_fit.weights", "wb").write(bytes([0x40 | i]) + new[1:64])
 
 for name in ["gray1.png", "palette2_interlaced.png", "gray8_trns.png", "exif6.png", "palette8_trns.png",
              "graya16.png", "rgb8.png", "rgb8_interlaced.png", "gray.jpg", "cmyk.jpg", "progressive.jpg",
