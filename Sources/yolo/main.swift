@@ -36,7 +36,7 @@ func runMain(_ argv: [String]) -> Int32 {
         default: throw UsageError("unknown command '\(command)'")
         }
     } catch let e as UsageError {
-        printError("yolo: \(e.description)\nRun 'yolo --help' for usage.")
+        printError("yolo: \(e.description)" + (e.hint ? "\nRun 'yolo --help' for usage." : ""))
         return 64
     } catch {
         printError("yolo: \(error)")
