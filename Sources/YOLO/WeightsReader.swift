@@ -31,13 +31,21 @@ struct WeightsReader: ~Copyable {
                                                       floats: floats)
             source = .bytes(bytes, offset: header)
         case .file(let path):
-            let (fd, size) = try openRegularFile(path, maxBytes: FileLimits.weightsBytes)
+            let fd: Int32, size: Int
+            switch openRegularFile(path, maxBytes: FileLimits.weightsBytes) {
+            case .success(let opened): (fd, size) = opened
+            case .failure(let failure): throw .file(path: path, reason: failure.reason)
+            }
             var head = [UInt8](repeating: 0, count: min(size, 20))
-            do {
-                try readFully(fd, path: path, into: &head)
-                let header = try Model.checkWeightsHeader(head, size: size, name: name, cfg: cfg, floats: floats)
+            let header: Int
+            do throws(YOLOError) {
+                let got = head.withUnsafeMutableBytes { readUpTo(fd, $0.baseAddress!, count: $0.count) }
+                guard case .success(head.count) = got else {
+                    throw .file(path: path, reason: "could not read its header")
+                }
+                header = try Model.checkWeightsHeader(head, size: size, name: name, cfg: cfg, floats: floats)
                 guard lseek(fd, off_t(header), SEEK_SET) == off_t(header) else {
-                    throw YOLOError.file(path: path, reason: errnoText())
+                    throw .file(path: path, reason: errnoText())
                 }
             } catch {
                 close(fd)
@@ -60,15 +68,10 @@ struct WeightsReader: ~Copyable {
             }
             source = .bytes(bytes, offset: offset + 4 * count)
         case .file(let fd, let path):
-            let raw = UnsafeMutableRawBufferPointer(start: p, count: 4 * count)
-            var filled = 0
-            while filled < raw.count {
-                let n = read(fd, raw.baseAddress! + filled, raw.count - filled)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else {
-                    throw .file(path: path, reason: n < 0 ? errnoText() : "ended early (it shrank while it was read)")
-                }
-                filled += n
+            switch readUpTo(fd, p, count: 4 * count) {
+            case .success(4 * count): break
+            case .success: throw .file(path: path, reason: "ended early (it shrank while it was read)")
+            case .failure(let failure): throw .file(path: path, reason: failure.reason)
             }
         }
         #if _endian(big)
