@@ -50,8 +50,8 @@ final class StreamTests: XCTestCase {
         p.currentDirectoryURL = URL(fileURLWithPath: dir)
         if let environment { p.environment = environment }
         let out = dir + "/.out-\(UUID().uuidString)", err = dir + "/.err-\(UUID().uuidString)"
-        FileManager.default.createFile(atPath: out, contents: nil)
-        FileManager.default.createFile(atPath: err, contents: nil)
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: err) }
         p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
@@ -249,7 +249,7 @@ final class StreamTests: XCTestCase {
         XCTAssertEqual(absent.stderr, "yolo: \(dir)/absent.mp4: cannot open with ffmpeg: No such file or directory\n")
         XCTAssertEqual(absent.stdout.count, 0)
 
-        FileManager.default.createFile(atPath: dir + "/junk.mp4", contents: Data("not a video".utf8))
+        _ = FileManager.default.createFile(atPath: dir + "/junk.mp4", contents: Data("not a video".utf8))
         let junk = try run(yolo, ["stream", "--input", dir + "/junk.mp4"] + modelArgs, in: dir)
         XCTAssertEqual(junk.status, 1)
         XCTAssertTrue(junk.stderr.hasPrefix("yolo: \(dir)/junk.mp4: cannot open with ffmpeg: "), junk.stderr)
