@@ -90,6 +90,16 @@ final class EngineLimitsTests: XCTestCase {
         }
     }
 
+    func testHugeAnchorCountIsRefusedBeforeAllocating() {
+        // Found by the cfg fuzzer's author: num=2000000000 without a mask allocated 16 GB.
+        let m = message { _ = try Model(cfgText: "[net]\nwidth=32\nheight=32\nchannels=1\n[yolo]\nclasses=1\nnum=2000000000\n",
+                                        weights: weightsFile([])) }
+        XCTAssertTrue(m.contains("anchors has 0 numbers but num=2000000000 needs 4000000000"), m)
+        let m2 = message { _ = try Model(cfgText: "[net]\nwidth=32\nheight=32\nchannels=1\n[yolo]\nclasses=1\nnum=\(Int.max)\n",
+                                         weights: weightsFile([])) }
+        XCTAssertTrue(m2.contains("needs 2 x num"), m2)
+    }
+
     func testNonFiniteWeightsAreRefusedAtLoad() {
         var p = parameters()
         p[20] = .nan

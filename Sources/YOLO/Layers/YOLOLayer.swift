@@ -25,10 +25,14 @@ final class YOLOLayer: Layer, @unchecked Sendable {
         outputShape = inputShape
         let classes = try section.positive("classes", section.int("classes", default: 20))
         let num = try section.positive("num", section.int("num", default: 1))
-        let mask = try section.intList("mask") ?? Array(0..<num)
+        // The anchors first: they bound num (a huge num without anchors must not allocate).
         let all = try section.floatList("anchors") ?? []
-        guard all.count == 2 * num else {
-            throw section.error("anchors has \(all.count) numbers but num=\(num) needs \(2 * num)")
+        guard all.count % 2 == 0, all.count / 2 == num else {
+            throw section.error("anchors has \(all.count) numbers but num=\(num) needs \(num <= Int.max / 2 ? "\(2 * num)" : "2 x num")")
+        }
+        let mask = try section.intList("mask") ?? Array(0..<num)
+        guard !mask.isEmpty else {
+            throw section.error("mask is empty")
         }
         for m in mask where !(0..<num).contains(m) {
             throw section.error("mask value \(m) is out of range 0..<\(num)")
