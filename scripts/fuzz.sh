@@ -25,7 +25,7 @@ done
 libdirs=()
 for f in $(pkg-config --libs-only-L openblas libjpeg libpng 2>/dev/null); do libdirs+=("$f"); done
 common=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 5 -package-name yolo_swift
-        -I "$B/obj" -I Sources/COpenBLAS -I Sources/CJPEG -I Sources/CPNG "${cflags[@]}")
+        -I "$B/obj" -I Sources/COpenBLAS -I Sources/CJPEG -I Sources/CPNG -I Sources/CCPUID "${cflags[@]}")
 
 # module NAME [extra flags]: Sources/NAME/**/*.swift -> $B/obj/NAME.o + NAME.swiftmodule,
 # rebuilt when a source is newer than the object.
@@ -39,6 +39,14 @@ module() {
         -c "${sources[@]}" -o "$obj"
 }
 module YOLOKernels
+# The GEMM kernel levels, each for its CPU (as Package.swift builds them).
+kernelLevels=(YOLOKernelsBaseline)
+module YOLOKernelsBaseline
+if [ "$(uname -m)" = x86_64 ]; then
+    module YOLOKernelsAVX2 -target-cpu haswell
+    module YOLOKernelsAVX512 -target-cpu skylake-avx512
+    kernelLevels+=(YOLOKernelsAVX2 YOLOKernelsAVX512)
+fi
 module YOLO
 module YOLOImage -enable-testing   # the image harness calls the internal EXIF parsers
 
@@ -49,7 +57,9 @@ harness() {  # harness TARGET SOURCE OBJECTS...
     swiftc "${common[@]}" "$source" "$@" "${libdirs[@]}" -lopenblas -ljpeg -lpng16 -o "$B/fuzz-$target" 2>&1 \
         | { grep -v "Cannot export local symbol" || true; }
 }
-objs=("$B/obj/YOLOKernels.o" "$B/obj/YOLO.o")
+objs=("$B/obj/YOLOKernels.o")
+for m in "${kernelLevels[@]}"; do objs+=("$B/obj/$m.o"); done
+objs+=("$B/obj/YOLO.o")
 for t in "${targets[@]}"; do
     case $t in
     cfg) harness cfg Fuzz/CfgFuzzer.swift "${objs[@]}" ;;
