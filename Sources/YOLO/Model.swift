@@ -11,9 +11,10 @@ import Darwin
 public struct ModelOptions: Sendable, Equatable {
     /// How 3x3 stride-1 convolutions with 32 or more input channels are computed.
     public enum Convolution: String, Sendable, CaseIterable {
-        /// Winograd, the variant chosen per layer: F(4x4, 3x3) (4x fewer multiplications; the
-        /// transformed kernels take 4x those layers' weights in extra memory) on maps of 24x24
-        /// and more, F(2x2, 3x3) (2.25x fewer; 16/9 the weights) on smaller ones.
+        /// Winograd, the variant chosen per layer by a measured table: F(4x4, 3x3) (4x fewer
+        /// multiplications; its kernels take 4x those layers' weights) on maps of 24x24 and more
+        /// with 64 or more input channels, F(2x2, 3x3) (2.25x fewer; 16/9 the weights) on the
+        /// others (see `ConvolutionalLayer.winogradTile(for:)`).
         case winograd
         /// Winograd F(2x2, 3x3) wherever Winograd applies.
         case winograd2

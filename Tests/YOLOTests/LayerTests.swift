@@ -118,9 +118,10 @@ final class LayerTests: XCTestCase {
             (Shape(c: 32, h: 2, w: 3), 4, 3, 1, "pad=1", false, "relu"),
             (Shape(c: 32, h: 64, w: 66), 6, 3, 1, "pad=1", true, "leaky"),
             // F(4x4, 3x3) (24x24 and more): sizes that are not multiples of 4 (partial tiles).
-            (Shape(c: 33, h: 25, w: 27), 7, 3, 1, "pad=1", true, "leaky"),
-            (Shape(c: 48, h: 26, w: 26), 16, 3, 1, "pad=1", false, "linear"),
-            (Shape(c: 32, h: 31, w: 24), 3, 3, 1, "pad=1", true, "relu"),
+            (Shape(c: 65, h: 25, w: 27), 7, 3, 1, "pad=1", true, "leaky"),
+            (Shape(c: 64, h: 26, w: 26), 16, 3, 1, "pad=1", false, "linear"),
+            (Shape(c: 70, h: 31, w: 24), 3, 3, 1, "pad=1", true, "relu"),
+            (Shape(c: 48, h: 26, w: 26), 16, 3, 1, "pad=1", false, "linear"),   // F(2x2): few channels
         ]
         var rng = SeededRandom(seed: 1)
         for (t, (s, filters, size, stride, padding, bn, act)) in table.enumerated() {
@@ -151,7 +152,8 @@ final class LayerTests: XCTestCase {
                 XCTAssertEqual(conv.winogradKernels != nil, algorithm != .im2col && conv.supportsWinograd, "case \(t)")
                 XCTAssertEqual(conv.winogradKernels?.count ?? 0, conv.winogradTile == 0 ? 0 : conv.winogradTile == 2 ? 16 : 36)
                 if conv.supportsWinograd && algorithm == .winograd {
-                    XCTAssertEqual(conv.winogradTile, min(s.h, s.w) >= 24 ? 4 : 2, "case \(t): F(4x4, 3x3) from 24x24 up")
+                    XCTAssertEqual(conv.winogradTile, min(s.h, s.w) >= 24 && s.c >= 64 ? 4 : 2,
+                                   "case \(t): F(4x4, 3x3) from 24x24 and 64 channels up")
                 }
                 for threads in [1, 2, 3] {
                     let n = try Network(model: model, threads: threads)

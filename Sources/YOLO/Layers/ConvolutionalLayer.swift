@@ -94,16 +94,24 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     /// The Winograd tile for this layer under `option` (0: im2col). F(4x4, 3x3) does 4x fewer
     /// multiplications than direct convolution against 2.25x for F(2x2, 3x3), but on small maps
     /// its 4x4 tiles waste more of the edge (13x13 needs 16x16) and leave GEMMs too narrow
-    /// (16 tiles), so it is used from `winograd4MinSize` up.
+    /// (16 tiles), so it is used from `winograd4MinSize` up, with `winograd4MinChannels` or more.
     func winogradTile(for option: ModelOptions.Convolution) -> Int {
         guard supportsWinograd else { return 0 }
         switch option {
         case .im2col: return 0
         case .winograd2: return 2
-        case .winograd: return min(outputShape.h, outputShape.w) >= ConvolutionalLayer.winograd4MinSize ? 4 : 2
+        case .winograd:
+            let large = min(outputShape.h, outputShape.w) >= ConvolutionalLayer.winograd4MinSize
+            return large && inputShape.c >= ConvolutionalLayer.winograd4MinChannels ? 4 : 2
         }
     }
+    /// Measured with our AVX-512 kernels on yolov3-tiny (ms, one Zen 5 core; im2col / F(2x2) /
+    /// F(4x4)): 16 channels at 208x208: 2.3 / 2.5 / 3.1; 32 at 104x104: 2.0 / 1.6 / 1.8; 64 at
+    /// 52x52: 1.9 / 1.5 / 1.3; 128 at 26x26: 1.9 / 1.4 / 1.2; 384 at 26x26: 5.9 / 4.3 / 3.4;
+    /// 512 at 13x13: 8.0 / 6.1 / -. With few channels the F(4x4) transforms outweigh its
+    /// smaller GEMMs.
     static let winograd4MinSize = 24
+    static let winograd4MinChannels = 64
     /// Positions of the tile transform: (tile + 2)².
     var positions: Int { (winogradTile + 2) * (winogradTile + 2) }
     var tilesHigh: Int { winogradTile > 0 ? (outputShape.h + winogradTile - 1) / winogradTile : 0 }
