@@ -18,8 +18,10 @@ options:
   --threads LIST   thread counts to measure, comma-separated (default: 1,<cores>)
   --runs N         timed forward passes per thread count (default: 50)
   --warmup N       untimed passes before timing (default: 5)
-  --conv LIST      3x3 convolutions: winograd, im2col or both (default: winograd,im2col); one
-                   model is loaded per algorithm
+  --conv LIST      3x3 convolutions: winograd (F(4x4) or F(2x2) per layer), winograd2 (F(2x2)
+                   only), im2col (default: winograd,im2col); one model per algorithm and --gemm
+  --gemm LIST      GEMM kernels: automatic (ours at this CPU's level; YOLO_KERNEL_LEVEL lowers
+                   it), kernels, openblas (default: automatic)
   --no-layers      skip the per-layer table
   --inflight N     frames in flight for the throughput test: N one-thread sessions sharing one
                    model, the first --conv algorithm (default: cores; 0 skips)
@@ -44,6 +46,7 @@ struct Options {
     var input: String? = nil
     var serve = false
     var conv: [ModelOptions.Convolution] = [.winograd, .im2col]
+    var gemm: [ModelOptions.GemmBackend] = [.automatic]
 }
 
 func parse(_ args: [String]) -> Options {
@@ -69,6 +72,11 @@ func parse(_ args: [String]) -> Options {
         case "--warmup": o.warmup = int(value(), "--warmup")
         case "--inflight": o.inflight = int(value(), "--inflight")
         case "--seconds": o.seconds = Double(value()) ?? 3
+        case "--gemm":
+            o.gemm = value().split(separator: ",").map {
+                guard let g = ModelOptions.GemmBackend(rawValue: String($0)) else { fail("--gemm \($0): expected automatic, kernels or openblas") }
+                return g
+            }
         case "--conv":
             o.conv = value().split(separator: ",").map {
                 guard let c = ModelOptions.Convolution(rawValue: String($0)) else { fail("--conv \($0): expected winograd or im2col") }
@@ -110,7 +118,8 @@ func loadInput(_ path: String, count: Int) -> [Float] {
 
 do {
     if options.serve {
-        let model = try Model(cfgPath: options.cfg, weightsPath: options.weights, options: ModelOptions(convolution: options.conv[0]))
+        let model = try Model(cfgPath: options.cfg, weightsPath: options.weights,
+                              options: ModelOptions(convolution: options.conv[0], gemm: options.gemm[0]))
         let session = try Session(model: model, threads: options.threads[0])
         guard let input = options.input else { fail("serve needs --input F.f32") }
         try Serve.run(session: session, input: loadInput(input, count: session.input.count))
@@ -119,7 +128,7 @@ do {
 
     // 1. Start-up: load the network and a photo, detect. This is what a CLI user waits for.
     let detector = try Detector(cfgPath: options.cfg, weightsPath: options.weights, threads: options.threads.last!,
-                                modelOptions: ModelOptions(convolution: options.conv[0]))
+                                modelOptions: ModelOptions(convolution: options.conv[0], gemm: options.gemm[0]))
     var photo: RGBImage
     var photoName = options.image
     if FileManager.default.fileExists(atPath: options.image) {
@@ -136,7 +145,7 @@ do {
 
     print("yolo-bench: \(options.cfg) at \(model.inputWidth)x\(model.inputHeight), \(fmt(Double(model.flops) / 1e9, 3)) GFLOP per forward")
     print("machine:    \(Machine.cpuModel), \(Machine.cores) cores; CPU vector extensions: \(Machine.cpuVectorFeatures)")
-    print("kernels:    \(BuildInfo.kernelTarget)")
+    print("kernels:    GEMMs by \(model.gemmKernels == "OpenBLAS" ? "OpenBLAS" : "our \(model.gemmKernels) kernels") (levels this CPU runs: \(KernelLevel.supported.map { $0.rawValue }.joined(separator: ", ")); YOLO_KERNEL_LEVEL=\(ProcessInfo.processInfo.environment["YOLO_KERNEL_LEVEL"] ?? "(unset)")); other Swift kernels: \(BuildInfo.kernelTarget)")
     print("OpenBLAS:   core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)"); \(BuildInfo.blasConfig)")
     let startText = firstSinceStart.map { "\(fmt($0, 0)) ms from process start, " } ?? ""
     print("start-up:   first detection \(startText)\(fmt(firstSinceMain, 1)) ms from main() (\(photoName): \(firstDetections.count) detections)")
@@ -163,9 +172,9 @@ do {
 
     // 3. Latency per thread count, and the per-layer profile.
     var results: [[String: Any]] = []
-    for conv in options.conv {
-      let convModel = conv == model.options.convolution ? model : try Model(cfgPath: options.cfg, weightsPath: options.weights,
-                                                                            options: ModelOptions(convolution: conv))
+    for conv in options.conv { for gemm in options.gemm {
+      let convModel = conv == model.options.convolution && gemm == model.options.gemm
+          ? model : try Model(cfgPath: options.cfg, weightsPath: options.weights, options: ModelOptions(convolution: conv, gemm: gemm))
       for threads in options.threads {
         let network = try Session(model: convModel, threads: threads)
         try network.forward(input)
@@ -177,12 +186,13 @@ do {
             times.append((nowSeconds() - t0) * 1000)
         }
         let s = Stats(times)
-        var entry: [String: Any] = ["threads": threads, "convolution": conv.rawValue, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
+        let label = "\(conv.rawValue), \(convModel.gemmKernels)"
+        var entry: [String: Any] = ["threads": threads, "convolution": conv.rawValue, "gemm_kernels": convModel.gemmKernels, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
                                     "max_ms": s.max, "mean_ms": s.mean, "iqr_over_median": s.spread]
         if s.spread > 0.1 {
-            print("warning: \(conv.rawValue), threads \(threads): the runs spread widely (interquartile range \(fmt(100 * s.spread, 0))% of the median): other processes were busy; repeat before trusting small differences")
+            print("warning: \(label), threads \(threads): the runs spread widely (interquartile range \(fmt(100 * s.spread, 0))% of the median): other processes were busy; repeat before trusting small differences")
         }
-        print("\(conv.rawValue), threads \(threads): forward min \(fmt(s.min)) ms, median \(fmt(s.median)) ms, max \(fmt(s.max)) ms over \(options.runs) runs (\(options.warmup) warm-up); \(fmt(1000 / s.median, 1)) fps")
+        print("\(label), threads \(threads): forward min \(fmt(s.min)) ms, median \(fmt(s.median)) ms, max \(fmt(s.max)) ms over \(options.runs) runs (\(options.warmup) warm-up); \(fmt(1000 / s.median, 1)) fps")
 
         if options.layers {
             let layers = convModel.layers
@@ -236,7 +246,7 @@ do {
         results.append(entry)
         print("")
       }
-    }
+    } }
     let peakSingle = Machine.peakRSSMiB
 
     // 4. Throughput: several frames in flight, one-thread sessions sharing one model.
@@ -261,7 +271,7 @@ do {
     print("memory:     peak RSS \(fmt(peakSingle, 1)) MiB before the throughput test; \(fmt(Machine.peakRSSMiB, 1)) MiB at the end")
 
     let best = results.min { ($0["median_ms"] as! Double) < ($1["median_ms"] as! Double) }!
-    print("best:       \(best["convolution"]!), \(best["threads"]!) thread(s): median \(fmt(best["median_ms"] as! Double)) ms per frame (latency)" + (throughput.map { "; \(fmt($0, 1)) fps with \(options.inflight) one-thread sessions in flight (throughput)" } ?? ""))
+    print("best:       \(best["convolution"]!), \(best["gemm_kernels"]!), \(best["threads"]!) thread(s): median \(fmt(best["median_ms"] as! Double)) ms per frame (latency)" + (throughput.map { "; \(fmt($0, 1)) fps with \(options.inflight) one-thread sessions in flight (throughput)" } ?? ""))
     if options.json {
         var summary: [String: Any] = best
         summary["latency_fps"] = 1000 / (best["median_ms"] as! Double)
@@ -279,6 +289,7 @@ do {
         summary["blas_core"] = BuildInfo.blasCoreName
         summary["openblas_coretype"] = ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? ""
         summary["kernels"] = BuildInfo.kernelTarget
+        summary["gemm_kernels"] = model.gemmKernels
         summary["gflop"] = Double(model.flops) / 1e9
         let data = try JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])
         print(String(decoding: data, as: UTF8.self))
