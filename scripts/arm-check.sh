@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Proves the engine on 64-bit ARM without an ARM machine: builds YOLOKernels and the whole
+# engine (module YOLO) for aarch64 with Embedded Swift (target aarch64-none-none-elf, NEON),
+# links them statically against Debian's arm64 glibc and OpenBLAS, and runs under
+# qemu-aarch64-static, once as a Cortex-A72 (Raspberry Pi 4) and once as a Cortex-A76 (Pi 5):
+#   1. scripts/arm/KernelCheck.swift: every kernel against naive references on generated
+#      inputs; its output bits are also compared with the same program built for this host;
+#   2. scripts/arm/Forward.swift: yolov3-tiny on the dog input fixture, both raw heads against
+#      Darknet's (max abs diff <= 1e-3, channel means <= 1e-4), every convolution algorithm,
+#      1 and 2 threads.
+# Installs what is missing (apt: qemu-user-static, gcc-aarch64-linux-gnu; the arm64 OpenBLAS
+# .debs are downloaded and unpacked into .build/arm-cache, not installed) and fetches the
+# weights. Any build failure or mismatch ends it with a non-zero status and a FAILED line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+start=$SECONDS
+say() { echo "arm-check: $*"; }
+fail() { echo "arm-check: FAILED: $*" >&2; exit 1; }
+trap 'rc=$?; [ $rc = 0 ] || echo "arm-check: FAILED (status $rc) at line $LINENO: $BASH_COMMAND" >&2' ERR
+
+cache=.build/arm-cache          # the arm64 OpenBLAS, unpacked (kept between runs)
+out=.build/arm-check            # objects and programs
+mkdir -p "$cache" "$out"
+sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+
+# --- Tools -------------------------------------------------------------------------------------
+command -v swiftc >/dev/null || fail "swiftc not found (the Swift toolchain, 6.0 or later, on PATH or in /opt/swift/usr/bin)"
+embedded_stdlib=$(dirname "$(dirname "$(command -v swiftc)")")/lib/swift/embedded
+[ -f "$embedded_stdlib/aarch64-none-none-elf/libswiftUnicodeDataTables.a" ] \
+    || fail "this Swift toolchain has no Embedded Swift standard library for aarch64-none-none-elf ($embedded_stdlib)"
+updated=""
+apt_update() { [ -n "$updated" ] || { $sudo apt-get update -qq; updated=1; }; }
+need=()
+command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
+command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+command -v aarch64-linux-gnu-ld.gold >/dev/null || need+=(binutils-aarch64-linux-gnu)
+if [ ${#need[@]} -gt 0 ]; then
+    say "installing ${need[*]}"
+    apt_update
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+blas="$cache/root/usr/lib/aarch64-linux-gnu/openblas-pthread/libopenblas.a"
+blas_include="$cache/root/usr/include/aarch64-linux-gnu/openblas-pthread"
+if [ ! -f "$blas" ] || [ ! -f "$blas_include/cblas.h" ]; then
+    say "downloading Debian's arm64 OpenBLAS into $cache"
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        $sudo dpkg --add-architecture arm64
+        updated=""
+    fi
+    apt_update
+    rm -rf "$cache/debs" "$cache/root"; mkdir -p "$cache/debs"
+    # apt-get download writes into the current directory (as _apt when it may: let it).
+    chmod 777 "$cache/debs"
+    (cd "$cache/debs" && apt-get download -q libopenblas-dev:arm64 libopenblas-pthread-dev:arm64 libopenblas0-pthread:arm64 \
+        2> >(grep -v "unsandboxed" >&2))
+    for deb in "$cache"/debs/*.deb; do dpkg-deb -x "$deb" "$cache/root"; done
+    [ -f "$blas" ] || fail "no static libopenblas.a in the arm64 OpenBLAS packages"
+fi
+weights/fetch.sh >/dev/null
+for f in weights/yolov3-tiny.cfg weights/yolov3-tiny.weights; do [ -s "$f" ] || fail "$f missing"; done
+say "tools: $(swiftc --version 2>&1 | head -1); $(qemu-aarch64-static --version | head -1); OpenBLAS $(ls "$cache"/debs | sed -n 's/^libopenblas0-pthread_\(.*\)_arm64.deb/\1/p')"
+
+# --- Build (skipped when no input changed since the last successful build) ---------------------
+kernel_sources=(Sources/YOLOKernels/*.swift)
+engine_sources=()
+while IFS= read -r f; do engine_sources+=("$f"); done < <(find Sources/YOLO -name '*.swift' | LC_ALL=C sort)
+[ ${#kernel_sources[@]} -gt 0 ] && [ -f "${kernel_sources[0]}" ] || fail "no Sources/YOLOKernels/*.swift"
+stamp=$( (cat "$0" "${kernel_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/*;
+          swiftc --version 2>&1; ls -l "$blas") | sha256sum | cut -d' ' -f1)
+emb=(swiftc -target aarch64-none-none-elf -enable-experimental-feature Embedded -wmo -parse-as-library -O
+     -Xcc -isystem -Xcc /usr/aarch64-linux-gnu/include -I scripts/arm/Glibc -I "$out")
+if [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$out/kernel-check" ] && [ -x "$out/yolo-forward" ]; then
+    say "build: up to date ($out)"
+else
+    rm -f "$out/stamp"
+    say "build: Embedded Swift, aarch64-none-none-elf: Glibc stand-in, YOLOKernels (${#kernel_sources[@]} files), YOLO (${#engine_sources[@]} files), checks"
+    t0=$SECONDS
+    "${emb[@]}" -module-name Glibc -emit-module -emit-module-path "$out/Glibc.swiftmodule" -c -o "$out/Glibc.o" \
+        scripts/arm/Glibc/Glibc.swift || fail "building the Glibc stand-in module"
+    "${emb[@]}" -module-name YOLOKernels -emit-module -emit-module-path "$out/YOLOKernels.swiftmodule" -c -o "$out/YOLOKernels.o" \
+        "${kernel_sources[@]}" || fail "building YOLOKernels for aarch64 (Embedded Swift)"
+    "${emb[@]}" -module-name KernelCheck -c -o "$out/KernelCheck.o" scripts/arm/KernelCheck.swift \
+        || fail "building scripts/arm/KernelCheck.swift for aarch64"
+    "${emb[@]}" -module-name YOLO -emit-module -emit-module-path "$out/YOLO.swiftmodule" -c -o "$out/YOLO.o" \
+        -I Sources/COpenBLAS -Xcc -I"$blas_include" "${engine_sources[@]}" \
+        || fail "building the engine (Sources/YOLO) for aarch64 (Embedded Swift)"
+    "${emb[@]}" -module-name Forward -c -o "$out/Forward.o" -I Sources/COpenBLAS -Xcc -I"$blas_include" \
+        scripts/arm/Forward.swift || fail "building scripts/arm/Forward.swift for aarch64"
+    aarch64-linux-gnu-gcc -O2 -c -o "$out/support.o" scripts/arm/support.c
+    link=(aarch64-linux-gnu-gcc -static -fuse-ld=gold -Wl,--gc-sections)
+    unicode="$embedded_stdlib/aarch64-none-none-elf/libswiftUnicodeDataTables.a"
+    "${link[@]}" -o "$out/kernel-check" "$out/KernelCheck.o" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
+        "$unicode" -lm || fail "linking kernel-check"
+    "${link[@]}" -o "$out/yolo-forward" "$out/Forward.o" "$out/YOLO.o" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
+        "$blas" "$unicode" -lpthread -lm || fail "linking yolo-forward"
+    # The same kernel check for this machine, to compare output bits.
+    host=(swiftc -O -wmo -parse-as-library)
+    mkdir -p "$out/host"
+    "${host[@]}" -module-name YOLOKernels -emit-module -emit-module-path "$out/host/YOLOKernels.swiftmodule" \
+        -c -o "$out/host/YOLOKernels.o" "${kernel_sources[@]}" || fail "building YOLOKernels for this host"
+    "${host[@]}" -module-name KernelCheck -I "$out/host" -o "$out/host/kernel-check" scripts/arm/KernelCheck.swift \
+        "$out/host/YOLOKernels.o" || fail "building the kernel check for this host"
+    echo "$stamp" > "$out/stamp"
+    say "build: done in $((SECONDS - t0)) s; $(file -b "$out/yolo-forward" | cut -d, -f1-2)"
+fi
+
+# --- Run under qemu ----------------------------------------------------------------------------
+gunzip -c Tests/YOLOTests/Fixtures/dog_input_416.f32.gz > "$out/dog_input_416.f32"
+"$out/host/kernel-check" -v | grep '^digest ' | sed 's/ max abs diff [^ ]*//' > "$out/digests-host.txt" \
+    || fail "the kernel check fails on this host (run $out/host/kernel-check -v)"
+# qemu hands the host's environment to the guest: OpenBLAS must detect the emulated CPU itself.
+for cpu in cortex-a72 cortex-a76; do
+    qemu=(qemu-aarch64-static -cpu "$cpu" -U OPENBLAS_CORETYPE -U OPENBLAS_L2_SIZE -U OPENBLAS_NUM_THREADS)
+    say "[$cpu] kernels"
+    "${qemu[@]}" "$out/kernel-check" -v > "$out/kernels-$cpu.txt" \
+        || { grep -v '^ok \|^digest ' "$out/kernels-$cpu.txt" >&2 || true; fail "kernel check on $cpu: mismatches above"; }
+    grep -v '^ok \|^digest ' "$out/kernels-$cpu.txt"
+    grep '^digest ' "$out/kernels-$cpu.txt" | sed 's/ max abs diff [^ ]*//' > "$out/digests-$cpu.txt"
+    if cmp -s "$out/digests-host.txt" "$out/digests-$cpu.txt"; then
+        say "[$cpu] kernels: every output bit for bit equal to this host's ($(uname -m))"
+    else
+        diff "$out/digests-host.txt" "$out/digests-$cpu.txt" | head -20 >&2 || true
+        fail "kernel outputs on $cpu differ from this host's in the bits above"
+    fi
+    say "[$cpu] yolov3-tiny forward"
+    "${qemu[@]}" "$out/yolo-forward" weights/yolov3-tiny.cfg weights/yolov3-tiny.weights "$out/dog_input_416.f32" \
+        Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples 1 2 \
+        || fail "yolov3-tiny forward on $cpu does not match Darknet's heads (see above)"
+done
+say "passed in $((SECONDS - start)) s"
