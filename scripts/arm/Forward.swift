@@ -3,7 +3,10 @@
 // sampled heads (Tests/YOLOTests/Fixtures/dog_conv15.samples, dog_conv22.samples), for every
 // convolution algorithm and each thread count given. Not part of the SwiftPM package.
 //
-// Usage: yolo-forward CFG WEIGHTS INPUT.f32 HEAD0.samples HEAD1.samples THREADS...
+// Usage: yolo-forward CFG WEIGHTS INPUT.f32 HEAD0.samples HEAD1.samples [conv=NAME] THREADS...
+// (conv=winograd|winograd2|im2col: that algorithm only; default all of them.) Each session's
+// worker threads are counted (/proc/self/task), so a pool that silently fell back to running
+// its parts in turn fails the check.
 // Exit status 0 when every head of every run is within the tolerances, 1 otherwise.
 import Glibc
 import YOLO
@@ -70,6 +73,11 @@ struct SampledTensor {
     }
 }
 
+func mib(_ bytes: Int) -> String {
+    let tenths = (bytes * 10 + (1 << 19)) >> 20
+    return "\(tenths / 10).\(tenths % 10)"
+}
+
 func parseDouble(_ s: String) -> Double {
     s.withCString { strtod($0, nil) }
 }
@@ -110,19 +118,34 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
     let input = try readFloats(args[3])
     let refs = [try SampledTensor(path: args[4]), try SampledTensor(path: args[5])]
     var threadCounts: [Int] = []
+    var algorithms = ModelOptions.Convolution.allCases
     for a in args[6...] {
+        if a.hasPrefix("conv=") {
+            algorithms = algorithms.filter { "conv=" + name($0) == a }
+            guard !algorithms.isEmpty else { throw .invalidArgument("unknown \(a)") }
+            continue
+        }
         guard let t = Int(a), t > 0 else { throw .invalidArgument("bad thread count '\(a)'") }
         threadCounts.append(t)
     }
     var ok = true
     var worst: Float = 0
-    for algorithm in ModelOptions.Convolution.allCases {
+    for algorithm in algorithms {
         let model = try Model(cfgPath: args[1], weightsPath: args[2], options: ModelOptions(convolution: algorithm))
-        if algorithm == ModelOptions.Convolution.allCases.first {
+        if algorithm == algorithms.first {
             print("engine: \(BuildInfo.kernelTarget); OpenBLAS core \(BuildInfo.blasCoreName); \(model.parameterCount) weights")
         }
+        print("model \(name(algorithm)): \(mib(model.parameterBytes)) MiB")
         for threads in threadCounts {
+            // Threads of the previous session are joined but may take a moment to leave /proc, and
+            // qemu or OpenBLAS may run a thread of their own briefly: count when it is steady.
+            let before = try steadyThreadCount()
             let session = try Session(model: model, threads: threads)
+            let started = try steadyThreadCount() - before
+            guard started == threads - 1 else {
+                print("forward: FAILED: a session of \(threads) threads started \(started) worker threads, not \(threads - 1)")
+                return false
+            }
             let t0 = monotonicSeconds()
             try session.forward(input)
             let seconds = monotonicSeconds() - t0
@@ -130,7 +153,7 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
             guard heads.count == refs.count else {
                 throw .invalidArgument("\(heads.count) heads, Darknet has \(refs.count)")
             }
-            var line = "forward \(name(algorithm)), \(threads) thread\(threads == 1 ? "" : "s") (\(Int(seconds * 1000)) ms emulated):"
+            var line = "forward \(name(algorithm)), \(threads) thread\(threads == 1 ? "" : "s") (\(started) worker thread\(started == 1 ? "" : "s") running; session \(mib(session.memoryBytes)) MiB; \(Int(seconds * 1000)) ms emulated):"
             for (h, ref) in refs.enumerated() {
                 let raw = heads[h].raw
                 guard raw.count == ref.shape.c * ref.shape.h * ref.shape.w,
@@ -141,7 +164,7 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
                 let pass = maxAbs <= maxAbsTolerance && maxMean <= channelMeanTolerance
                 ok = ok && pass
                 worst = max(worst, maxAbs)
-                line += " head \(h) (\(ref.shape.c)x\(ref.shape.h)x\(ref.shape.w)) max abs diff \(maxAbs), channel-mean diff \(maxMean)\(pass ? "" : " FAIL");"
+                line += "\n  head \(h) (\(ref.shape.c)x\(ref.shape.h)x\(ref.shape.w)): max abs diff \(maxAbs), channel-mean diff \(maxMean)\(pass ? "" : "  FAIL")"
             }
             print(line)
         }
@@ -149,6 +172,29 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
     print(ok ? "forward: all heads within \(maxAbsTolerance) of Darknet (max abs diff \(worst))"
              : "forward: FAILED: a head differs from Darknet by more than \(maxAbsTolerance) (abs) or \(channelMeanTolerance) (channel mean)")
     return ok
+}
+
+/// Threads of this process (under qemu-user, each guest thread is a host thread of qemu's).
+func threadCount() throws(YOLOError) -> Int {
+    guard let dir = opendir("/proc/self/task") else { throw .file(path: "/proc/self/task", reason: "cannot open") }
+    defer { closedir(dir) }
+    var n = 0
+    while let entry = readdir(dir) {
+        let first = withUnsafeBytes(of: entry.pointee.d_name) { $0[0] }
+        if first != UInt8(ascii: ".") { n += 1 }
+    }
+    return n
+}
+
+/// The thread count once it has not changed for 20 readings 1 ms apart (at most about 5 s).
+func steadyThreadCount() throws(YOLOError) -> Int {
+    var last = try threadCount(), same = 0
+    for _ in 0..<5000 where same < 20 {
+        usleep(1000)
+        let n = try threadCount()
+        if n == last { same += 1 } else { last = n; same = 0 }
+    }
+    return last
 }
 
 func monotonicSeconds() -> Double {

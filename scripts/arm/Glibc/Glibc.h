@@ -1,4 +1,5 @@
 // The C library headers the engine uses (see scripts/arm/Glibc/module.modulemap).
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
