@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 // Release builds are portable by default (baseline x86-64 / ARMv8). The hot GEMMs run in
@@ -8,6 +8,24 @@ import PackageDescription
 let targetCPU = Context.environment["YOLO_TARGET_CPU"].flatMap { $0.isEmpty ? nil : $0 }
 let cpuFlags: [SwiftSetting] = targetCPU.map { [.unsafeFlags(["-target-cpu", $0]), .define("YOLO_TARGET_CPU_SET")] } ?? []
 let engineSettings: [SwiftSetting] = cpuFlags
+
+// GEMM kernel levels: one thin target per CPU level, each instantiating the generic packed GEMM
+// of YOLOKernels (@inlinable) for its own CPU; the engine picks one at run time (Sources/YOLO/Gemm).
+// They are always optimized, also in debug builds, so that tests run the real kernels (the
+// unspecialized generic code would be orders of magnitude slower). Caveat: an incremental debug
+// build does not recompile them when only the body of an @inlinable function in YOLOKernels
+// changed; after editing Sources/YOLOKernels/PackedGemm.swift, touch Sources/YOLOKernels{Baseline,AVX2,AVX512}/*
+// (release builds, whole-module, are not affected). The manifest is compiled for the host, so an
+// arm64 host gets no x86 flags (there the baseline target is the NEON level, the x86 ones are empty).
+let optimized: SwiftSetting = .unsafeFlags(["-O"], .when(configuration: .debug))
+#if arch(x86_64)
+let avx2Settings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "haswell"])]
+// Any AVX-512 CPU with F/CD/BW/DQ/VL (Skylake-SP and later, Zen 4 and later); not znver4/5.
+let avx512Settings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "skylake-avx512"])]
+#else
+let avx2Settings: [SwiftSetting] = [optimized]
+let avx512Settings: [SwiftSetting] = [optimized]
+#endif
 
 let package = Package(
     name: "yolo-swift",
@@ -28,10 +46,16 @@ let package = Package(
         // Compute kernels: free functions over raw buffers; imports nothing, so they also build
         // with Embedded Swift (aarch64-none-none-elf).
         .target(name: "YOLOKernels", swiftSettings: engineSettings),
-        .target(name: "YOLO", dependencies: ["YOLOKernels", "COpenBLAS"], swiftSettings: engineSettings),
+        .target(name: "YOLOKernelsBaseline", dependencies: ["YOLOKernels"], swiftSettings: [optimized]),
+        .target(name: "YOLOKernelsAVX2", dependencies: ["YOLOKernels"], swiftSettings: avx2Settings),
+        .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels"], swiftSettings: avx512Settings),
+        // CPUID/XGETBV for picking the kernel level (header only).
+        .systemLibrary(name: "CCPUID"),
+        .target(name: "YOLO", dependencies: ["YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2", "YOLOKernelsAVX512",
+                                             "CCPUID", "COpenBLAS"], swiftSettings: engineSettings),
         .target(name: "YOLOImage", dependencies: ["YOLO", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage"], swiftSettings: cpuFlags),
-        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOImage"], path: "Benchmarks/yolo-bench",
+        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",
                           swiftSettings: cpuFlags),
 
         // Tests

@@ -8,6 +8,7 @@ let mainStart = nowSeconds()
 let usage = """
 usage: yolo-bench [options]
        yolo-bench serve --input F.f32 [--threads N] [--cfg F] [--weights F]
+       yolo-bench gemm [--runs N] [--levels LIST]   (GEMM kernel levels vs OpenBLAS, one thread)
 
 Measures the engine on this machine: forward latency (min/median/max after warm-up) per
 thread count, a per-layer profile (with the share spent in sgemm), throughput with several
@@ -93,6 +94,10 @@ func fail(_ message: String, code: Int32 = 64) -> Never {
     exit(code)
 }
 
+if CommandLine.arguments.dropFirst().first == "gemm" {  // yolo-bench gemm: GemmBench.swift
+    GemmBench.run(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
 let options = parse(Array(CommandLine.arguments.dropFirst()))
 
 func loadInput(_ path: String, count: Int) -> [Float] {

@@ -11,6 +11,25 @@ public struct HeadInfo: Sendable {
     public let anchors: [(width: Float, height: Float)]
     /// The mask indices into the cfg's full anchor list.
     public let mask: [Int]
+    /// AlexeyAB's `scale_x_y` (default 1): the box centre is
+    /// `(col + logistic(tx) * scaleXY - (scaleXY - 1) / 2) / gridWidth`, likewise y.
+    public var scaleXY: Float = 1
+    /// AlexeyAB's `new_coords=1` (Scaled-YOLOv4, YOLOv7): the conv before the head already
+    /// applied the logistic, so the head takes none; w = (2 tw)^2 * anchor / netWidth.
+    public var newCoords: Bool = false
+    /// The cfg's `nms_kind` (greedynms by default) and `beta_nms` (default 0.6, DIoU-NMS only).
+    /// Darknet uses the last [yolo] layer's; so does `Detector`.
+    public var nmsKind: NMSKind = .greedy
+    public var betaNMS: Float = 0.6
+}
+
+/// How overlapping boxes are suppressed (AlexeyAB's `nms_kind`).
+public enum NMSKind: String, Sendable {
+    /// IoU above the threshold (Darknet's `do_nms_sort`; `nms_kind=greedynms` is the same).
+    case greedy = "greedynms"
+    /// DIoU above the threshold: IoU - (centre distance^2 / enclosing diagonal^2)^beta_nms
+    /// (Darknet's `diounms_sort`).
+    case diou = "diounms"
 }
 
 /// One YOLO output head after a forward pass. The buffers belong to the session and are

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// How a model is prepared at load. Everything here is decided once: a model never changes
 /// after it is built, so any number of sessions and threads can share it.
 public struct ModelOptions: Sendable, Equatable {
@@ -21,11 +29,41 @@ public struct ModelOptions: Sendable, Equatable {
     /// The most activation memory (input, layer outputs, scratch for one thread) one session
     /// may need; a cfg that asks for more is refused before anything is allocated.
     public var maxActivationBytes: Int
+    /// The network's input size, overriding the cfg's [net] width and height (nil: the cfg's).
+    /// Both must be multiples of 32, as YOLO networks downsample by 32.
+    public var inputSize: InputSize?
 
-    public init(convolution: Convolution = .winograd, fusesLayers: Bool = true, maxActivationBytes: Int = 2 << 30) {
+    /// Which GEMM kernels run the convolutions.
+    public enum GemmBackend: String, Sendable, CaseIterable {
+        /// Ours at the CPU's level (`KernelLevel.selected`: AVX-512, AVX2 + FMA or NEON),
+        /// OpenBLAS where only the x86-64 baseline (SSE2) is available.
+        case automatic
+        /// Ours at `KernelLevel.selected`, whatever it is.
+        case kernels
+        /// OpenBLAS's `cblas_sgemm` (the reference path).
+        case openBLAS = "openblas"
+    }
+    public var gemm: GemmBackend
+    /// The level of our kernels for this model (nil: `KernelLevel.selected`, the process's);
+    /// for tests and benchmarks that compare levels. One the CPU cannot run is an error.
+    public var kernelLevel: KernelLevel?
+
+    /// An input width and height in pixels.
+    public struct InputSize: Sendable, Equatable, CustomStringConvertible {
+        public var width: Int
+        public var height: Int
+        public init(width: Int, height: Int) { self.width = width; self.height = height }
+        public var description: String { "\(width)x\(height)" }
+    }
+
+    public init(convolution: Convolution = .winograd, fusesLayers: Bool = true, maxActivationBytes: Int = 2 << 30,
+                inputSize: InputSize? = nil, gemm: GemmBackend = .automatic, kernelLevel: KernelLevel? = nil) {
         self.convolution = convolution
         self.fusesLayers = fusesLayers
         self.maxActivationBytes = maxActivationBytes
+        self.inputSize = inputSize
+        self.gemm = gemm
+        self.kernelLevel = kernelLevel
     }
 }
 
@@ -35,12 +73,24 @@ final class ModelStorage: @unchecked Sendable {
     private var blocks: [UnsafeMutablePointer<Float>] = []
     private(set) var floats = 0
 
+    private var counts: [Int] = []
+
     /// Only while the model loads (one thread).
     func allocate(_ count: Int) -> UnsafeMutablePointer<Float> {
         let p = UnsafeMutablePointer<Float>.allocate(capacity: max(count, 1))
         blocks.append(p)
+        counts.append(count)
         floats += count
         return p
+    }
+
+    /// Frees a block that nothing points into any more (only while the model loads).
+    func release(_ p: UnsafeMutablePointer<Float>) {
+        guard let i = blocks.firstIndex(of: p) else { return }
+        p.deallocate()
+        floats -= counts[i]
+        blocks.remove(at: i)
+        counts.remove(at: i)
     }
 
     deinit { for b in blocks { b.deallocate() } }
@@ -68,11 +118,20 @@ public final class Model: Sendable {
     let storage: ModelStorage
     /// Floats of scratch one thread of a session needs (at least 1).
     let workspacePerThread: Int
+    /// The GEMM kernels the layers were prepared for (nil: OpenBLAS).
+    let kernels: GemmKernels?
+    /// Floats of GEMM scratch one thread of a session needs.
+    let gemmScratchPerThread: Int
+
+    /// What runs the GEMMs: "OpenBLAS" or our kernels' level ("avx512", "avx2", "neon", "baseline").
+    public var gemmKernels: String { kernels?.level.rawValue ?? "OpenBLAS" }
 
     /// Loads a model from files.
     public convenience init(cfgPath: String, weightsPath: String, options: ModelOptions = ModelOptions()) throws(YOLOError) {
         let cfg = try DarknetConfig(path: cfgPath)
-        try self.init(config: cfg, weights: try readFileBytes(weightsPath), weightsName: weightsPath, options: options)
+        // The parameters are read from the file straight into the model's storage: the file's
+        // bytes are never held twice (for YOLOv3, 237 MiB less at the load's peak).
+        try self.init(config: cfg, source: .file(weightsPath), weightsName: weightsPath, options: options)
     }
 
     /// Loads a model from a cfg's text and a weights file's bytes.
@@ -82,23 +141,55 @@ public final class Model: Sendable {
                       options: options)
     }
 
-    public init(config: DarknetConfig, weights: [UInt8], weightsName: String = "<weights>",
-                options: ModelOptions = ModelOptions()) throws(YOLOError) {
+    public convenience init(config: DarknetConfig, weights: [UInt8], weightsName: String = "<weights>",
+                            options: ModelOptions = ModelOptions()) throws(YOLOError) {
+        try self.init(config: config, source: .bytes(weights), weightsName: weightsName, options: options)
+    }
+
+    /// Where the weights come from: bytes in memory, or a file read straight into the storage.
+    enum WeightsSource {
+        case bytes([UInt8])
+        case file(String)
+    }
+
+    init(config: DarknetConfig, source: WeightsSource, weightsName: String, options: ModelOptions) throws(YOLOError) {
         Gemm.setUpProcess()
-        let net = config.sections[0]
-        inputWidth = try net.positive("width", net.int("width"))
-        inputHeight = try net.positive("height", net.int("height"))
+        var net = config.sections[0]
+        net.trackReads()
+        let cfgWidth = try net.positive("width", net.int("width"))
+        let cfgHeight = try net.positive("height", net.int("height"))
         inputChannels = try net.positive("channels", net.int("channels"))
+        try NoEffectKeys.check(net)
+        if let size = options.inputSize {
+            guard size.width > 0, size.height > 0, size.width % 32 == 0, size.height % 32 == 0 else {
+                throw .invalidArgument("input size \(size): width and height must be positive multiples of 32 (YOLO networks downsample by 32), e.g. \(max(32, (size.width + 16) / 32 * 32))x\(max(32, (size.height + 16) / 32 * 32))")
+            }
+            (inputWidth, inputHeight) = (size.width, size.height)
+        } else {
+            (inputWidth, inputHeight) = (cfgWidth, cfgHeight)
+        }
         guard config.sections.count > 1 else { throw net.error("the cfg has no layers after [net]") }
         self.options = options
 
-        // 1. Layers and shapes, checked section by section; nothing is allocated yet.
+        // 1. Layers and shapes, checked section by section; nothing is allocated yet. Every
+        //    key of a section must be read by its layer or have no effect at inference.
         let inputShape = Shape(c: inputChannels, h: inputHeight, w: inputWidth)
         var layers: [any Layer] = []
         var shapes: [Shape] = []
-        for (i, section) in config.sections.dropFirst().enumerated() {
-            let layer = try Model.makeLayer(section, index: i, input: i == 0 ? inputShape : shapes[i - 1], shapes: shapes,
+        for (i, cfgSection) in config.sections.dropFirst().enumerated() {
+            var section = cfgSection
+            section.trackReads()
+            let layer: any Layer
+            do {
+                layer = try Model.makeLayer(section, index: i, input: i == 0 ? inputShape : shapes[i - 1], shapes: shapes,
                                             previousKind: layers.last?.kind, options: options)
+            } catch {
+                // A cfg size that is not a multiple of 32 shows up as a shape mismatch deep
+                // in the network: say what is wrong.
+                guard inputWidth % 32 != 0 || inputHeight % 32 != 0, case let .cfg(file, line, message) = error else { throw error }
+                throw .cfg(file: file, line: line, message: "\(message) (the input size \(inputWidth)x\(inputHeight) is not a multiple of 32: YOLO networks downsample by 32, so use multiples of 32 such as \(max(32, (inputWidth + 16) / 32 * 32))x\(max(32, (inputHeight + 16) / 32 * 32)))")
+            }
+            try NoEffectKeys.check(section)
             try Model.checkSize(layer.outputShape, section: section, limit: options.maxActivationBytes)
             layers.append(layer)
             shapes.append(layer.outputShape)
@@ -106,8 +197,11 @@ public final class Model: Sendable {
 
         // 2. Memory limits, before the weights are even looked at.
         workspacePerThread = max(layers.map { $0.workspaceCount }.max() ?? 0, 1)
+        let kernels = try Gemm.kernels(for: options)
+        self.kernels = kernels
+        gemmScratchPerThread = Gemm.scratchPerThread(kernels)
         let plan = ActivationPlan(layers: layers, input: inputShape, keepingAll: false)
-        let needed = 4 * (plan.floats + workspacePerThread)
+        let needed = 4 * (plan.floats + workspacePerThread + gemmScratchPerThread)
         guard needed <= options.maxActivationBytes else {
             throw .invalidArgument("\(config.file): a forward pass at \(inputWidth)x\(inputHeight) needs \(needed >> 20) MiB of activations, over the limit of \(options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
         }
@@ -117,14 +211,16 @@ public final class Model: Sendable {
         let counts = layers.map { $0.parameterCount }
         let floats = counts.reduce(0, +)
         storage = ModelStorage()
-        let params = try Model.readParameters(weights, name: weightsName, cfg: config.file, floats: floats, storage: storage)
+        let params = try Model.readParameters(source, name: weightsName, cfg: config.file, floats: floats, storage: storage)
         let loading = LoadContext(options: options, weightsName: weightsName, pool: WorkerPool(threads: availableCores()),
-                                  storage: storage)
+                                  storage: storage, kernels: kernels)
         var p = params
         for i in layers.indices {
             try layers[i].load(parameters: p, context: loading)
             p += counts[i]
         }
+        // Our kernels packed copies of everything they need: the file's floats can go.
+        if kernels != nil { storage.release(params) }
         if options.fusesLayers { Model.fuse(layers) }
 
         impl = layers
@@ -144,7 +240,7 @@ public final class Model: Sendable {
     public func sessionBytes(threads: Int, keepingAllOutputs: Bool = false) -> Int {
         let plan = ActivationPlan(layers: impl, input: Shape(c: inputChannels, h: inputHeight, w: inputWidth),
                                   keepingAll: keepingAllOutputs)
-        return 4 * (plan.floats + workspacePerThread * max(1, threads))
+        return 4 * (plan.floats + (workspacePerThread + gemmScratchPerThread) * max(1, threads))
     }
 
     /// `count` sessions that will run at the same time, sharing this model and the cores:
@@ -204,13 +300,51 @@ public final class Model: Sendable {
     }
 
     /// Checks the weights header and size against the cfg and returns the parameter floats.
-    static func readParameters(_ bytes: [UInt8], name: String, cfg: String, floats: Int,
+    static func readParameters(_ source: WeightsSource, name: String, cfg: String, floats: Int,
                                storage: ModelStorage) throws(YOLOError) -> UnsafeMutablePointer<Float> {
+        switch source {
+        case .bytes(let bytes):
+            let header = try checkWeightsHeader(Array(bytes.prefix(20)), size: bytes.count, name: name, cfg: cfg, floats: floats)
+            let params = storage.allocate(floats)
+            bytes.withUnsafeBytes { raw in
+                UnsafeMutableRawPointer(params).copyMemory(from: raw.baseAddress! + header, byteCount: 4 * floats)
+            }
+            return littleEndian(params, floats)
+        case .file(let path):
+            guard let f = fopen(path, "rb") else { throw .file(path: path, reason: String(cString: strerror(errno))) }
+            defer { fclose(f) }
+            var st = stat()
+            guard fstat(fileno(f), &st) == 0 else { throw .file(path: path, reason: String(cString: strerror(errno))) }
+            if (st.st_mode & S_IFMT) == S_IFDIR { throw .file(path: path, reason: "is a directory") }
+            let size = Int(st.st_size)
+            var head = [UInt8](repeating: 0, count: min(size, 20))
+            let got = head.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, f) }
+            guard got == head.count else { throw .file(path: path, reason: "read \(got) of \(size) bytes") }
+            let header = try checkWeightsHeader(head, size: size, name: name, cfg: cfg, floats: floats)
+            let params = storage.allocate(floats)
+            guard fseek(f, header, SEEK_SET) == 0, fread(params, 4, floats, f) == floats else {
+                throw .file(path: path, reason: "could not read its \(floats) floats")
+            }
+            return littleEndian(params, floats)
+        }
+    }
+
+    private static func littleEndian(_ params: UnsafeMutablePointer<Float>, _ floats: Int) -> UnsafeMutablePointer<Float> {
+        #if _endian(big)
+        for i in 0..<floats { params[i] = Float(bitPattern: UInt32(littleEndian: params[i].bitPattern)) }
+        #endif
+        return params
+    }
+
+    /// Checks a weights file's header (its first 20 bytes or fewer) and total size against the
+    /// cfg; returns the header's size.
+    static func checkWeightsHeader(_ bytes: [UInt8], size: Int, name: String, cfg: String,
+                                   floats: Int) throws(YOLOError) -> Int {
         func int32(_ at: Int) -> Int32 {
             Int32(bitPattern: UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24)
         }
         guard bytes.count >= 12 else {
-            throw .weights(file: name, message: "is \(bytes.count) bytes, too short for a Darknet weights header (12 to 20 bytes)")
+            throw .weights(file: name, message: "is \(size) bytes, too short for a Darknet weights header (12 to 20 bytes)")
         }
         let major = int32(0), minor = int32(4), revision = int32(8)
         guard (0..<1000).contains(major), (0..<1000).contains(minor), (0..<100_000).contains(revision) else {
@@ -218,18 +352,11 @@ public final class Model: Sendable {
         }
         let header = major * 10 + minor >= 2 ? 20 : 16
         let expected = header + 4 * floats
-        guard bytes.count == expected else {
-            let what = bytes.count < expected ? "too short" : "too long"
-            throw .weights(file: name, message: "is \(bytes.count) bytes but \(cfg) needs \(expected) (a \(header)-byte header for version \(major).\(minor).\(revision) + \(floats) floats): \(what) by \(abs(expected - bytes.count)) bytes")
+        guard size == expected else {
+            let what = size < expected ? "too short" : "too long"
+            throw .weights(file: name, message: "is \(size) bytes but \(cfg) needs \(expected) (a \(header)-byte header for version \(major).\(minor).\(revision) + \(floats) floats): \(what) by \(abs(expected - size)) bytes")
         }
-        let params = storage.allocate(floats)
-        bytes.withUnsafeBytes { raw in
-            UnsafeMutableRawPointer(params).copyMemory(from: raw.baseAddress! + header, byteCount: 4 * floats)
-        }
-        #if _endian(big)
-        for i in 0..<floats { params[i] = Float(bitPattern: UInt32(littleEndian: params[i].bitPattern)) }
-        #endif
-        return params
+        return header
     }
 }
 

@@ -37,10 +37,10 @@ public final class Session {
         let threads = max(1, threads ?? availableCores())
         let inputShape = Shape(c: model.inputChannels, h: model.inputHeight, w: model.inputWidth)
         let plan = ActivationPlan(layers: model.impl, input: inputShape, keepingAll: keepsAllOutputs)
-        let (scratch, o1) = model.workspacePerThread.multipliedReportingOverflow(by: threads)
+        let (scratch, o1) = (model.workspacePerThread + model.gemmScratchPerThread).multipliedReportingOverflow(by: threads)
         let bytes = 4 * (plan.floats + scratch)
         // The limit counts one thread's scratch, as the model's check does.
-        guard !o1, 4 * (plan.floats + model.workspacePerThread) <= model.options.maxActivationBytes else {
+        guard !o1, 4 * (plan.floats + model.workspacePerThread + model.gemmScratchPerThread) <= model.options.maxActivationBytes else {
             throw .invalidArgument("a session with \(threads) threads\(keepsAllOutputs ? " keeping every layer's output" : "") needs \(bytes >> 20) MiB of activations, over the limit of \(model.options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
         }
         self.model = model
@@ -65,6 +65,8 @@ public final class Session {
 
     private func makeContext() -> ForwardContext {
         ForwardContext(arena: arena, offsets: offsets, workspace: workspace, workspacePerThread: model.workspacePerThread,
+                       gemmScratch: GemmScratch(base: workspace + threads * model.workspacePerThread,
+                                                perThread: model.gemmScratchPerThread),
                        pool: pool)
     }
 

@@ -2,8 +2,53 @@
 // (Embedded Swift on aarch64 included) and several layers can share them.
 
 /// Activation functions of Darknet's conv and shortcut layers.
-public enum Activation: String, Sendable {
+public enum Activation: String, Sendable, CaseIterable {
     case linear, leaky, relu, logistic
+    /// x * tanh(softplus(x)) (YOLOv4's backbone).
+    case mish
+    /// x * logistic(x) (also called SiLU).
+    case swish
+}
+
+extension Activation {
+    /// Whether the activation never decreases (so max(act(a), act(b)) == act(max(a, b)) and a
+    /// max pool may apply it after pooling). Mish and swish dip below zero before rising.
+    public var isMonotonic: Bool {
+        switch self {
+        case .linear, .leaky, .relu, .logistic: return true
+        case .mish, .swish: return false
+        }
+    }
+}
+
+/// Darknet's mish, x * tanh(softplus(x)), with its softplus threshold of 20 (above it,
+/// softplus(x) = x and tanh of it is 1 in float). Evaluated in double through exp alone:
+/// with e = exp(x), tanh(log(1 + e)) = e(e + 2) / (e(e + 2) + 2), so this file needs no libm.
+@inline(__always)
+public func mish(_ x: Float, exp: (Double) -> Double) -> Float {
+    if x > 20 { return x }
+    let e = exp(Double(x))
+    let n = e * (e + 2)
+    return Float(Double(x) * n / (n + 2))
+}
+
+/// Darknet's swish: x times its logistic (the logistic in double, as Darknet's).
+@inline(__always)
+public func swish(_ x: Float, exp: (Double) -> Double) -> Float {
+    x * logistic(x, exp: exp)
+}
+
+/// One activation of one value (the scalar reference of the array kernels below).
+@inline(__always)
+public func activate(_ v: Float, _ activation: Activation, exp: (Double) -> Double) -> Float {
+    switch activation {
+    case .linear: return v
+    case .leaky: return v > 0 ? v : v * 0.1
+    case .relu: return v > 0 ? v : 0
+    case .logistic: return logistic(v, exp: exp)
+    case .mish: return mish(v, exp: exp)
+    case .swish: return swish(v, exp: exp)
+    }
 }
 
 /// Darknet's logistic, `1./(1. + exp(-x))`, is evaluated in double precision; so is ours,
@@ -47,6 +92,10 @@ public func biasActivate(_ data: UnsafeMutablePointer<Float>, bias: UnsafePointe
             for i in 0..<spatial { let v = row[i] + b; row[i] = v > 0 ? v : 0 }
         case .logistic:
             for i in 0..<spatial { row[i] = logistic(row[i] + b, exp: exp) }
+        case .mish:
+            for i in 0..<spatial { row[i] = mish(row[i] + b, exp: exp) }
+        case .swish:
+            for i in 0..<spatial { row[i] = swish(row[i] + b, exp: exp) }
         }
     }
 }
@@ -58,5 +107,7 @@ public func activate(_ data: UnsafeMutablePointer<Float>, count: Int, activation
     case .leaky: for i in 0..<count { let v = data[i]; data[i] = v > 0 ? v : v * 0.1 }
     case .relu: for i in 0..<count { let v = data[i]; data[i] = v > 0 ? v : 0 }
     case .logistic: for i in 0..<count { data[i] = logistic(data[i], exp: exp) }
+    case .mish: for i in 0..<count { data[i] = mish(data[i], exp: exp) }
+    case .swish: for i in 0..<count { data[i] = swish(data[i], exp: exp) }
     }
 }

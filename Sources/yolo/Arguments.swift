@@ -1,4 +1,5 @@
 import Foundation
+import YOLO
 
 /// A usage error: printed to stderr with a hint, exit code 64 (EX_USAGE).
 struct UsageError: Error, CustomStringConvertible {
@@ -58,6 +59,19 @@ struct Arguments {
             throw UsageError("--\(name) \(s): expected an integer in \(range.lowerBound)...\(range.upperBound)")
         }
         return v
+    }
+
+    /// `--name WxH` (or a single N for NxN) as a network input size; nil when not given.
+    func inputSize(_ name: String) throws -> ModelOptions.InputSize? {
+        guard let s = values[name] else { return nil }
+        let parts = s.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let w = Int(parts[0]), let h = Int(parts.last!), w > 0, h > 0 else {
+            throw UsageError("--\(name) \(s): expected WIDTHxHEIGHT, e.g. 416x416 or 608x352")
+        }
+        guard w % 32 == 0, h % 32 == 0 else {
+            throw UsageError("--\(name) \(s): width and height must be multiples of 32 (YOLO networks downsample by 32), e.g. \(max(32, (w + 16) / 32 * 32))x\(max(32, (h + 16) / 32 * 32))")
+        }
+        return ModelOptions.InputSize(width: w, height: h)
     }
 
     func float(_ name: String, default def: Float, range: ClosedRange<Float>) throws -> Float {

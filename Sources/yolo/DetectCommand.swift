@@ -20,7 +20,16 @@ enum DetectCommand {
       --names F        class names, one per line, default \(defaultNames)
       --thresh T       report a (box, class) when its confidence > T, default 0.25
       --nms T          NMS IoU threshold, default 0.45
-      --agnostic       NMS across classes (one class per box), default per class
+      --agnostic       NMS across classes: a box that overlaps a better box of any class is
+                       dropped (default: only boxes of the same class suppress each other); a
+                       kept box still reports every class above --thresh (e.g. car and truck)
+      --classes LIST   report only these classes: names from --names (or indices), comma-
+                       separated, e.g. person,car
+      --max-det N      report at most N detections per image (the most confident)
+      --conv ALGO      3x3 convolutions: winograd (default, faster) or im2col (less memory:
+                       no transformed kernels, 16/9 of those layers' weights)
+      --size WxH       network input size instead of the cfg's width and height (multiples
+                       of 32, e.g. 608x352 for wide images)
       --stretch        stretch images to the network size instead of letterboxing
                        (AlexeyAB's default; boxes then differ from pjreddie's)
       --no-exif        ignore the EXIF orientation (as Darknet does), default: apply it
@@ -35,8 +44,11 @@ enum DetectCommand {
                        "right", "bottom"} (pixels, unclamped), "rel": [x, y, w, h], "box_index"}]}
       --coco FILE      also write COCO-style results [{"image_id", "category_id", "bbox":
                        [x, y, w, h], "score"}]; image_id from a numeric file name, else the
-                       image's position in the input list (0-based)
+                       image's position in the input list (0-based); category_id is COCO's id
+                       for an 80-class model, else the class index (0-based) for custom models
       -h, --help       show this help
+
+    The default cfg, weights and names come from $YOLO_WEIGHTS (a directory), else weights/.
 
     Output: results on stdout, errors on stderr as 'yolo: <path>: <message>'.
     Exit status: 0 all images processed, 1 if any image failed (the others are still
@@ -44,7 +56,8 @@ enum DetectCommand {
     """
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: ["cfg", "weights", "names", "thresh", "nms", "threads", "output", "coco"],
+        let a = try Arguments(args, options: ["cfg", "weights", "names", "thresh", "nms", "threads", "output", "coco",
+                                        "classes", "max-det", "size", "conv"],
                               flags: ["agnostic", "stretch", "no-exif", "json", "no-draw", "help"], short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard !a.positionals.isEmpty else { throw UsageError("detect needs at least one IMAGE or DIR") }
@@ -53,6 +66,12 @@ enum DetectCommand {
         options.nmsThreshold = try a.float("nms", default: 0.45, range: 0...1)
         options.classAgnostic = a.has("agnostic")
         options.resize = a.has("stretch") ? .stretch : .letterbox
+        if a.string("max-det") != nil { options.maxDetections = try a.int("max-det", default: 0, range: 0...1_000_000) }
+        var modelOptions = ModelOptions(inputSize: try a.inputSize("size"))
+        if let conv = a.string("conv") {
+            guard let c = ModelOptions.Convolution(rawValue: conv) else { throw UsageError("--conv \(conv): expected winograd or im2col") }
+            modelOptions.convolution = c
+        }
         let threads = try a.int("threads", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
         let json = a.has("json")
         let draw = !a.has("no-draw")
@@ -113,7 +132,9 @@ enum DetectCommand {
         }
 
         let detector = try Detector(cfgPath: a.string("cfg") ?? defaultCfg, weightsPath: a.string("weights") ?? defaultWeights,
-                                    namesPath: a.string("names") ?? defaultNames, options: options, threads: threads)
+                                    namesPath: a.string("names") ?? defaultNames, options: options, threads: threads,
+                                    modelOptions: modelOptions)
+        if let list = a.string("classes") { detector.options.classFilter = try classFilter(list, names: detector) }
 
         var progress = ProgressBar(total: inputs.count, enabled: sawDirectory)
         var cocoResults: [String] = []
@@ -170,6 +191,20 @@ enum DetectCommand {
             }
         }
         return failed ? 1 : 0
+    }
+
+    /// Class indices from `--classes`: names (as in the names file) or indices, comma-separated.
+    static func classFilter(_ list: String, names detector: Detector) throws -> Set<Int> {
+        var filter = Set<Int>()
+        for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
+            if let k = detector.classNames.firstIndex(of: item) ?? Int(item).flatMap({ (0..<detector.classCount).contains($0) ? $0 : nil }) {
+                filter.insert(k)
+            } else {
+                throw UsageError("--classes: '\(item)' is not a class name of this model (nor an index in 0..<\(detector.classCount)); names: \(detector.classNames.prefix(detector.classCount).joined(separator: ","))")
+            }
+        }
+        guard !filter.isEmpty else { throw UsageError("--classes needs at least one class name") }
+        return filter
     }
 
     /// The image files under `dir`, as paths relative to it, sorted; hidden files are skipped.

@@ -3,19 +3,21 @@ import YOLO
 
 enum HeadsCommand {
     static let usage = """
-    usage: yolo heads INPUT.f32 --out DIR [--cfg F] [--weights F] [--threads N] [--all-layers]
+    usage: yolo heads INPUT.f32 --out DIR [--cfg F] [--weights F] [--size WxH] [--threads N] [--all-layers]
 
     Runs the network on a raw input tensor and writes its raw YOLO heads.
     INPUT.f32 holds little-endian float32 CHW values at the network's input size
-    (3x416x416 for yolov3-tiny: RGB planes, byte/255, letterboxed).
+    (3x416x416 for yolov3-tiny: RGB planes, byte/255, letterboxed; 3xHxW with --size WxH).
 
     Writes DIR/head0.f32, DIR/head1.f32, ... (the conv outputs feeding each [yolo] layer,
     in cfg order, CHW) and with --all-layers also DIR/layerNN.f32 for every layer.
 
     options:
       --out DIR        output directory (created if missing)
-      --cfg F          Darknet cfg (default: weights/yolov3-tiny.cfg)
-      --weights F      Darknet weights (default: weights/yolov3-tiny.weights)
+      --cfg F          Darknet cfg (default: \(defaultCfg))
+      --weights F      Darknet weights (default: \(defaultWeights))
+      --size WxH       network input size instead of the cfg's width and height
+                       (multiples of 32, e.g. 608x352)
       --threads N      threads (default: 1)
       --all-layers     also write every layer's output
 
@@ -24,14 +26,15 @@ enum HeadsCommand {
     """
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: ["out", "cfg", "weights", "threads"], flags: ["all-layers", "help"], short: ["h": "help"])
+        let a = try Arguments(args, options: ["out", "cfg", "weights", "threads", "size"], flags: ["all-layers", "help"], short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard a.positionals.count == 1 else { throw UsageError("heads takes exactly one INPUT.f32") }
         guard let out = a.string("out") else { throw UsageError("heads needs --out DIR") }
         let threads = try a.int("threads", default: 1, range: 1...256)
         // With --all-layers, every layer's exact output (no conv + max pool fusion).
         let network = try Network(cfgPath: a.string("cfg") ?? defaultCfg, weightsPath: a.string("weights") ?? defaultWeights,
-                                  threads: threads, options: ModelOptions(fusesLayers: !a.has("all-layers")))
+                                  threads: threads, options: ModelOptions(fusesLayers: !a.has("all-layers"),
+                                                                        inputSize: try a.inputSize("size")))
         let path = a.positionals[0]
         guard let data = FileManager.default.contents(atPath: path) else {
             throw YOLOError.file(path: path, reason: "cannot read")

@@ -85,8 +85,8 @@ final class BadInputTests: XCTestCase {
         let cfg = tiny.replacingOccurrences(of: "filters=4", with: "filters=four")
         expectError({ _ = try Network(cfgText: cfg, weights: [], cfgName: "my.cfg") },
                     contains: ["my.cfg:8:", "filters=four is not an integer"])
-        let cfg2 = tiny.replacingOccurrences(of: "activation=leaky", with: "activation=swish")
-        expectError({ _ = try Network(cfgText: cfg2, weights: []) }, contains: [":12:", "activation=swish is not supported"])
+        let cfg2 = tiny.replacingOccurrences(of: "activation=leaky", with: "activation=selu")
+        expectError({ _ = try Network(cfgText: cfg2, weights: []) }, contains: [":12:", "activation=selu is not supported"])
         let cfg3 = tiny.replacingOccurrences(of: "size=3", with: "size=0")
         expectError({ _ = try Network(cfgText: cfg3, weights: []) }, contains: ["size=0 must be at least 1"])
         expectError({ _ = try DarknetConfig(text: "width=3\n[net]\n") }, contains: ["<cfg>:1:", "before any [section]"])

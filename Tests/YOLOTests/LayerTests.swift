@@ -34,7 +34,10 @@ final class LayerTests: XCTestCase {
                     case "leaky": acc = acc > 0 ? acc : 0.1 * acc
                     case "relu": acc = max(acc, 0)
                     case "logistic": acc = 1 / (1 + exp(-acc))
-                    default: break
+                    case "mish": acc = acc * tanh(log1p(exp(acc)))    // x tanh(softplus(x))
+                    case "swish": acc = acc / (1 + exp(-acc))         // x logistic(x)
+                    case "linear": break
+                    default: XCTFail("no naive reference for activation=\(activation)")
                     }
                     out[(f * oh + oy) * ow + ox] = Float(acc)
                 }
@@ -79,6 +82,10 @@ final class LayerTests: XCTestCase {
         }
         XCTAssertLessThanOrEqual(worst, tolerance, "\(what): worst at \(at): \(a[at]) vs \(b[at])", file: file, line: line)
     }
+
+    /// Every GEMM path this CPU can run: OpenBLAS (the reference) and our kernels at each level.
+    static let backends: [(ModelOptions.GemmBackend, KernelLevel?)] =
+        [(.openBLAS, nil)] + KernelLevel.supported.map { (.kernels, $0) }
 
     func net(_ s: Shape, _ body: String, weights: [Float], threads: Int = 1,
              options: ModelOptions = ModelOptions()) throws -> Network {
@@ -134,9 +141,12 @@ final class LayerTests: XCTestCase {
                 let n = try net(s, body, weights: floats)
                 XCTAssertGreaterThanOrEqual((n.model.impl[0] as! ConvolutionalLayer).winogradBlockCount, 2, "case \(t) should span several blocks")
             }
-            for algorithm in ModelOptions.Convolution.allCases {
+            let combinations = ModelOptions.Convolution.allCases.flatMap { a in LayerTests.backends.map { (a, $0) } }
+            for (algorithm, backend) in combinations {
                 let model = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body,
-                                      weights: weightsFile(floats), options: ModelOptions(convolution: algorithm))
+                                      weights: weightsFile(floats),
+                                      options: ModelOptions(convolution: algorithm, gemm: backend.0, kernelLevel: backend.1))
+                XCTAssertEqual(model.gemmKernels, backend.1?.rawValue ?? "OpenBLAS")
                 let conv = model.impl[0] as! ConvolutionalLayer
                 XCTAssertEqual(conv.winogradKernels != nil, algorithm != .im2col && conv.supportsWinograd, "case \(t)")
                 XCTAssertEqual(conv.winogradKernels?.count ?? 0, conv.winogradTile == 0 ? 0 : conv.winogradTile == 2 ? 16 : 36)
@@ -150,7 +160,7 @@ final class LayerTests: XCTestCase {
                     // F(4x4, 3x3)'s transforms (factors up to 8 and 1/24) round more than
                     // im2col or F(2x2, 3x3); a wrong transform is off by O(1).
                     assertClose(n.output(ofLayer: 0), ref.out, tolerance: conv.winogradTile == 4 ? 2e-4 : 2e-5,
-                                "conv case \(t) \(s) threads \(threads) \(algorithm)")
+                                "conv case \(t) \(s) threads \(threads) \(algorithm) \(model.gemmKernels)")
                 }
             }
         }

@@ -45,21 +45,29 @@ final class ReferenceTests: XCTestCase {
         }
     }
 
+    /// Every convolution algorithm at every GEMM path this CPU runs (OpenBLAS, our kernels at
+    /// each level).
     func testHeadsMatchDarknet() throws {
+        let backends: [(ModelOptions.GemmBackend, KernelLevel?)] = [(.openBLAS, nil)] + KernelLevel.supported.map { (.kernels, $0) }
         for algorithm in ModelOptions.Convolution.allCases {
+          for (gemm, level) in backends {
             // A session that reuses buffers (the default), as the detector runs it.
-            let session = try Session(model: officialModel(ModelOptions(convolution: algorithm)), threads: 2)
+            let options = ModelOptions(convolution: algorithm, gemm: gemm, kernelLevel: level)
+            let (cfg, weights) = try officialPaths()
+            let session = try Session(model: Model(cfgPath: cfg, weightsPath: weights, options: options), threads: 2)
+            let label = "\(algorithm), \(session.model.gemmKernels)"
             XCTAssertFalse(session.keepsAllOutputs)
             for name in ["dog", "person"] {
                 try session.forward(readGzipFloats(fixturePath("\(name)_input_416.f32.gz")))
                 for (h, layer) in [(0, 15), (1, 22)] {
                     let ref = try SampledTensor(path: fixturePath("\(name)_conv\(layer).samples"))
                     let (maxAbs, sumDiff) = ref.compare(session.heads[h].raw)
-                    XCTAssertLessThanOrEqual(maxAbs, 1e-3, "\(name) head \(h) \(algorithm)")
-                    XCTAssertLessThanOrEqual(sumDiff, 1e-4, "\(name) head \(h) \(algorithm)")
-                    print("\(name) head \(h) (\(algorithm)): max abs diff \(maxAbs)")
+                    XCTAssertLessThanOrEqual(maxAbs, 1e-3, "\(name) head \(h) \(label)")
+                    XCTAssertLessThanOrEqual(sumDiff, 1e-4, "\(name) head \(h) \(label)")
+                    print("\(name) head \(h) (\(label)): max abs diff \(maxAbs)")
                 }
             }
+          }
         }
     }
 

@@ -45,10 +45,11 @@ final class CLITests: XCTestCase {
 
     struct Result { var status: Int32; var stdout: String; var stderr: String }
 
-    func yolo(_ args: [String], in cwd: String? = nil) throws -> Result {
+    func yolo(_ args: [String], in cwd: String? = nil, environment: [String: String] = [:]) throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try yoloBinary())
         p.arguments = args
+        if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let dir = try cwd ?? temporaryDirectory()
         p.currentDirectoryURL = URL(fileURLWithPath: dir)
         // Files, not pipes: nothing can block on a full pipe.

@@ -12,11 +12,26 @@ public struct DarknetConfig: Sendable {
         public let line: Int
         public let file: String
         public internal(set) var options: [Option]
+        /// While a model is built from this section: the keys its layer looked up.
+        var readKeys: KeyLog? = nil
+
+        /// Starts recording which keys are looked up (a fresh log, owned by this copy).
+        mutating func trackReads() { readKeys = KeyLog() }
+
+        /// The first option whose key was neither looked up nor is on `noEffect` (keys that do
+        /// not change inference results), if any.
+        func unreadOption(noEffect: Set<String>) -> Option? {
+            guard let readKeys else { return nil }
+            return options.first { !readKeys.keys.contains($0.key) && !noEffect.contains($0.key) }
+        }
 
         func error(_ message: String, line: Int? = nil) -> YOLOError {
             .cfg(file: file, line: line ?? self.line, message: "[\(name)] \(message)")
         }
-        func option(_ key: String) -> Option? { options.last { $0.key == key } }
+        func option(_ key: String) -> Option? {
+            readKeys?.keys.insert(key)
+            return options.last { $0.key == key }
+        }
         public func has(_ key: String) -> Bool { option(key) != nil }
 
         public func int(_ key: String, default def: Int? = nil) throws(YOLOError) -> Int {
@@ -82,6 +97,12 @@ public struct DarknetConfig: Sendable {
             }
             return value
         }
+    }
+
+    /// The keys a section's layer looked up while a model was built. Each build makes its own
+    /// log on its own copy of the section and uses it on one thread only.
+    final class KeyLog: @unchecked Sendable {
+        var keys: Set<String> = []
     }
 
     /// The file name used in error messages.

@@ -34,11 +34,15 @@ struct CandidateBoxes {
     }
 }
 
-/// Appends the boxes of one head whose objectness is above `threshold` (strictly), as Darknet's
-/// get_yolo_detections: x = (col + sx) / gridWidth, w = exp(tw) * anchorWidth / netWidth (exp in
-/// double), prob[k] = objectness * class_k, kept only when above the threshold. `allowed`, when
-/// given, has one entry per class; probabilities of classes it excludes are set to 0.
-/// `exp` is the C library's double exp (passed in so this file needs no libm import).
+/// Appends the boxes of one head whose objectness is above `threshold` (strictly), as AlexeyAB's
+/// Darknet's [yolo] layer and get_yolo_detections: sx = logistic(tx) * scaleXY - (scaleXY - 1) / 2
+/// (both in float, the shift rounded from double, as its scal_add_cpu), x = (col + sx) / gridWidth,
+/// w = exp(tw) * anchorWidth / netWidth (exp in double), prob[k] = objectness * class_k, kept
+/// only when above the threshold. With scaleXY = 1 this is pjreddie's formula, bit for bit.
+/// With new_coords the head is already activated: no logistic, w = tw * tw * 4 * anchorWidth /
+/// netWidth (float). `allowed`, when given, has one entry per class; probabilities of classes it
+/// excludes are set to 0. `exp` is the C library's double exp (passed in so this file needs no
+/// libm import).
 func decodeHead(_ head: HeadView, netWidth: Int, netHeight: Int, threshold: Float, allowed: [Bool]?,
                 exp: (Double) -> Double, into boxes: inout CandidateBoxes) {
     let plane = head.gridWidth * head.gridHeight
@@ -46,7 +50,12 @@ func decodeHead(_ head: HeadView, netWidth: Int, netHeight: Int, threshold: Floa
     // The raw head, with Darknet's [yolo] logistic (in double) taken of just the entries
     // needed: every objectness, and x, y and the classes of the boxes that pass.
     let raw = head.raw
-    @inline(__always) func logistic(_ i: Int) -> Float { Float(1.0 / (1.0 + exp(-Double(raw[i])))) }
+    let newCoords = head.info.newCoords
+    let scale = head.info.scaleXY
+    let shift = Float(-0.5 * (Double(scale) - 1))
+    @inline(__always) func logistic(_ i: Int) -> Float {
+        newCoords ? raw[i] : Float(1.0 / (1.0 + exp(-Double(raw[i]))))
+    }
     for i in 0..<plane {
         let row = i / head.gridWidth
         let col = i % head.gridWidth
@@ -55,10 +64,19 @@ func decodeHead(_ head: HeadView, netWidth: Int, netHeight: Int, threshold: Floa
             let objectness = logistic(base + 4 * plane)
             guard objectness > threshold else { continue }
             let anchor = head.anchors[n]
-            let bx = (Float(col) + logistic(base)) / Float(head.gridWidth)
-            let by = (Float(row) + logistic(base + plane)) / Float(head.gridHeight)
-            let bw = Float(exp(Double(raw[base + 2 * plane])) * Double(anchor.width) / Double(netWidth))
-            let bh = Float(exp(Double(raw[base + 3 * plane])) * Double(anchor.height) / Double(netHeight))
+            let sx = logistic(base) * scale + shift
+            let sy = logistic(base + plane) * scale + shift
+            let bx = (Float(col) + sx) / Float(head.gridWidth)
+            let by = (Float(row) + sy) / Float(head.gridHeight)
+            let bw: Float, bh: Float
+            if newCoords {
+                let tw = raw[base + 2 * plane], th = raw[base + 3 * plane]
+                bw = tw * tw * 4 * anchor.width / Float(netWidth)
+                bh = th * th * 4 * anchor.height / Float(netHeight)
+            } else {
+                bw = Float(exp(Double(raw[base + 2 * plane])) * Double(anchor.width) / Double(netWidth))
+                bh = Float(exp(Double(raw[base + 3 * plane])) * Double(anchor.height) / Double(netHeight))
+            }
             boxes.appendBox(x: bx, y: by, w: bw, h: bh, objectness: objectness)
             for k in 0..<head.classes {
                 let prob = objectness * logistic(base + (5 + k) * plane)

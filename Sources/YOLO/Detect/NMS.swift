@@ -1,4 +1,12 @@
-// Non-maximum suppression as Darknet's do_nms_sort, and its reporting order.
+// Non-maximum suppression as Darknet's do_nms_sort (and AlexeyAB's diounms_sort), and its
+// reporting order.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Darknet's `overlap`: the length two 1-D segments (centre, size) share; negative when apart.
 @inline(__always)
@@ -20,6 +28,41 @@ func darknetIoU(_ a: (x: Float, y: Float, w: Float, h: Float), _ b: (x: Float, y
     let intersection: Float = (ow < 0 || oh < 0) ? 0 : ow * oh
     let union = a.w * a.h + b.w * b.h - intersection
     return intersection / union
+}
+
+typealias CenterBox = (x: Float, y: Float, w: Float, h: Float)
+
+/// AlexeyAB's `box_diounms`: IoU (0 when the intersection or union is 0) minus
+/// (centre distance^2 / enclosing box diagonal^2) ^ beta, the power in double, the rest in float.
+@inline(__always)
+func darknetDIoU(_ a: CenterBox, _ b: CenterBox, beta: Float) -> Float {
+    let top = min(a.y - a.h / 2, b.y - b.h / 2), bottom = max(a.y + a.h / 2, b.y + b.h / 2)
+    let left = min(a.x - a.w / 2, b.x - b.w / 2), right = max(a.x + a.w / 2, b.x + b.w / 2)
+    let w = right - left, h = bottom - top
+    let c = w * w + h * h
+    let ow = darknetOverlap(a.x, a.w, b.x, b.w)
+    let oh = darknetOverlap(a.y, a.h, b.y, b.h)
+    let intersection: Float = (ow < 0 || oh < 0) ? 0 : ow * oh
+    let union = a.w * a.h + b.w * b.h - intersection
+    let iou: Float = intersection == 0 || union == 0 ? 0 : intersection / union
+    if c == 0 { return iou }
+    let d = (a.x - b.x) * (a.x - b.x) + (a.y - b.y) * (a.y - b.y)
+    return iou - Float(pow(Double(d / c), Double(beta)))
+}
+
+/// The suppression rule of a network: its last [yolo] layer's nms_kind and beta_nms.
+struct Suppression {
+    var kind: NMSKind = .greedy
+    var beta: Float = 0.6
+
+    /// Whether `b` is suppressed by the better box `a` at `threshold`.
+    @inline(__always)
+    func suppresses(_ a: CenterBox, _ b: CenterBox, threshold: Float) -> Bool {
+        switch kind {
+        case .greedy: return darknetIoU(a, b) > threshold
+        case .diou: return darknetDIoU(a, b, beta: beta) > threshold
+        }
+    }
 }
 
 /// Sorts `order` by `key(order[i])` descending, keeping the order of equal keys (a merge sort,
@@ -80,10 +123,11 @@ func stableSortDescending(_ order: inout [Int], scratch: inout [Int], key: (Int)
 
 /// Darknet's do_nms_sort: boxes with objectness 0 are swapped to the end (they take no part);
 /// then for each class k in `classes`, the list is stably sorted by prob[k] descending and
-/// every later box whose IoU with a kept earlier box exceeds `threshold` gets prob[k] = 0.
+/// every later box whose IoU with a kept earlier box exceeds `threshold` gets prob[k] = 0
+/// (with `rule.kind == .diou`, whose DIoU does: AlexeyAB's diounms_sort).
 /// `order` receives the final order of the boxes (indices into `boxes`), which is the order
 /// Darknet reports them in.
-func nmsPerClass(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float,
+func nmsPerClass(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float, rule: Suppression = Suppression(),
                  order: inout [Int], scratch: inout [Int]) {
     let total = moveEmptyBoxesLast(boxes, order: &order)
     guard total > 0 else { return }
@@ -100,7 +144,7 @@ func nmsPerClass(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float
                 for j in (i + 1)..<total {
                     let b = active[j]
                     if probs[b * stride + k] == 0 { continue }   // already 0: nothing changes
-                    if darknetIoU(boxA, (x: x[b], y: y[b], w: w[b], h: h[b])) > threshold {
+                    if rule.suppresses(boxA, (x: x[b], y: y[b], w: w[b], h: h[b]), threshold: threshold) {
                         probs[b * stride + k] = 0
                     }
                 }
@@ -112,8 +156,8 @@ func nmsPerClass(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float
 
 /// Class-agnostic NMS: each box is ranked by its highest class probability (over `classes`);
 /// the list is stably sorted by it, descending, and every later box whose IoU with a kept
-/// earlier box exceeds `threshold` loses all its class probabilities.
-func nmsAgnostic(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float,
+/// earlier box exceeds `threshold` loses all its class probabilities. (`rule` as per class.)
+func nmsAgnostic(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float, rule: Suppression = Suppression(),
                  order: inout [Int], scratch: inout [Int]) {
     let total = moveEmptyBoxesLast(boxes, order: &order)
     guard total > 0 else { return }
@@ -133,7 +177,7 @@ func nmsAgnostic(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float
         for j in (i + 1)..<total {
             let b = active[j]
             if best[b] == 0 { continue }
-            if darknetIoU(boxA, (x: boxes.x[b], y: boxes.y[b], w: boxes.w[b], h: boxes.h[b])) > threshold {
+            if rule.suppresses(boxA, (x: boxes.x[b], y: boxes.y[b], w: boxes.w[b], h: boxes.h[b]), threshold: threshold) {
                 best[b] = 0
                 for k in 0..<stride { boxes.probs[b * stride + k] = 0 }
             }

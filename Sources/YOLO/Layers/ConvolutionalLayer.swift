@@ -147,11 +147,16 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
                 throw .weights(file: context.weightsName, message: "layer \(index) [convolutional]: weight \(i) is not finite after folding batch norm (scale / sqrt(variance) overflows)")
             }
         }
-        self.biases = UnsafePointer(bias)
-        self.weights = Gemm.prepare(weights, rows: filters, columns: columns)
+        // The biases are copied: with our kernels the parameter block is freed after the load.
+        let kept = context.storage.allocate(filters)
+        kept.update(from: bias, count: filters)
+        self.biases = UnsafePointer(kept)
+        let kernels = context.kernels
         if winogradTile > 0 {
+            // The transformed kernels; with our kernels only their packed copies are kept.
             let (m, c, p, tile) = (filters, inputShape.c, positions, winogradTile)
-            let u = context.storage.allocate(p * m * c)
+            let u = kernels == nil ? context.storage.allocate(p * m * c) : .allocate(capacity: p * m * c)
+            defer { if kernels != nil { u.deallocate() } }
             context.pool.parallelFor(m) { range in
                 if tile == 4 {
                     winograd4TransformKernels(weights, filterCount: m, channels: c, filters: range, into: u)
@@ -159,7 +164,13 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
                     winogradTransformKernels(weights, filterCount: m, channels: c, filters: range, into: u)
                 }
             }
-            winogradKernels = (0..<p).map { Gemm.prepare(u + $0 * m * c, rows: m, columns: c) }
+            winogradKernels = (0..<p).map {
+                Gemm.prepare(u + $0 * m * c, rows: m, columns: c, kernels: kernels, storage: context.storage,
+                             dataOutlivesLoad: true)
+            }
+        } else {
+            self.weights = Gemm.prepare(weights, rows: filters, columns: columns, kernels: kernels,
+                                        storage: context.storage, dataOutlivesLoad: true)
         }
     }
 
@@ -183,7 +194,7 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         } else if !needsIm2col {
             // 1x1 stride 1: the input is already the column matrix.
             let start = timed ? monotonicNanoseconds() : 0
-            Gemm.multiply(weights!, src, n: n, ldb: n, into: out, ldc: n, pool: pool)
+            Gemm.multiply(weights!, src, n: n, ldb: n, into: out, ldc: n, pool: pool, scratch: context.gemmScratch)
             gemmTime = timed ? monotonicNanoseconds() - start : 0
             epilogue(out, rows: 0..<outputShape.h, pool: pool)
         } else if split && blockCount >= pool.threadCount {
@@ -198,7 +209,8 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
                 pool.run { part in
                     for b in Swift.stride(from: part, to: blocks, by: parts) {
                         times[part] &+= self.block(src, out, rows: oh * b / blocks ..< oh * (b + 1) / blocks,
-                                                   workspace: ctx.workspace(part: part), pool: nil, timed: timed)
+                                                   workspace: ctx.workspace(part: part), pool: nil,
+                                                   scratch: ctx.gemmScratch.only(part), timed: timed)
                     }
                 }
                 return times[0]
@@ -207,7 +219,8 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
             // One block at a time, each spread over all threads (im2col rows, then the GEMM).
             for b in 0..<blockCount {
                 let rows = b * blockRows ..< min(outputShape.h, (b + 1) * blockRows)
-                gemmTime &+= block(src, out, rows: rows, workspace: context.workspace, pool: pool, timed: timed)
+                gemmTime &+= block(src, out, rows: rows, workspace: context.workspace, pool: pool,
+                                   scratch: context.gemmScratch, timed: timed)
             }
         }
         if let t = context.gemmNanoseconds { context.gemmNanoseconds = t + gemmTime }
@@ -227,7 +240,8 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
                 pool.run { part in
                     for b in Swift.stride(from: part, to: blocks, by: parts) {
                         times[part] &+= self.winogradBlock(src, out, tileRows: th * b / blocks ..< th * (b + 1) / blocks,
-                                                           workspace: ctx.workspace(part: part), pool: nil, timed: timed)
+                                                           workspace: ctx.workspace(part: part), pool: nil,
+                                                           scratch: ctx.gemmScratch.only(part), timed: timed)
                     }
                 }
                 return times[0]
@@ -236,13 +250,15 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         var total: UInt64 = 0
         for b in 0..<winogradBlockCount {
             let rows = b * winogradBlockTileRows ..< min(tilesHigh, (b + 1) * winogradBlockTileRows)
-            total &+= winogradBlock(src, out, tileRows: rows, workspace: context.workspace, pool: pool, timed: timed)
+            total &+= winogradBlock(src, out, tileRows: rows, workspace: context.workspace, pool: pool,
+                                    scratch: context.gemmScratch, timed: timed)
         }
         return total
     }
 
     private func winogradBlock(_ src: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, tileRows: Range<Int>,
-                               workspace: UnsafeMutablePointer<Float>, pool: WorkerPool?, timed: Bool) -> UInt64 {
+                               workspace: UnsafeMutablePointer<Float>, pool: WorkerPool?, scratch: GemmScratch,
+                               timed: Bool) -> UInt64 {
         let (c, m, h, w, tw, tile) = (inputShape.c, filters, inputShape.h, inputShape.w, tilesWide, winogradTile)
         let (oh, ow) = (outputShape.h, outputShape.w)
         let tiles = tileRows.count * tw
@@ -265,7 +281,8 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         }
         if let pool { pool.parallelFor(c, input) } else { input(0..<c) }
         let start = timed ? monotonicNanoseconds() : 0
-        Gemm.multiplyBatch(winogradKernels!, v, bStride: c * tiles, n: tiles, into: mo, cStride: m * tiles, pool: pool)
+        Gemm.multiplyBatch(winogradKernels!, v, bStride: c * tiles, n: tiles, into: mo, cStride: m * tiles, pool: pool,
+                           scratch: scratch)
         let elapsed = timed ? monotonicNanoseconds() - start : 0
         if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
         epilogue(out, rows: tile * tileRows.lowerBound ..< min(oh, tile * tileRows.upperBound), pool: pool)
@@ -276,7 +293,8 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     /// work is spread over its threads; without, it runs on the calling thread. Returns GEMM
     /// nanoseconds.
     private func block(_ src: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, rows: Range<Int>,
-                       workspace: UnsafeMutablePointer<Float>, pool: WorkerPool?, timed: Bool) -> UInt64 {
+                       workspace: UnsafeMutablePointer<Float>, pool: WorkerPool?, scratch: GemmScratch,
+                       timed: Bool) -> UInt64 {
         let (h, w, k, s, p, oh, ow) = (inputShape.h, inputShape.w, size, stride, pad, outputShape.h, outputShape.w)
         if let pool {
             pool.parallelFor(columns) { r in
@@ -289,7 +307,8 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         }
         let start = timed ? monotonicNanoseconds() : 0
         let n = rows.count * ow
-        Gemm.multiply(weights!, workspace, n: n, ldb: n, into: out + rows.lowerBound * ow, ldc: oh * ow, pool: pool)
+        Gemm.multiply(weights!, workspace, n: n, ldb: n, into: out + rows.lowerBound * ow, ldc: oh * ow, pool: pool,
+                      scratch: scratch)
         let elapsed = timed ? monotonicNanoseconds() - start : 0
         epilogue(out, rows: rows, pool: pool)
         return elapsed
@@ -322,11 +341,11 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         if let u = winogradKernels {
             let tiles = tilesHigh * tilesWide, c = inputShape.c
             Gemm.multiplyBatch(u, columns, bStride: c * tiles, n: tiles, into: columns + positions * c * tiles,
-                               cStride: filters * tiles, pool: context.pool)
+                               cStride: filters * tiles, pool: context.pool, scratch: context.gemmScratch)
             return true
         }
         let b = needsIm2col ? UnsafePointer(columns) : UnsafePointer(input(context))
-        Gemm.multiply(weights!, b, n: n, ldb: n, into: out, ldc: n, pool: context.pool)
+        Gemm.multiply(weights!, b, n: n, ldb: n, into: out, ldc: n, pool: context.pool, scratch: context.gemmScratch)
         return true
     }
 

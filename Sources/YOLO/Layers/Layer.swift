@@ -22,6 +22,8 @@ struct ForwardContext {
     /// Scratch: `pool.threadCount` blocks of `workspacePerThread` floats.
     let workspace: UnsafeMutablePointer<Float>
     let workspacePerThread: Int
+    /// Scratch of the GEMM kernels, per thread.
+    let gemmScratch: GemmScratch
     let pool: WorkerPool
     /// When non-nil, a conv layer adds the nanoseconds it spent in GEMMs here.
     var gemmNanoseconds: UInt64? = nil
@@ -45,6 +47,9 @@ struct LoadContext {
     let weightsName: String
     let pool: WorkerPool
     let storage: ModelStorage
+    /// The GEMM kernels to prepare weights for (nil: OpenBLAS). With kernels, the parameter
+    /// block handed to `load` is freed after the load: keep nothing that points into it.
+    let kernels: GemmKernels?
 }
 
 /// Bias + activation that a layer may leave to the layer consuming its output.

@@ -36,8 +36,10 @@ final class MaxPoolLayer: Layer, @unchecked Sendable {
 
     var geometry: (size: Int, stride: Int) { (size, stride) }
 
-    /// Bias and activation are monotonic, so applying them after the max is exact.
+    /// Bias and a monotonic activation commute with the max, so applying them after it is
+    /// exact; mish and swish are not monotonic and stay with the convolution.
     func takeEpilogue(_ epilogue: Epilogue) -> Bool {
+        guard epilogue.activation.isMonotonic else { return false }
         self.epilogue = epilogue
         return true
     }

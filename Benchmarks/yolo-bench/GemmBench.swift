@@ -1,0 +1,132 @@
+import Foundation
+import COpenBLAS
+@_spi(Kernels) import YOLO
+
+/// `yolo-bench gemm`: GFLOP/s of each GEMM kernel level this CPU can run vs single-threaded
+/// OpenBLAS (cblas_sgemm), on one thread, on yolov3-tiny's GEMM shapes.
+enum GemmBench {
+    static let usage = """
+    usage: yolo-bench gemm [--runs N] [--levels LIST] [--min-ms T] [--best]
+
+    Times C = A·B (row-major, A packed once, B packed per call) for each kernel level this CPU
+    can run and for cblas_sgemm with one OpenBLAS thread, on yolov3-tiny's GEMM shapes (m x n x k).
+    Prints the median GFLOP/s of N samples, each at least T ms of repeated calls.
+
+      --runs N       samples per level and shape (default: 7)
+      --levels LIST  comma-separated, from openblas and the levels (default: openblas + all this CPU runs)
+      --min-ms T     minimum duration of one sample (default: 30)
+      --best         the fastest sample instead of the median (on a busy shared machine)
+    """
+
+    /// yolov3-tiny's GEMMs at 416x416 (layer: m x n x k): im2col + GEMM (all 3x3 convs with
+    /// --conv im2col; conv0 and conv2 always) and the 1x1 convs, then Winograd's products.
+    static let shapes: [(name: String, m: Int, n: Int, k: Int)] = [
+        ("conv0", 16, 173056, 27), ("conv2", 32, 43264, 144), ("conv4", 64, 10816, 288),
+        ("conv6", 128, 2704, 576), ("conv8", 256, 676, 1152), ("conv10", 512, 169, 2304),
+        ("conv12", 1024, 169, 4608), ("conv13", 256, 169, 1024), ("conv14", 512, 169, 2304),
+        ("conv15", 255, 169, 512), ("conv18", 128, 169, 256), ("conv21", 256, 676, 384),
+        ("conv22", 255, 676, 256),
+        // One of the 16 Winograd products (filters x channels · channels x tiles) of the 3x3
+        // convs with >= 32 input channels.
+        ("wino4", 64, 2704, 32), ("wino6", 128, 676, 64), ("wino8", 256, 169, 128),
+        ("wino10", 512, 49, 256), ("wino12", 1024, 49, 512), ("wino14", 512, 49, 256), ("wino21", 256, 169, 384),
+    ]
+
+    static func run(_ args: [String]) {
+        var runs = 7, minSeconds = 0.03, best = false
+        var levels = ["openblas"] + KernelLevel.supported.map(\.rawValue)
+        var i = 0
+        while i < args.count {
+            let value = i + 1 < args.count ? args[i + 1] : ""
+            switch args[i] {
+            case "--runs": runs = max(1, Int(value) ?? runs); i += 1
+            case "--min-ms": minSeconds = (Double(value) ?? 30) / 1000; i += 1
+            case "--levels": levels = value.split(separator: ",").map(String.init); i += 1
+            case "--best": best = true
+            case "-h", "--help": print(usage); return
+            default: fail("gemm: unknown option '\(args[i])'")
+            }
+            i += 1
+        }
+        var kernels: [String: GemmKernels] = [:]
+        for name in levels where name != "openblas" {
+            guard let level = KernelLevel(rawValue: name) else { fail("gemm: \(name) is not a kernel level") }
+            guard let k = GemmKernels.forLevel(level) else { fail("gemm: this CPU cannot run \(name)", code: 1) }
+            kernels[name] = k
+        }
+        openblas_set_num_threads(1)
+        print("yolo-bench gemm: \(Machine.cpuModel); one thread; \(best ? "best" : "median") of \(runs) samples (>= \(fmt(minSeconds * 1000, 0)) ms each, round-robin over the levels), GFLOP/s")
+        print("levels this CPU runs: \(KernelLevel.supported.map(\.rawValue).joined(separator: ", ")); selected: \(KernelLevel.selected.rawValue)")
+        print("OpenBLAS: core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)")")
+        for (name, k) in kernels.sorted(by: { $0.key < $1.key }) { print("  \(name): \(k.mr) x \(k.nr) register tile") }
+        let header = pad("shape", 8) + pad("m x n x k", 20) + levels.map { lpad($0, 10) }.joined()
+            + (levels.contains("openblas") ? levels.filter { $0 != "openblas" }.map { lpad("\($0)/oblas", 16) }.joined() : "")
+        print(header)
+        var totals = [String: (flop: Double, seconds: Double)]()
+        for s in shapes {
+            let (m, n, k) = (s.m, s.n, s.k)
+            let flop = 2.0 * Double(m) * Double(n) * Double(k)
+            var a = [Float](repeating: 0, count: m * k), b = [Float](repeating: 0, count: k * n)
+            var c = [Float](repeating: 0, count: m * n)
+            for j in a.indices { a[j] = Float(j % 17) * 0.01 - 0.08 }
+            for j in b.indices { b[j] = Float(j % 13) * 0.02 - 0.12 }
+            var row = pad(s.name, 8) + pad("\(m)x\(n)x\(k)", 20)
+            // Samples are taken round-robin over the levels, so that other processes' load (the
+            // machine may be shared) falls on all levels alike.
+            func makeCall(_ name: String) -> () -> Void {
+                if let kern = kernels[name] {
+                    let packed = UnsafeMutablePointer<Float>.allocate(capacity: kern.packedASize(m: m, k: k))
+                    let scratch = UnsafeMutablePointer<Float>.allocate(capacity: kern.scratchSize(m: m, n: n, k: k))
+                    buffers += [packed, scratch]
+                    a.withUnsafeBufferPointer { kern.packA($0.baseAddress!, lda: k, m: m, k: k, into: packed) }
+                    return {
+                        b.withUnsafeBufferPointer { pb in c.withUnsafeMutableBufferPointer { pc in
+                            kern.gemm(m: m, n: n, k: k, packedA: packed, b: pb.baseAddress!, ldb: n,
+                                      c: pc.baseAddress!, ldc: n, scratch: scratch)
+                        } }
+                    }
+                }
+                return {
+                    a.withUnsafeBufferPointer { pa in b.withUnsafeBufferPointer { pb in c.withUnsafeMutableBufferPointer { pc in
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(n), Int32(k), 1,
+                                    pa.baseAddress!, Int32(k), pb.baseAddress!, Int32(n), 0, pc.baseAddress!, Int32(n))
+                    } } }
+                }
+            }
+            var buffers = [UnsafeMutablePointer<Float>]()
+            defer { buffers.forEach { $0.deallocate() } }
+            var calls = [(call: () -> Void, reps: Int)]()
+            for name in levels {
+                let call = makeCall(name)
+                call()  // warm-up
+                let t0 = nowSeconds(); call(); let once = max(1e-6, nowSeconds() - t0)
+                calls.append((call, max(1, Int(minSeconds / once))))
+            }
+            var samples = [[Double]](repeating: [], count: levels.count)
+            for _ in 0..<runs {
+                for (l, entry) in calls.enumerated() {
+                    let start = nowSeconds()
+                    for _ in 0..<entry.reps { entry.call() }
+                    samples[l].append((nowSeconds() - start) / Double(entry.reps))
+                }
+            }
+            var results = [String: Double]()
+            for (l, name) in levels.enumerated() {
+                let median = best ? samples[l].min()! : samples[l].sorted()[runs / 2]
+                results[name] = flop / median / 1e9
+                totals[name, default: (0, 0)].flop += flop
+                totals[name, default: (0, 0)].seconds += median
+                row += lpad(fmt(flop / median / 1e9, 1), 10)
+            }
+            if let o = results["openblas"] {
+                for name in levels where name != "openblas" { row += lpad(fmt(results[name]! / o, 2) + "x", 16) }
+            }
+            print(row)
+        }
+        var total = pad("all", 28) + levels.map { lpad(fmt(totals[$0]!.flop / totals[$0]!.seconds / 1e9, 1), 10) }.joined()
+        if let o = totals["openblas"] {
+            for name in levels where name != "openblas" { total += lpad(fmt(o.seconds / totals[name]!.seconds, 2) + "x", 16) }
+        }
+        print(total + "   (time-weighted over all shapes)")
+    }
+}

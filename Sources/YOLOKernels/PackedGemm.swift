@@ -1,0 +1,406 @@
+// Packed single-precision GEMM, C[m x n] = A[m x k] · B[k x n] (beta 0: C is overwritten),
+// row-major, in the GotoBLAS/BLIS scheme:
+//
+// - A is packed once (at model load) into micro-panels of MR rows: for every block of KC
+//   columns of k, for every MR-row panel, KC steps of MR values (rows past m are zero).
+// - B is packed per call, one KC x NC block at a time, into caller-provided scratch:
+//   micro-panels of NR columns, KC steps of NR values (columns past n are zero).
+// - The micro-kernel keeps an MR x NR tile of C in registers (MR x NR/W SIMD accumulators)
+//   and, per step of k, loads NR/W vectors of B and broadcasts MR values of A.
+//
+// Loop order: NC blocks of n > KC blocks of k (pack B) > MR panels of m > NR panels of n. The
+// A micro-panel (KC x MR) stays in L1 while the packed B block (KC x NC) streams from L2.
+// Tails: a partial MR panel (m % MR) is computed whole into a small tile in the scratch and
+// copied out; the last, partial NR panel one vector (W columns) at a time, and its last < W/2
+// columns one column at a time (A panel vector x broadcast B). KC is split into equal blocks
+// (blockDepth), NC rounded to a multiple of NR (blockWidth). Threads can share one packed A by
+// taking row ranges (rowStart a multiple of MR) or column ranges (b + j, c + j, fewer n).
+//
+// Everything is generic and @inlinable: the per-ISA targets (YOLOKernelsAVX2, ...) instantiate
+// it with their SIMD width and a tag type of their own, compiled for their CPU (-target-cpu).
+// The tag keeps the specializations' symbol names distinct per target, so the linker can never
+// merge an AVX-512 copy with a baseline one. After editing this file, touch
+// Sources/YOLOKernels{Baseline,AVX2,AVX512}/*.swift: an incremental debug build does not
+// recompile them for a change inside @inlinable bodies (release builds are whole-module).
+
+/// A register-blocked micro-kernel: C[MR x NR] (row stride ldc) = (or +=) Σ_p a[p] ⊗ b[p]
+/// over `k` steps of the packed panels (a: MR floats per step, b: NR floats per step).
+public protocol GemmMicroKernel {
+    associatedtype Vector: SIMD where Vector.Scalar == Float
+    /// A vector of MR floats: one column of the tile (for the last few columns of C).
+    associatedtype Column: SIMD where Column.Scalar == Float
+    associatedtype ISA: GemmISA
+    static var mr: Int { get }
+    static var nr: Int { get }
+    static func run(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>,
+                    _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool)
+    /// The same for one vector of columns, C[MR x W], reading b with row stride `bStride`
+    /// (for the last, partial NR panel).
+    static func runVector(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
+                          _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool)
+}
+
+/// What a per-ISA target tells the generic kernels about its CPU.
+public protocol GemmISA {
+    /// Whether the CPU has fused multiply-add: `addingProduct` (one instruction) when true,
+    /// multiply then add when false (x86-64 baseline: `addingProduct` would call fmaf per lane).
+    static var fusedMultiplyAdd: Bool { get }
+}
+
+@inlinable @inline(__always)
+func gemmMulAdd<V: SIMD, Tag: GemmISA>(_ c: V, _ x: V, _ b: V, _: Tag.Type) -> V where V.Scalar == Float {
+    Tag.fusedMultiplyAdd ? c.addingProduct(x, b) : c + x * b
+}
+
+@inlinable @inline(__always)
+func gemmLoad<V: SIMD>(_ p: UnsafePointer<Float>) -> V where V.Scalar == Float {
+    UnsafeRawPointer(p).loadUnaligned(as: V.self)
+}
+
+@inlinable @inline(__always)
+func gemmStore<V: SIMD>(_ v: V, _ p: UnsafeMutablePointer<Float>, accumulate: Bool) where V.Scalar == Float {
+    let r = UnsafeMutableRawPointer(p)
+    r.storeBytes(of: accumulate ? v + r.loadUnaligned(as: V.self) : v, as: V.self)
+}
+
+/// 4 x (3·W): 12 accumulators + 3 B vectors + 1 broadcast = 16 registers (16 ymm/xmm on x86).
+public enum GemmKernel4x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar == Float {
+    public typealias Vector = V
+    public typealias Column = SIMD4<Float>
+    public typealias ISA = Tag
+    @inlinable public static var mr: Int { 4 }
+    @inlinable public static var nr: Int { 3 * V.scalarCount }
+
+    @inlinable @inline(__always)
+    public static func run(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>,
+                           _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        let w = V.scalarCount
+        var c00 = V(), c01 = V(), c02 = V(), c10 = V(), c11 = V(), c12 = V()
+        var c20 = V(), c21 = V(), c22 = V(), c30 = V(), c31 = V(), c32 = V()
+        var pa = a, pb = b
+        for _ in 0..<k {
+            let b0: V = gemmLoad(pb), b1: V = gemmLoad(pb + w), b2: V = gemmLoad(pb + 2 * w)
+            var x = V(repeating: pa[0])
+            c00 = gemmMulAdd(c00, x, b0, Tag.self); c01 = gemmMulAdd(c01, x, b1, Tag.self); c02 = gemmMulAdd(c02, x, b2, Tag.self)
+            x = V(repeating: pa[1])
+            c10 = gemmMulAdd(c10, x, b0, Tag.self); c11 = gemmMulAdd(c11, x, b1, Tag.self); c12 = gemmMulAdd(c12, x, b2, Tag.self)
+            x = V(repeating: pa[2])
+            c20 = gemmMulAdd(c20, x, b0, Tag.self); c21 = gemmMulAdd(c21, x, b1, Tag.self); c22 = gemmMulAdd(c22, x, b2, Tag.self)
+            x = V(repeating: pa[3])
+            c30 = gemmMulAdd(c30, x, b0, Tag.self); c31 = gemmMulAdd(c31, x, b1, Tag.self); c32 = gemmMulAdd(c32, x, b2, Tag.self)
+            pa += 4
+            pb += 3 * w
+        }
+        var pc = c
+        let w2 = 2 * w
+        gemmStore(c00, pc, accumulate: accumulate); gemmStore(c01, pc + w, accumulate: accumulate); gemmStore(c02, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c10, pc, accumulate: accumulate); gemmStore(c11, pc + w, accumulate: accumulate); gemmStore(c12, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c20, pc, accumulate: accumulate); gemmStore(c21, pc + w, accumulate: accumulate); gemmStore(c22, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c30, pc, accumulate: accumulate); gemmStore(c31, pc + w, accumulate: accumulate); gemmStore(c32, pc + w2, accumulate: accumulate)
+    }
+
+    @inlinable @inline(__always)
+    public static func runVector(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
+                                 _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        var c0 = V(), c1 = V(), c2 = V(), c3 = V()
+        var pa = a, pb = b
+        for _ in 0..<k {
+            let b0: V = gemmLoad(pb)
+            c0 = gemmMulAdd(c0, V(repeating: pa[0]), b0, Tag.self)
+            c1 = gemmMulAdd(c1, V(repeating: pa[1]), b0, Tag.self)
+            c2 = gemmMulAdd(c2, V(repeating: pa[2]), b0, Tag.self)
+            c3 = gemmMulAdd(c3, V(repeating: pa[3]), b0, Tag.self)
+            pa += 4
+            pb += bStride
+        }
+        gemmStore(c0, c, accumulate: accumulate); gemmStore(c1, c + ldc, accumulate: accumulate)
+        gemmStore(c2, c + 2 * ldc, accumulate: accumulate); gemmStore(c3, c + 3 * ldc, accumulate: accumulate)
+    }
+}
+
+/// 8 x (3·W): 24 accumulators + 3 B vectors + 1 broadcast = 28 registers (32 zmm with
+/// AVX-512, 32 q registers with NEON).
+public enum GemmKernel8x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar == Float {
+    public typealias Vector = V
+    public typealias Column = SIMD8<Float>
+    public typealias ISA = Tag
+    @inlinable public static var mr: Int { 8 }
+    @inlinable public static var nr: Int { 3 * V.scalarCount }
+
+    @inlinable @inline(__always)
+    public static func run(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>,
+                           _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        let w = V.scalarCount
+        var c00 = V(), c01 = V(), c02 = V(), c10 = V(), c11 = V(), c12 = V()
+        var c20 = V(), c21 = V(), c22 = V(), c30 = V(), c31 = V(), c32 = V()
+        var c40 = V(), c41 = V(), c42 = V(), c50 = V(), c51 = V(), c52 = V()
+        var c60 = V(), c61 = V(), c62 = V(), c70 = V(), c71 = V(), c72 = V()
+        var pa = a, pb = b
+        for _ in 0..<k {
+            let b0: V = gemmLoad(pb), b1: V = gemmLoad(pb + w), b2: V = gemmLoad(pb + 2 * w)
+            var x = V(repeating: pa[0])
+            c00 = gemmMulAdd(c00, x, b0, Tag.self); c01 = gemmMulAdd(c01, x, b1, Tag.self); c02 = gemmMulAdd(c02, x, b2, Tag.self)
+            x = V(repeating: pa[1])
+            c10 = gemmMulAdd(c10, x, b0, Tag.self); c11 = gemmMulAdd(c11, x, b1, Tag.self); c12 = gemmMulAdd(c12, x, b2, Tag.self)
+            x = V(repeating: pa[2])
+            c20 = gemmMulAdd(c20, x, b0, Tag.self); c21 = gemmMulAdd(c21, x, b1, Tag.self); c22 = gemmMulAdd(c22, x, b2, Tag.self)
+            x = V(repeating: pa[3])
+            c30 = gemmMulAdd(c30, x, b0, Tag.self); c31 = gemmMulAdd(c31, x, b1, Tag.self); c32 = gemmMulAdd(c32, x, b2, Tag.self)
+            x = V(repeating: pa[4])
+            c40 = gemmMulAdd(c40, x, b0, Tag.self); c41 = gemmMulAdd(c41, x, b1, Tag.self); c42 = gemmMulAdd(c42, x, b2, Tag.self)
+            x = V(repeating: pa[5])
+            c50 = gemmMulAdd(c50, x, b0, Tag.self); c51 = gemmMulAdd(c51, x, b1, Tag.self); c52 = gemmMulAdd(c52, x, b2, Tag.self)
+            x = V(repeating: pa[6])
+            c60 = gemmMulAdd(c60, x, b0, Tag.self); c61 = gemmMulAdd(c61, x, b1, Tag.self); c62 = gemmMulAdd(c62, x, b2, Tag.self)
+            x = V(repeating: pa[7])
+            c70 = gemmMulAdd(c70, x, b0, Tag.self); c71 = gemmMulAdd(c71, x, b1, Tag.self); c72 = gemmMulAdd(c72, x, b2, Tag.self)
+            pa += 8
+            pb += 3 * w
+        }
+        var pc = c
+        let w2 = 2 * w
+        gemmStore(c00, pc, accumulate: accumulate); gemmStore(c01, pc + w, accumulate: accumulate); gemmStore(c02, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c10, pc, accumulate: accumulate); gemmStore(c11, pc + w, accumulate: accumulate); gemmStore(c12, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c20, pc, accumulate: accumulate); gemmStore(c21, pc + w, accumulate: accumulate); gemmStore(c22, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c30, pc, accumulate: accumulate); gemmStore(c31, pc + w, accumulate: accumulate); gemmStore(c32, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c40, pc, accumulate: accumulate); gemmStore(c41, pc + w, accumulate: accumulate); gemmStore(c42, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c50, pc, accumulate: accumulate); gemmStore(c51, pc + w, accumulate: accumulate); gemmStore(c52, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c60, pc, accumulate: accumulate); gemmStore(c61, pc + w, accumulate: accumulate); gemmStore(c62, pc + w2, accumulate: accumulate); pc += ldc
+        gemmStore(c70, pc, accumulate: accumulate); gemmStore(c71, pc + w, accumulate: accumulate); gemmStore(c72, pc + w2, accumulate: accumulate)
+    }
+    @inlinable @inline(__always)
+    public static func runVector(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
+                                 _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        var c0 = V(), c1 = V(), c2 = V(), c3 = V(), c4 = V(), c5 = V(), c6 = V(), c7 = V()
+        var pa = a, pb = b
+        for _ in 0..<k {
+            let b0: V = gemmLoad(pb)
+            c0 = gemmMulAdd(c0, V(repeating: pa[0]), b0, Tag.self)
+            c1 = gemmMulAdd(c1, V(repeating: pa[1]), b0, Tag.self)
+            c2 = gemmMulAdd(c2, V(repeating: pa[2]), b0, Tag.self)
+            c3 = gemmMulAdd(c3, V(repeating: pa[3]), b0, Tag.self)
+            c4 = gemmMulAdd(c4, V(repeating: pa[4]), b0, Tag.self)
+            c5 = gemmMulAdd(c5, V(repeating: pa[5]), b0, Tag.self)
+            c6 = gemmMulAdd(c6, V(repeating: pa[6]), b0, Tag.self)
+            c7 = gemmMulAdd(c7, V(repeating: pa[7]), b0, Tag.self)
+            pa += 8
+            pb += bStride
+        }
+        var pc = c
+        gemmStore(c0, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c1, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c2, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c3, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c4, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c5, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c6, pc, accumulate: accumulate); pc += ldc
+        gemmStore(c7, pc, accumulate: accumulate)
+    }
+}
+
+/// The packed GEMM driver for micro-kernel `K` with blocking KC (steps of k per packed block)
+/// and NC (columns of B per packed block). `packA`, `packedASize`, `scratchSize` and `gemm`
+/// must be called with the same `kc` (and `scratchSize`/`gemm` with the same `nc`).
+public enum PackedGemm<K: GemmMicroKernel> {
+    @inlinable @inline(__always)
+    static func roundUp(_ x: Int, _ to: Int) -> Int { (x + to - 1) / to * to }
+
+    /// The KC actually used for depth k: k split into ceil(k / kc) blocks of equal depth (the
+    /// last one possibly shorter), so that no block is only a few steps deep (k = 288 with
+    /// kc = 256: two blocks of 144, not 256 + 32).
+    @inlinable @inline(__always)
+    public static func blockDepth(k: Int, kc: Int) -> Int {
+        let blocks = max(1, (k + kc - 1) / kc)
+        return (k + blocks - 1) / blocks
+    }
+
+    /// The NC actually used: nc rounded down to a multiple of NR (at least NR), so that only
+    /// the last block of n has a partial micro-panel.
+    @inlinable @inline(__always)
+    public static func blockWidth(_ nc: Int) -> Int { max(K.nr, nc / K.nr * K.nr) }
+
+    /// Floats of packed A for an m x k matrix.
+    @inlinable @inline(__always)
+    public static func packedASize(m: Int, k: Int) -> Int { roundUp(m, K.mr) * k }
+
+    /// Packs A (m x k, row stride lda) into `p` (`packedASize(m:k:)` floats): for every KC block
+    /// of k (offset pc, length kcl), at p + pc * mPadded, the MR-row panels one after the other,
+    /// each kcl steps of MR values, zero past row m.
+    @inlinable @inline(__always)
+    public static func packA(_ a: UnsafePointer<Float>, lda: Int, m: Int, k: Int, kc: Int,
+                             into p: UnsafeMutablePointer<Float>) {
+        let mr = K.mr, mPadded = roundUp(m, mr), kc = blockDepth(k: k, kc: kc)
+        var pc = 0
+        while pc < k {
+            let kcl = min(kc, k - pc)
+            var ib = 0
+            while ib < mPadded {
+                let panel = p + pc * mPadded + ib * kcl
+                for r in 0..<mr {
+                    let row = ib + r
+                    if row < m {
+                        let src = a + row * lda + pc
+                        for q in 0..<kcl { panel[q * mr + r] = src[q] }
+                    } else {
+                        for q in 0..<kcl { panel[q * mr + r] = 0 }
+                    }
+                }
+                ib += mr
+            }
+            pc += kcl
+        }
+    }
+
+    /// Floats of scratch `gemm` needs: one packed KC x NC block of B and one MR x NR edge tile.
+    @inlinable @inline(__always)
+    public static func scratchSize(m: Int, n: Int, k: Int, kc: Int, nc: Int) -> Int {
+        max(1, blockDepth(k: k, kc: kc)) * roundUp(max(1, min(n, blockWidth(nc))), K.nr) + K.mr * K.nr
+    }
+
+    /// Packs rows 0..<kcl, columns 0..<ncl of B (row stride ldb) into NR-column micro-panels.
+    @inlinable @inline(__always)
+    static func packB(_ b: UnsafePointer<Float>, ldb: Int, kcl: Int, ncl: Int, into bp: UnsafeMutablePointer<Float>) {
+        let nr = K.nr, w = K.Vector.scalarCount
+        let full = ncl / nr, rest = ncl - full * nr
+        for q in 0..<kcl {
+            let src = b + q * ldb
+            var dst = bp + q * nr
+            var j = 0
+            for _ in 0..<full {
+                var v = 0
+                while v < nr {
+                    let x: K.Vector = gemmLoad(src + j + v)
+                    UnsafeMutableRawPointer(dst + v).storeBytes(of: x, as: K.Vector.self)
+                    v += w
+                }
+                j += nr
+                dst += kcl * nr
+            }
+            if rest > 0 {
+                for v in 0..<rest { dst[v] = src[j + v] }
+                for v in rest..<nr { dst[v] = 0 }
+            }
+        }
+    }
+
+    /// C[rows x 1] (row stride ldc) = (or +=) one column of the tile: the packed A panel's MR
+    /// values per step (a vector) times the column's B value (broadcast), with four partial
+    /// sums over k to hide the FMA latency. For the last few (< W/2) columns of C, where a
+    /// whole vector of columns would waste most of its FMAs.
+    @inlinable @inline(__always)
+    static func runColumn(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
+                          _ c: UnsafeMutablePointer<Float>, _ ldc: Int, rows: Int, accumulate: Bool) {
+        typealias C = K.Column
+        let mr = K.mr
+        var s0 = C(), s1 = C(), s2 = C(), s3 = C()
+        var pa = a, pb = b, p = 0
+        while p + 4 <= k {
+            s0 = gemmMulAdd(s0, C(repeating: pb[0]), gemmLoad(pa) as C, K.ISA.self)
+            s1 = gemmMulAdd(s1, C(repeating: pb[bStride]), gemmLoad(pa + mr) as C, K.ISA.self)
+            s2 = gemmMulAdd(s2, C(repeating: pb[2 * bStride]), gemmLoad(pa + 2 * mr) as C, K.ISA.self)
+            s3 = gemmMulAdd(s3, C(repeating: pb[3 * bStride]), gemmLoad(pa + 3 * mr) as C, K.ISA.self)
+            pa += 4 * mr
+            pb += 4 * bStride
+            p += 4
+        }
+        while p < k {
+            s0 = gemmMulAdd(s0, C(repeating: pb[0]), gemmLoad(pa) as C, K.ISA.self)
+            pa += mr
+            pb += bStride
+            p += 1
+        }
+        let sum = (s0 + s1) + (s2 + s3)
+        for r in 0..<rows {
+            c[r * ldc] = accumulate ? c[r * ldc] + sum[r] : sum[r]
+        }
+    }
+
+    /// dst[rows x cols] (row stride ldd) = (or +=) src (row stride lds).
+    @inlinable @inline(__always)
+    static func copyTile(_ src: UnsafeMutablePointer<Float>, _ lds: Int, rows: Int, cols: Int,
+                         to dst: UnsafeMutablePointer<Float>, _ ldd: Int, accumulate: Bool) {
+        for r in 0..<rows {
+            let s = src + r * lds, d = dst + r * ldd
+            if accumulate {
+                for j in 0..<cols { d[j] += s[j] }
+            } else {
+                for j in 0..<cols { d[j] = s[j] }
+            }
+        }
+    }
+
+    /// C[m x n] (row stride ldc >= n) = A · B[k x n] (row stride ldb >= n), with A packed by
+    /// `packA` (same kc) and `scratch` holding `scratchSize(m:n:k:kc:nc:)` floats. Only rows
+    /// `rowStart..<rowEnd` of C are computed (rowStart a multiple of MR; by default all): threads
+    /// can share one packed A by taking row ranges.
+    @inlinable @inline(__always)
+    public static func gemm(m: Int, n: Int, k: Int, packedA: UnsafePointer<Float>,
+                            b: UnsafePointer<Float>, ldb: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
+                            scratch: UnsafeMutablePointer<Float>, kc: Int, nc: Int,
+                            rowStart: Int = 0, rowEnd: Int? = nil) {
+        let rowEnd = min(m, rowEnd ?? m)
+        guard rowStart < rowEnd, n > 0 else { return }
+        guard k > 0 else {
+            for i in rowStart..<rowEnd { (c + i * ldc).update(repeating: 0, count: n) }
+            return
+        }
+        let mr = K.mr, nr = K.nr, w = K.Vector.scalarCount, mPadded = roundUp(m, mr), kc = blockDepth(k: k, kc: kc)
+        let nc = blockWidth(nc)
+        let ncMax = roundUp(min(n, nc), nr), kcMax = kc
+        let bp = scratch, tile = scratch + kcMax * ncMax
+        var jc = 0
+        while jc < n {
+            let ncl = min(nc, n - jc)
+            var pc = 0
+            while pc < k {
+                let kcl = min(kc, k - pc)
+                let accumulate = pc > 0
+                packB(b + pc * ldb + jc, ldb: ldb, kcl: kcl, ncl: ncl, into: bp)
+                let aBlock = packedA + pc * mPadded
+                var ib = rowStart
+                while ib < rowEnd {
+                    let ap = aBlock + ib * kcl
+                    let rows = min(mr, rowEnd - ib)
+                    var jb = 0
+                    while jb < ncl {
+                        let cols = min(nr, ncl - jb)
+                        let bPanel = UnsafePointer(bp + jb * kcl)
+                        let cTile = c + ib * ldc + jc + jb
+                        if cols == nr {
+                            if rows == mr {
+                                K.run(kcl, ap, bPanel, cTile, ldc, accumulate: accumulate)
+                            } else {
+                                K.run(kcl, ap, bPanel, tile, nr, accumulate: false)
+                                copyTile(tile, nr, rows: rows, cols: nr, to: cTile, ldc, accumulate: accumulate)
+                            }
+                        } else {
+                            // The last, partial panel: one vector of columns at a time, the
+                            // last few columns one at a time.
+                            var j = 0
+                            while j < cols {
+                                if cols - j < w / 2 {
+                                    for jj in j..<cols {
+                                        runColumn(kcl, ap, bPanel + jj, bStride: nr, cTile + jj, ldc, rows: rows, accumulate: accumulate)
+                                    }
+                                    break
+                                }
+                                let vcols = min(w, cols - j)
+                                if rows == mr && vcols == w {
+                                    K.runVector(kcl, ap, bPanel + j, bStride: nr, cTile + j, ldc, accumulate: accumulate)
+                                } else {
+                                    K.runVector(kcl, ap, bPanel + j, bStride: nr, tile, w, accumulate: false)
+                                    copyTile(tile, w, rows: rows, cols: vcols, to: cTile + j, ldc, accumulate: accumulate)
+                                }
+                                j += w
+                            }
+                        }
+                        jb += nr
+                    }
+                    ib += mr
+                }
+                pc += kcl
+            }
+            jc += ncl
+        }
+    }
+}
