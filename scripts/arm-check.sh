@@ -6,8 +6,10 @@
 #   1. scripts/arm/KernelCheck.swift: every kernel against naive references on generated
 #      inputs; its output bits are also compared with the same program built for this host;
 #   2. scripts/arm/Forward.swift: yolov3-tiny on the dog input fixture, both raw heads against
-#      Darknet's (max abs diff <= 1e-3, channel means <= 1e-4), every convolution algorithm,
-#      1 and 2 threads (and on the A76 once more with OpenBLAS's Cortex-A72 kernels forced).
+#      Darknet's (max abs diff <= 1e-3, channel means <= 1e-4), 1 and 2 threads: with the
+#      engine's own GEMM kernels (the default on aarch64) every convolution algorithm, with
+#      OpenBLAS's sgemm the default one (and on the A76 once more with OpenBLAS's Cortex-A72
+#      kernels forced).
 # Installs what is missing (apt: qemu-user-static, gcc-aarch64-linux-gnu; the arm64 OpenBLAS
 # .debs are downloaded and unpacked into .build/arm-cache, not installed) and fetches the
 # weights. Any build failure or mismatch ends it with a non-zero status and a FAILED line.
@@ -64,10 +66,16 @@ say "tools: $(swiftc --version 2>&1 | head -1); $(qemu-aarch64-static --version 
 
 # --- Build (skipped when no input changed since the last successful build) ---------------------
 kernel_sources=(Sources/YOLOKernels/*.swift)
+# Per-ISA kernel targets (Sources/YOLOKernels<Level>/, each its own module over YOLOKernels): all
+# are built; those for other architectures compile to nothing here.
+level_modules=()
+for d in Sources/YOLOKernels?*/; do [ -d "$d" ] && level_modules+=("$(basename "$d")"); done
+level_sources=()
+for m in "${level_modules[@]}"; do level_sources+=(Sources/"$m"/*.swift); done
 engine_sources=()
 while IFS= read -r f; do engine_sources+=("$f"); done < <(find Sources/YOLO -name '*.swift' | LC_ALL=C sort)
 [ ${#kernel_sources[@]} -gt 0 ] && [ -f "${kernel_sources[0]}" ] || fail "no Sources/YOLOKernels/*.swift"
-stamp=$( (cat "$0" "${kernel_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/*;
+stamp=$( (cat "$0" "${kernel_sources[@]}" "${level_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/*;
           swiftc --version 2>&1; ls -l "$blas") | sha256sum | cut -d' ' -f1)
 emb=(swiftc -target aarch64-none-none-elf -enable-experimental-feature Embedded -wmo -parse-as-library -O
      -Xcc -isystem -Xcc /usr/aarch64-linux-gnu/include -I scripts/arm/Glibc -I "$out")
@@ -75,12 +83,18 @@ if [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$out/kernel-check" 
     say "build: up to date ($out)"
 else
     rm -f "$out/stamp"
-    say "build: Embedded Swift, aarch64-none-none-elf: Glibc stand-in, YOLOKernels (${#kernel_sources[@]} files), YOLO (${#engine_sources[@]} files), checks"
+    say "build: Embedded Swift, aarch64-none-none-elf: Glibc stand-in, YOLOKernels (${#kernel_sources[@]} files), ${level_modules[*]:-no kernel levels}, YOLO (${#engine_sources[@]} files), checks"
     t0=$SECONDS
     "${emb[@]}" -module-name Glibc -emit-module -emit-module-path "$out/Glibc.swiftmodule" -c -o "$out/Glibc.o" \
         scripts/arm/Glibc/Glibc.swift || fail "building the Glibc stand-in module"
     "${emb[@]}" -module-name YOLOKernels -emit-module -emit-module-path "$out/YOLOKernels.swiftmodule" -c -o "$out/YOLOKernels.o" \
         "${kernel_sources[@]}" || fail "building YOLOKernels for aarch64 (Embedded Swift)"
+    level_objects=()
+    for m in "${level_modules[@]}"; do
+        "${emb[@]}" -module-name "$m" -emit-module -emit-module-path "$out/$m.swiftmodule" -c -o "$out/$m.o" \
+            Sources/"$m"/*.swift || fail "building $m for aarch64 (Embedded Swift)"
+        level_objects+=("$out/$m.o")
+    done
     "${emb[@]}" -module-name KernelCheck -c -o "$out/KernelCheck.o" scripts/arm/KernelCheck.swift \
         || fail "building scripts/arm/KernelCheck.swift for aarch64"
     "${emb[@]}" -module-name YOLO -emit-module -emit-module-path "$out/YOLO.swiftmodule" -c -o "$out/YOLO.o" \
@@ -91,19 +105,22 @@ else
     aarch64-linux-gnu-gcc -O2 -c -o "$out/support.o" scripts/arm/support.c
     link=(aarch64-linux-gnu-gcc -static -fuse-ld=gold -Wl,--gc-sections)
     unicode="$embedded_stdlib/aarch64-none-none-elf/libswiftUnicodeDataTables.a"
-    "${link[@]}" -o "$out/kernel-check" "$out/KernelCheck.o" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
+    "${link[@]}" -o "$out/kernel-check" "$out/KernelCheck.o" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
         "$unicode" -lm || fail "linking kernel-check"
-    "${link[@]}" -o "$out/yolo-forward" "$out/Forward.o" "$out/YOLO.o" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
+    "${link[@]}" -o "$out/yolo-forward" "$out/Forward.o" "$out/YOLO.o" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
         "$blas" "$unicode" -lpthread -lm || fail "linking yolo-forward"
     # The same kernel check for this machine, to compare output bits.
     host=(swiftc -O -wmo -parse-as-library)
     mkdir -p "$out/host"
     "${host[@]}" -module-name YOLOKernels -emit-module -emit-module-path "$out/host/YOLOKernels.swiftmodule" \
         -c -o "$out/host/YOLOKernels.o" "${kernel_sources[@]}" || fail "building YOLOKernels for this host"
+    # The check imports the baseline level only (the others need their -target-cpu: Package.swift).
+    "${host[@]}" -module-name YOLOKernelsBaseline -I "$out/host" -emit-module -emit-module-path "$out/host/YOLOKernelsBaseline.swiftmodule" \
+        -c -o "$out/host/YOLOKernelsBaseline.o" Sources/YOLOKernelsBaseline/*.swift || fail "building YOLOKernelsBaseline for this host"
     "${host[@]}" -module-name KernelCheck -I "$out/host" -o "$out/host/kernel-check" scripts/arm/KernelCheck.swift \
-        "$out/host/YOLOKernels.o" || fail "building the kernel check for this host"
+        "$out/host/YOLOKernelsBaseline.o" "$out/host/YOLOKernels.o" || fail "building the kernel check for this host"
     echo "$stamp" > "$out/stamp"
-    say "build: done in $((SECONDS - t0)) s; $(file -b "$out/yolo-forward" | cut -d, -f1-2)"
+    say "build: done in $((SECONDS - t0)) s ($out/kernel-check, $out/yolo-forward: static aarch64 Linux executables)"
 fi
 
 # --- Run under qemu ----------------------------------------------------------------------------
@@ -115,8 +132,8 @@ for cpu in cortex-a72 cortex-a76; do
     qemu=(qemu-aarch64-static -cpu "$cpu" -U OPENBLAS_CORETYPE -U OPENBLAS_L2_SIZE -U OPENBLAS_NUM_THREADS)
     say "[$cpu] kernels"
     "${qemu[@]}" "$out/kernel-check" -v > "$out/kernels-$cpu.txt" \
-        || { grep -v '^ok \|^digest ' "$out/kernels-$cpu.txt" >&2 || true; fail "kernel check on $cpu: mismatches above"; }
-    grep -v '^ok \|^digest ' "$out/kernels-$cpu.txt"
+        || { grep -v '^ok \|^digest' "$out/kernels-$cpu.txt" >&2 || true; fail "kernel check on $cpu: mismatches above"; }
+    grep -v '^ok \|^digest' "$out/kernels-$cpu.txt"
     grep '^digest ' "$out/kernels-$cpu.txt" | sed 's/ max abs diff [^ ]*//' > "$out/digests-$cpu.txt"
     if cmp -s "$out/digests-host.txt" "$out/digests-$cpu.txt"; then
         say "[$cpu] kernels: every output bit for bit equal to this host's ($(uname -m))"
@@ -124,17 +141,21 @@ for cpu in cortex-a72 cortex-a76; do
         diff "$out/digests-host.txt" "$out/digests-$cpu.txt" | head -20 >&2 || true
         fail "kernel outputs on $cpu differ from this host's in the bits above"
     fi
-    say "[$cpu] yolov3-tiny forward"
-    "${qemu[@]}" "$out/yolo-forward" weights/yolov3-tiny.cfg weights/yolov3-tiny.weights "$out/dog_input_416.f32" \
-        Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples 1 2 \
-        || fail "yolov3-tiny forward on $cpu does not match Darknet's heads (see above)"
+    heads=(weights/yolov3-tiny.cfg weights/yolov3-tiny.weights "$out/dog_input_416.f32"
+           Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples)
+    say "[$cpu] yolov3-tiny forward, the engine's own GEMM kernels (ModelOptions.gemm .automatic: NEON)"
+    "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=automatic 1 2 \
+        || fail "yolov3-tiny forward on $cpu (our GEMM kernels) does not match Darknet's heads (see above)"
+    say "[$cpu] yolov3-tiny forward, OpenBLAS's sgemm (ModelOptions.gemm .openBLAS)"
+    "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=openblas conv=winograd 1 2 \
+        || fail "yolov3-tiny forward on $cpu (OpenBLAS) does not match Darknet's heads (see above)"
 done
 # OpenBLAS 0.3.21 does not know the Cortex-A76 (Raspberry Pi 5) and takes its generic ARMV8
 # kernels (printed above); the README suggests OPENBLAS_CORETYPE=CORTEXA72 there: check that
 # those kernels give the same heads on an A76.
-say "[cortex-a76, OPENBLAS_CORETYPE=CORTEXA72] yolov3-tiny forward"
+say "[cortex-a76, OPENBLAS_CORETYPE=CORTEXA72] yolov3-tiny forward, OpenBLAS's sgemm"
 qemu-aarch64-static -cpu cortex-a76 -U OPENBLAS_L2_SIZE -U OPENBLAS_NUM_THREADS -E OPENBLAS_CORETYPE=CORTEXA72 \
     "$out/yolo-forward" weights/yolov3-tiny.cfg weights/yolov3-tiny.weights "$out/dog_input_416.f32" \
-    Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples conv=winograd 1 2 \
+    Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples gemm=openblas conv=winograd 1 2 \
     || fail "yolov3-tiny forward on cortex-a76 with OPENBLAS_CORETYPE=CORTEXA72 does not match Darknet's heads"
 say "passed in $((SECONDS - start)) s"

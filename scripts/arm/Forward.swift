@@ -3,8 +3,10 @@
 // sampled heads (Tests/YOLOTests/Fixtures/dog_conv15.samples, dog_conv22.samples), for every
 // convolution algorithm and each thread count given. Not part of the SwiftPM package.
 //
-// Usage: yolo-forward CFG WEIGHTS INPUT.f32 HEAD0.samples HEAD1.samples [conv=NAME] THREADS...
-// (conv=winograd|winograd2|im2col: that algorithm only; default all of them.) Each session's
+// Usage: yolo-forward CFG WEIGHTS INPUT.f32 HEAD0.samples HEAD1.samples [gemm=NAME] [conv=NAME]... THREADS...
+// (gemm=automatic|kernels|openblas: ModelOptions.gemm, default automatic, which on aarch64 is the
+// engine's own NEON kernels; conv=winograd|winograd2|im2col, repeatable: those algorithms only,
+// default all of them.) Each session's
 // worker threads are counted (/proc/self/task), so a pool that silently fell back to running
 // its parts in turn fails the check.
 // Exit status 0 when every head of every run is within the tolerances, 1 otherwise.
@@ -118,24 +120,35 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
     let input = try readFloats(args[3])
     let refs = [try SampledTensor(path: args[4]), try SampledTensor(path: args[5])]
     var threadCounts: [Int] = []
-    var algorithms = ModelOptions.Convolution.allCases
+    var algorithms: [ModelOptions.Convolution] = []
+    var gemm = ModelOptions.GemmBackend.automatic
     for a in args[6...] {
         if a.hasPrefix("conv=") {
-            algorithms = algorithms.filter { "conv=" + name($0) == a }
-            guard !algorithms.isEmpty else { throw .invalidArgument("unknown \(a)") }
+            guard let c = ModelOptions.Convolution.allCases.first(where: { "conv=" + name($0) == a }) else {
+                throw .invalidArgument("unknown \(a)")
+            }
+            algorithms.append(c)
+            continue
+        }
+        if a.hasPrefix("gemm=") {
+            guard let g = ModelOptions.GemmBackend.allCases.first(where: { "gemm=" + $0.rawValue == a }) else {
+                throw .invalidArgument("unknown \(a)")
+            }
+            gemm = g
             continue
         }
         guard let t = Int(a), t > 0 else { throw .invalidArgument("bad thread count '\(a)'") }
         threadCounts.append(t)
     }
+    if algorithms.isEmpty { algorithms = ModelOptions.Convolution.allCases }
     var ok = true
     var worst: Float = 0
     for algorithm in algorithms {
-        let model = try Model(cfgPath: args[1], weightsPath: args[2], options: ModelOptions(convolution: algorithm))
+        let model = try Model(cfgPath: args[1], weightsPath: args[2], options: ModelOptions(convolution: algorithm, gemm: gemm))
         if algorithm == algorithms.first {
-            print("engine: \(BuildInfo.kernelTarget); OpenBLAS core \(BuildInfo.blasCoreName); \(model.parameterCount) weights")
+            print("engine: \(BuildInfo.kernelTarget); GEMM \(gemm.rawValue) (our kernels' level: \(KernelLevel.selected.rawValue); OpenBLAS core: \(BuildInfo.blasCoreName)); \(model.parameterCount) weights")
         }
-        print("model \(name(algorithm)): \(mib(model.parameterBytes)) MiB")
+        print("model \(name(algorithm)), gemm \(gemm.rawValue): \(mib(model.parameterBytes)) MiB")
         for threads in threadCounts {
             // Threads of the previous session are joined but may take a moment to leave /proc, and
             // qemu or OpenBLAS may run a thread of their own briefly: count when it is steady.
@@ -153,7 +166,7 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
             guard heads.count == refs.count else {
                 throw .invalidArgument("\(heads.count) heads, Darknet has \(refs.count)")
             }
-            var line = "forward \(name(algorithm)), \(threads) thread\(threads == 1 ? "" : "s") (\(started) worker thread\(started == 1 ? "" : "s") running; session \(mib(session.memoryBytes)) MiB; \(Int(seconds * 1000)) ms emulated):"
+            var line = "forward \(name(algorithm)), gemm \(gemm.rawValue), \(threads) thread\(threads == 1 ? "" : "s") (\(started) worker thread\(started == 1 ? "" : "s") running; session \(mib(session.memoryBytes)) MiB; \(Int(seconds * 1000)) ms emulated):"
             for (h, ref) in refs.enumerated() {
                 let raw = heads[h].raw
                 guard raw.count == ref.shape.c * ref.shape.h * ref.shape.w,

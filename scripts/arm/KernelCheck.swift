@@ -6,6 +6,7 @@
 // which arm-check.sh compares between the two.
 import Glibc
 import YOLOKernels
+import YOLOKernelsBaseline
 
 // MARK: - Bookkeeping
 
@@ -29,7 +30,10 @@ func hex(_ v: UInt64) -> String {
 
 /// Compares a kernel's output with the reference: exactly (`tolerance` 0) or within
 /// `tolerance` relative to max(1, |reference|). Records and prints the result.
-func expect(_ what: String, _ got: [Float], _ want: [Float], tolerance: Float = 0) {
+/// With `scales`, element i may differ by `tolerance * scales[i]` instead. `crossArch: false`
+/// keeps the digest out of the comparison with the host (a kernel that differs by design per CPU).
+func expect(_ what: String, _ got: [Float], _ want: [Float], tolerance: Float = 0, scales: [Float]? = nil,
+            crossArch: Bool = true) {
     checks += 1
     var worst: Float = 0
     var firstBad = -1
@@ -39,7 +43,7 @@ func expect(_ what: String, _ got: [Float], _ want: [Float], tolerance: Float = 
         for i in 0..<got.count {
             let d = got[i] - want[i]
             let ad = d < 0 ? -d : d
-            let scale = max(1, want[i] < 0 ? -want[i] : want[i])
+            let scale = scales?[i] ?? max(1, want[i] < 0 ? -want[i] : want[i])
             let bad = tolerance == 0 ? got[i].bitPattern != want[i].bitPattern && !(got[i] == want[i]) : !(ad <= tolerance * scale)
             if ad > worst || ad.isNaN { worst = ad.isNaN ? .infinity : ad }
             if bad && firstBad < 0 { firstBad = i }
@@ -56,7 +60,7 @@ func expect(_ what: String, _ got: [Float], _ want: [Float], tolerance: Float = 
     } else if verbose {
         print("ok \(line)")
     }
-    lines.append(line)
+    lines.append((crossArch ? "digest " : "digest-local ") + line)
 }
 
 var verbose = false
@@ -95,19 +99,25 @@ func refActivate(_ v: Float, _ a: Activation) -> Float {
     case .leaky: return v > 0 ? v : v * 0.1
     case .relu: return v > 0 ? v : 0
     case .logistic: return Float(1.0 / (1.0 + Glibc.exp(-Double(v))))
+    // Darknet's softplus threshold 20; tanh and log1p from libm (the kernel uses exp alone).
+    case .mish: return v > 20 ? v : Float(Double(v) * Glibc.tanh(Glibc.log1p(Glibc.exp(Double(v)))))
+    case .swish: return v * Float(1.0 / (1.0 + Glibc.exp(-Double(v))))
     }
 }
+
+/// Exact except mish, whose reference takes another route through libm.
+func activationTolerance(_ a: Activation) -> Float { a == .mish ? 1e-6 : 0 }
 
 func actName(_ a: Activation) -> String { a.rawValue }
 
 func checkActivations() {
-    let all: [Activation] = [.linear, .leaky, .relu, .logistic]
-    for a in all {
+    for a in Activation.allCases {
         for count in [1, 15, 16, 17, 33, 100, 1000] {
             let x = rng.floats(count, -6, 6)
             var got = x
             got.withUnsafeMutableBufferPointer { activate($0.baseAddress!, count: count, activation: a, exp: cExp) }
-            expect("activate \(actName(a)) n=\(count)", got, x.map { refActivate($0, a) })
+            expect("activate \(actName(a)) n=\(count)", got, x.map { refActivate($0, a) }, tolerance: activationTolerance(a))
+            expect("activate(_:_:exp:) \(actName(a)) n=\(count)", x.map { activate($0, a, exp: cExp) }, got)
         }
         // Channels with a stride larger than the plane, a sub-range of channels, vector tails.
         for (channels, spatial, stride, range) in [(3, 13, 13, 0..<3), (5, 16, 16, 1..<4), (4, 17, 20, 0..<4),
@@ -123,7 +133,8 @@ func checkActivations() {
             }
             var want = x
             for c in range { for i in 0..<spatial { want[c * stride + i] = refActivate(x[c * stride + i] + bias[c], a) } }
-            expect("biasActivate \(actName(a)) c=\(channels) spatial=\(spatial) stride=\(stride) channels \(range.lowerBound)..<\(range.upperBound)", got, want)
+            expect("biasActivate \(actName(a)) c=\(channels) spatial=\(spatial) stride=\(stride) channels \(range.lowerBound)..<\(range.upperBound)",
+                   got, want, tolerance: activationTolerance(a))
         }
     }
 }
@@ -378,6 +389,82 @@ func checkWinograd(_ v: WinogradVariant) {
     }
 }
 
+// MARK: - Packed GEMM
+
+enum CheckFMA: GemmISA { static var fusedMultiplyAdd: Bool { true } }
+enum CheckNoFMA: GemmISA { static var fusedMultiplyAdd: Bool { false } }
+
+/// C = A · B through a packed GEMM (`pack` packs A, `run` computes rows of C) against a naive
+/// product in double, within 1e-5 of the sum of |a||b| per element. C has a wider row stride
+/// than n, B too; what the GEMM must not write (columns past n, rows outside the range) is
+/// checked to be untouched. Rows are computed in two ranges split at a multiple of MR.
+func checkGemm(_ name: String, mr: Int, kc: Int, nc: Int, crossArch: Bool,
+               shapes: [(m: Int, n: Int, k: Int)],
+               packedASize: (Int, Int) -> Int,
+               pack: (UnsafePointer<Float>, Int, Int, Int, UnsafeMutablePointer<Float>) -> Void,
+               scratchSize: (Int, Int, Int) -> Int,
+               run: (Int, Int, Int, UnsafePointer<Float>, UnsafePointer<Float>, Int, UnsafeMutablePointer<Float>, Int,
+                     UnsafeMutablePointer<Float>, Range<Int>) -> Void) {
+    for (m, n, k) in shapes {
+        let lda = k + 1, ldb = n + 3, ldc = n + 5
+        let a = rng.floats(m * lda), b = rng.floats(k * ldb)
+        var packed = [Float](repeating: .nan, count: max(1, packedASize(m, k)))
+        a.withUnsafeBufferPointer { ap in ptr(&packed) { pack(ap.baseAddress!, lda, m, k, $0) } }
+        var scratch = [Float](repeating: .nan, count: max(1, scratchSize(m, n, k)))
+        let sentinel: Float = -12345
+        var c = [Float](repeating: sentinel, count: m * ldc)
+        let split = min(m, (m / 2) / mr * mr)
+        for rows in [0..<split, split..<m] where !rows.isEmpty {
+            packed.withUnsafeBufferPointer { pp in b.withUnsafeBufferPointer { bp in
+                scratch.withUnsafeMutableBufferPointer { sp in
+                    ptr(&c) { run(m, n, k, pp.baseAddress!, bp.baseAddress!, ldb, $0, ldc, sp.baseAddress!, rows) }
+                }
+            } }
+        }
+        var want = [Float](repeating: sentinel, count: m * ldc)
+        var scales = [Float](repeating: 0, count: m * ldc)
+        for i in 0..<m { for j in 0..<n {
+            var sum = 0.0, mag = 0.0
+            for p in 0..<k { let t = Double(a[i * lda + p]) * Double(b[p * ldb + j]); sum += t; mag += t < 0 ? -t : t }
+            want[i * ldc + j] = Float(sum); scales[i * ldc + j] = Float(mag) + 1e-30
+        } }
+        expect("gemm \(name) m=\(m) n=\(n) k=\(k) kc=\(kc) nc=\(nc) rows split at \(split)", c, want,
+               tolerance: 1e-5, scales: scales, crossArch: crossArch)
+    }
+}
+
+/// The generic driver with a micro-kernel and small blocks (several KC and NC blocks, edge tiles).
+func checkPackedGemm<K: GemmMicroKernel>(_ kernel: K.Type, _ name: String) {
+    let kc = 24, nc = 2 * K.nr + 5
+    checkGemm("PackedGemm<\(name)> (MR=\(K.mr), NR=\(K.nr))", mr: K.mr, kc: kc, nc: nc, crossArch: true,
+              shapes: [(1, 1, 1), (3, 5, 2), (K.mr, K.nr, 24), (K.mr + 1, K.nr + 1, 25), (13, 50, 37),
+                       (2 * K.mr + 3, 3 * K.nr + 7, 71), (9, 2, 30), (4, 100, 0)],
+              packedASize: { PackedGemm<K>.packedASize(m: $0, k: $1) },
+              pack: { PackedGemm<K>.packA($0, lda: $1, m: $2, k: $3, kc: kc, into: $4) },
+              scratchSize: { PackedGemm<K>.scratchSize(m: $0, n: $1, k: $2, kc: kc, nc: nc) },
+              run: { PackedGemm<K>.gemm(m: $0, n: $1, k: $2, packedA: $3, b: $4, ldb: $5, c: $6, ldc: $7, scratch: $8,
+                                        kc: kc, nc: nc, rowStart: $9.lowerBound, rowEnd: $9.upperBound) })
+}
+
+func checkGemms() {
+    // Fused and unfused, in both tile shapes and two vector widths: the same code on every CPU, so
+    // the bits must agree with the host's (fused on the x86-64 baseline goes through fmaf: slow, exact).
+    checkPackedGemm(GemmKernel4x3<SIMD4<Float>, CheckNoFMA>.self, "4x3, SIMD4, mul+add")
+    checkPackedGemm(GemmKernel8x3<SIMD4<Float>, CheckFMA>.self, "8x3, SIMD4, fma")
+    checkPackedGemm(GemmKernel4x3<SIMD8<Float>, CheckFMA>.self, "4x3, SIMD8, fma")
+    checkPackedGemm(GemmKernel8x3<SIMD8<Float>, CheckNoFMA>.self, "8x3, SIMD8, mul+add")
+    // The level the engine runs on this CPU (NEON 8x12 with fmla on aarch64, SSE 4x12 on x86-64),
+    // with its own blocking: differs per CPU by design, so no bit comparison with the host.
+    checkGemm("GemmBaseline (MR=\(GemmBaseline.mr), NR=\(GemmBaseline.nr))", mr: GemmBaseline.mr, kc: GemmBaseline.kc,
+              nc: GemmBaseline.nc, crossArch: false,
+              shapes: [(1, 1, 1), (7, 13, 9), (16, 169, 64), (19, 520, 300), (33, 49, 145), (8, 2, 513)],
+              packedASize: { GemmBaseline.packedASize(m: $0, k: $1) },
+              pack: { GemmBaseline.packA($0, lda: $1, m: $2, k: $3, into: $4) },
+              scratchSize: { GemmBaseline.scratchSize(m: $0, n: $1, k: $2) },
+              run: { GemmBaseline.gemm(m: $0, n: $1, k: $2, packedA: $3, b: $4, ldb: $5, c: $6, ldc: $7, scratch: $8,
+                                       rows: $9) })
+}
+
 // MARK: - Main
 
 @_cdecl("main")
@@ -388,7 +475,8 @@ func main(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
     checkPooling()
     checkResample()
     for v in variants { checkWinograd(v) }
-    if verbose { for l in lines { print("digest \(l)") } }
-    print("kernels: \(checks) checks (activate, biasActivate x 4 activations; im2col; maxPool, maxPool2x2, maxPool2x2Stride1; upsampleNearest; add; Winograd F(2x2,3x3) and F(4x4,3x3) kernel, input, output transforms and end to end), \(failures) mismatches")
+    checkGemms()
+    if verbose { for l in lines { print(l) } }
+    print("kernels: \(checks) checks (activate, biasActivate x \(Activation.allCases.count) activations; im2col; maxPool, maxPool2x2, maxPool2x2Stride1; upsampleNearest; add; Winograd F(2x2,3x3) and F(4x4,3x3) kernel, input, output transforms and end to end; packed GEMM: 4 generic micro-kernel instantiations and GemmBaseline), \(failures) mismatches")
     return failures == 0 ? 0 : 1
 }
