@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
-swift build -c release --product yolo 2>&1 | grep -v '^\[' || true
+# Progress lines hidden; a failed build stops here (pipefail: grep's status is not the pipe's).
+swift build -c release --product yolo 2>&1 | { grep -v '^\[' || true; }
 image=samples/motorcycle_left.png
 .build/release/yolo detect "$image" --output predictions.png "$@"
 echo "annotated image: $(pwd)/predictions.png"

@@ -25,6 +25,7 @@ typedef struct {
     jmp_buf jump;
     int truncated;       // libjpeg warned "premature end of JPEG file"
     int data_missing;    // libjpeg warned that entropy-coded data ran out
+    int corrupt_data;    // libjpeg warned about corrupt scan data (message in `message`)
     int components;      // samples per output pixel: 1 (gray), 3 (RGB) or 4 (CMYK)
     int inverted_cmyk;   // CMYK samples are stored inverted (Adobe APP14 marker seen)
     char message[JMSG_LENGTH_MAX];
@@ -38,16 +39,30 @@ static inline void yolo_jpeg_error_exit(j_common_ptr cinfo) {
 
 // Warnings (level -1) and trace messages: never printed. A truncated file is only a warning
 // to libjpeg (it pads the data with an EOI marker and the image with gray); we remember it
-// and report an error.
+// and report an error. Warnings about corrupt data (libjpeg's "Corrupt JPEG data: ..." on the
+// scan data: a scan cut short before an EOI marker, a bad Huffman or arithmetic code, a lost
+// restart marker, an inconsistent progression) are errors too: libjpeg would go on with gray
+// or garbage blocks. Warnings about metadata only (unknown JFIF version or Adobe transform
+// code, a bad ICC marker, stray bytes before a marker) leave the pixels intact: ignored.
 static inline void yolo_jpeg_emit_message(j_common_ptr cinfo, int level) {
     yolo_jpeg *j = (yolo_jpeg *)cinfo->client_data;
     if (level >= 0) return;
-    if (cinfo->err->msg_code == JWRN_JPEG_EOF) j->truncated = 1;
-    if (cinfo->err->msg_code == JWRN_HIT_MARKER) j->data_missing = 1;
+    switch (cinfo->err->msg_code) {
+    case JWRN_JPEG_EOF: j->truncated = 1; return;
+    case JWRN_JFIF_MAJOR: case JWRN_ADOBE_XFORM: case JWRN_BOGUS_ICC: case JWRN_EXTRANEOUS_DATA:
+        return;
+    default:
+        if (cinfo->err->msg_code == JWRN_HIT_MARKER) j->data_missing = 1;
+        if (j->truncated) longjmp(j->jump, 1);  // the data ran out: reported as truncated
+        (*cinfo->err->format_message)(cinfo, j->message);
+        j->corrupt_data = 1;
+        longjmp(j->jump, 1);
+    }
 }
 
 static inline int yolo_jpeg_failure(yolo_jpeg *j) {
     if (j->truncated) return YOLO_JPEG_TRUNCATED;
+    if (j->corrupt_data) return YOLO_JPEG_CORRUPT;
     switch (j->jerr.msg_code) {
     case JERR_EMPTY_IMAGE: return YOLO_JPEG_EMPTY_IMAGE;
     case JERR_IMAGE_TOO_BIG: return YOLO_JPEG_TOO_BIG;

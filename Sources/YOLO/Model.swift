@@ -73,24 +73,12 @@ final class ModelStorage: @unchecked Sendable {
     private var blocks: [UnsafeMutablePointer<Float>] = []
     private(set) var floats = 0
 
-    private var counts: [Int] = []
-
     /// Only while the model loads (one thread).
     func allocate(_ count: Int) -> UnsafeMutablePointer<Float> {
         let p = UnsafeMutablePointer<Float>.allocate(capacity: max(count, 1))
         blocks.append(p)
-        counts.append(count)
         floats += count
         return p
-    }
-
-    /// Frees a block that nothing points into any more (only while the model loads).
-    func release(_ p: UnsafeMutablePointer<Float>) {
-        guard let i = blocks.firstIndex(of: p) else { return }
-        p.deallocate()
-        floats -= counts[i]
-        blocks.remove(at: i)
-        counts.remove(at: i)
     }
 
     deinit { for b in blocks { b.deallocate() } }
@@ -146,13 +134,7 @@ public final class Model: Sendable {
         try self.init(config: config, source: .bytes(weights), weightsName: weightsName, options: options)
     }
 
-    /// Where the weights come from: bytes in memory, or a file read straight into the storage.
-    enum WeightsSource {
-        case bytes([UInt8])
-        case file(String)
-    }
-
-    init(config: DarknetConfig, source: WeightsSource, weightsName: String, options: ModelOptions) throws(YOLOError) {
+    init(config: DarknetConfig, source: WeightsReader.Origin, weightsName: String, options: ModelOptions) throws(YOLOError) {
         Gemm.setUpProcess()
         var net = config.sections[0]
         net.trackReads()
@@ -211,16 +193,18 @@ public final class Model: Sendable {
         let counts = layers.map { $0.parameterCount }
         let floats = counts.reduce(0, +)
         storage = ModelStorage()
-        let params = try Model.readParameters(source, name: weightsName, cfg: config.file, floats: floats, storage: storage)
+        var reader = try WeightsReader(source, name: weightsName, cfg: config.file, floats: floats)
         let loading = LoadContext(options: options, weightsName: weightsName, pool: WorkerPool(threads: availableCores()),
                                   storage: storage, kernels: kernels)
-        var p = params
-        for i in layers.indices {
-            try layers[i].load(parameters: p, context: loading)
-            p += counts[i]
+        // One layer's floats at a time: each layer keeps (folded, packed) copies of what it
+        // needs, so the file is never held whole next to them.
+        let largest = max(1, counts.max() ?? 0)
+        let buffer = UnsafeMutablePointer<Float>.allocate(capacity: largest)
+        defer { buffer.deallocate() }
+        for i in layers.indices where counts[i] > 0 {
+            try reader.next(counts[i], into: buffer)
+            try layers[i].load(parameters: buffer, context: loading)
         }
-        // Our kernels packed copies of everything they need: the file's floats can go.
-        if kernels != nil { storage.release(params) }
         if options.fusesLayers { Model.fuse(layers) }
 
         impl = layers
@@ -297,43 +281,6 @@ public final class Model: Sendable {
             guard let e = layers[i].deferrableEpilogue, readers[i] == 1, layers[i + 1].sources == [i] else { continue }
             if layers[i + 1].takeEpilogue(e) { layers[i].deferEpilogue() }
         }
-    }
-
-    /// Checks the weights header and size against the cfg and returns the parameter floats.
-    static func readParameters(_ source: WeightsSource, name: String, cfg: String, floats: Int,
-                               storage: ModelStorage) throws(YOLOError) -> UnsafeMutablePointer<Float> {
-        switch source {
-        case .bytes(let bytes):
-            let header = try checkWeightsHeader(Array(bytes.prefix(20)), size: bytes.count, name: name, cfg: cfg, floats: floats)
-            let params = storage.allocate(floats)
-            bytes.withUnsafeBytes { raw in
-                UnsafeMutableRawPointer(params).copyMemory(from: raw.baseAddress! + header, byteCount: 4 * floats)
-            }
-            return littleEndian(params, floats)
-        case .file(let path):
-            guard let f = fopen(path, "rb") else { throw .file(path: path, reason: String(cString: strerror(errno))) }
-            defer { fclose(f) }
-            var st = stat()
-            guard fstat(fileno(f), &st) == 0 else { throw .file(path: path, reason: String(cString: strerror(errno))) }
-            if (st.st_mode & S_IFMT) == S_IFDIR { throw .file(path: path, reason: "is a directory") }
-            let size = Int(st.st_size)
-            var head = [UInt8](repeating: 0, count: min(size, 20))
-            let got = head.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, f) }
-            guard got == head.count else { throw .file(path: path, reason: "read \(got) of \(size) bytes") }
-            let header = try checkWeightsHeader(head, size: size, name: name, cfg: cfg, floats: floats)
-            let params = storage.allocate(floats)
-            guard fseek(f, header, SEEK_SET) == 0, fread(params, 4, floats, f) == floats else {
-                throw .file(path: path, reason: "could not read its \(floats) floats")
-            }
-            return littleEndian(params, floats)
-        }
-    }
-
-    private static func littleEndian(_ params: UnsafeMutablePointer<Float>, _ floats: Int) -> UnsafeMutablePointer<Float> {
-        #if _endian(big)
-        for i in 0..<floats { params[i] = Float(bitPattern: UInt32(littleEndian: params[i].bitPattern)) }
-        #endif
-        return params
     }
 
     /// Checks a weights file's header (its first 20 bytes or fewer) and total size against the

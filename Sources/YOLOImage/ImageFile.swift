@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import YOLO
 
 /// The image formats this module reads and writes.
 public enum ImageFormat: String, Sendable {
@@ -12,8 +13,16 @@ public enum ImageFormat: String, Sendable {
     case jpeg = "JPEG"
 }
 
-/// The default limit on the pixels an image may have: 16384 x 16384 = 2^28 (768 MiB as RGB).
-public let defaultMaxPixels = 1 << 28
+/// The default limit on the pixels an image may have: 2^27 = 134 million, e.g. 16384 x 8192
+/// (384 MiB as RGB; a 100-megapixel photo fits).
+public let defaultMaxPixels = 1 << 27
+
+/// The default limit on an image file's size: 256 MiB (`FileLimits.imageBytes`).
+public let defaultMaxFileBytes = FileLimits.imageBytes
+
+/// Images of at most this many pixels are always decoded; larger ones must come in a file large
+/// enough to plausibly hold them (see `checkPlausibleSize`).
+let plausibilityFloorPixels = 1 << 22
 
 /// Reads an image file the way Darknet's loader (stb_image, 3 channels) sees it, as 8-bit RGB.
 /// The format comes from the file's first bytes, not its name. See `decodeImage` for details.
@@ -22,9 +31,12 @@ public let defaultMaxPixels = 1 << 28
 ///     PNG eXIf). Darknet ignores the tag; pass false to get the stored pixels as it does.
 ///   - maxPixels: images whose header claims more pixels are refused with
 ///     `ImageError.tooLarge` before any pixel memory is allocated.
+///   - maxFileBytes: larger files are refused (`ImageError.unreadable`) before they are read;
+///     so are FIFOs, devices and directories: only regular files are read.
 public func loadImage(path: String, applyEXIFOrientation: Bool = true,
-                      maxPixels: Int = defaultMaxPixels) throws -> RGBImage {
-    let bytes = try readFile(path)
+                      maxPixels: Int = defaultMaxPixels,
+                      maxFileBytes: Int = defaultMaxFileBytes) throws -> RGBImage {
+    let bytes = try readFile(path, maxBytes: maxFileBytes)
     return try decodeImage(bytes, name: path, applyEXIFOrientation: applyEXIFOrientation,
                            maxPixels: maxPixels)
 }
@@ -36,7 +48,10 @@ public func loadImage(path: String, applyEXIFOrientation: Bool = true,
 /// their high byte, 1/2/4-bit gray is scaled to 0...255; gAMA, sRGB and iCCP are ignored.
 /// Interlaced images are supported. JPEG goes through libjpeg (gray, YCbCr, RGB, CMYK/YCCK,
 /// baseline or progressive); CMYK becomes R = C * K / 255 on Adobe's inverted samples.
-/// A file that ends before the image does is an error (`ImageError.truncated`), not a gray fill.
+/// A file that ends before the image does is an error (`ImageError.truncated`), not a gray fill;
+/// so is JPEG scan data that libjpeg finds corrupt (its "Corrupt JPEG data" warnings).
+/// Decompression bombs are refused before the pixels are allocated: a header claiming more than
+/// `maxPixels`, or (above 4 megapixels) far more pixels than the file's size could encode.
 public func decodeImage(_ bytes: [UInt8], name: String, applyEXIFOrientation: Bool = true,
                         maxPixels: Int = defaultMaxPixels) throws -> RGBImage {
     guard !bytes.isEmpty else { throw ImageError.emptyFile(file: name) }
@@ -100,58 +115,44 @@ func checkDimensions(width: Int, height: Int, name: String, maxPixels: Int) thro
     }
 }
 
+/// Throws `corrupt` when a header claims more pixels than `fileBytes` bytes could plausibly
+/// encode: above `plausibilityFloorPixels`, at most `pixelsPerByte` pixels per byte of the file.
+func checkPlausibleSize(width: Int, height: Int, fileBytes: Int, pixelsPerByte: Int, name: String,
+                        format: String) throws {
+    let pixels = width.multipliedReportingOverflow(by: height)
+    let budget = fileBytes.multipliedReportingOverflow(by: pixelsPerByte)
+    guard pixels.overflow || (pixels.partialValue > plausibilityFloorPixels
+                              && !budget.overflow && pixels.partialValue > budget.partialValue) else { return }
+    throw ImageError.corrupt(file: name, format: format, message: "the header claims \(width) x \(height) pixels, "
+                             + "far more than a \(fileBytes)-byte file can hold (a decompression bomb?)")
+}
+
 /// The characters of a NUL-terminated C string stored in a fixed-size C array (a tuple).
 func stringFromCArray<T>(_ array: T) -> String {
     withUnsafeBytes(of: array) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
 }
 
-func errnoDescription() -> String { String(cString: strerror(errno)) }
 
-/// The whole file as bytes, with errors that say which problem it was.
-func readFile(_ path: String) throws -> [UInt8] {
-    let fd = open(path, O_RDONLY)
-    guard fd >= 0 else {
-        if errno == ENOENT { throw ImageError.fileNotFound(file: path) }
-        throw ImageError.unreadable(file: path, reason: errnoDescription())
+/// The whole file as bytes, with errors that say which problem it was. Only regular files are
+/// read (a FIFO, device or directory is refused without blocking), at most `maxBytes` of them.
+func readFile(_ path: String, maxBytes: Int = defaultMaxFileBytes) throws -> [UInt8] {
+    switch readRegularFile(path, maxBytes: maxBytes) {
+    case .success(let bytes):
+        guard !bytes.isEmpty else { throw ImageError.emptyFile(file: path) }
+        return bytes
+    case .failure(.notFound):
+        throw ImageError.fileNotFound(file: path)
+    case .failure(let failure):
+        throw ImageError.unreadable(file: path, reason: failure.reason)
     }
-    defer { close(fd) }
-    var info = stat()
-    guard fstat(fd, &info) == 0 else { throw ImageError.unreadable(file: path, reason: errnoDescription()) }
-    if info.st_mode & S_IFMT == S_IFDIR { throw ImageError.unreadable(file: path, reason: "it is a directory") }
-    // Sized so that one read normally gets the whole file; grows for pipes and growing files.
-    var bytes = [UInt8](repeating: 0, count: max(Int(info.st_size), 0) + 1)
-    var filled = 0
-    while true {
-        if filled == bytes.count { bytes += repeatElement(0, count: max(bytes.count, 1 << 16)) }
-        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
-        if count < 0 {
-            if errno == EINTR { continue }
-            throw ImageError.unreadable(file: path, reason: errnoDescription())
-        }
-        if count == 0 { break }
-        filled += count
-    }
-    bytes.removeSubrange(filled...)
-    guard !bytes.isEmpty else { throw ImageError.emptyFile(file: path) }
-    return bytes
 }
 
-/// Writes `bytes` to `path`, replacing any file there.
+/// Writes `bytes` to `path` atomically (a temporary file in the same directory renamed over
+/// `path`), so a failure never leaves half a file.
 func writeFile(_ bytes: [UInt8], to path: String) throws {
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    guard fd >= 0 else { throw ImageError.writeFailed(file: path, reason: errnoDescription()) }
-    var written = 0
-    while written < bytes.count {
-        let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-        if count < 0 {
-            if errno == EINTR { continue }
-            let reason = errnoDescription()
-            close(fd)
-            throw ImageError.writeFailed(file: path, reason: reason)
-        }
-        written += count
+    if let reason = bytes.withUnsafeBytes({ writeFileAtomically($0, to: path) }) {
+        throw ImageError.writeFailed(file: path, reason: reason)
     }
-    guard close(fd) == 0 else { throw ImageError.writeFailed(file: path, reason: errnoDescription()) }
 }
 
 /// Writes `image` as PNG or JPEG, chosen by the path's extension (.png, .jpg, .jpeg; any case).

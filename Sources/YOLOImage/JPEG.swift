@@ -14,7 +14,8 @@ func decodeJPEG(_ bytes: [UInt8], name: String, maxPixels: Int) throws -> RGBIma
         decoder.deallocate()
     }
     func check(_ code: Int32) throws {
-        let message = stringFromCArray(decoder.pointee.message)
+        var message = stringFromCArray(decoder.pointee.message)
+        if message.hasPrefix("Corrupt JPEG data: ") { message.removeFirst("Corrupt JPEG data: ".count) }
         let width = Int(decoder.pointee.cinfo.image_width), height = Int(decoder.pointee.cinfo.image_height)
         switch Int(code) {
         case YOLO_JPEG_OK: return
@@ -29,6 +30,13 @@ func decodeJPEG(_ bytes: [UInt8], name: String, maxPixels: Int) throws -> RGBIma
         try check(yolo_jpeg_open(decoder, data.baseAddress, UInt(data.count)))
         let width = Int(decoder.pointee.cinfo.image_width), height = Int(decoder.pointee.cinfo.image_height)
         try checkDimensions(width: width, height: height, name: name, maxPixels: maxPixels)
+        // Huffman coding spends at least one bit on each 8x8 block of a component's first scan
+        // (two in a baseline scan). Every real encoder gives the full-resolution component at
+        // least one block per 64 pixels; allowing even for odd sampling factors, 4096 pixels per
+        // byte is far beyond any genuine file. Arithmetic coding can go further: a looser bound.
+        let pixelsPerByte = decoder.pointee.cinfo.arith_code != 0 ? 1 << 16 : 1 << 12
+        try checkPlausibleSize(width: width, height: height, fileBytes: bytes.count, pixelsPerByte: pixelsPerByte,
+                               name: name, format: "JPEG")
         let components = Int(decoder.pointee.components)
         // Room for the decoder's samples and for the RGB they become, converted in place.
         var pixels = [UInt8](repeating: 0, count: width * height * max(components, 3))

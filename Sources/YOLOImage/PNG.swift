@@ -4,8 +4,16 @@ import CPNG
 func decodePNG(_ bytes: [UInt8], name: String, maxPixels: Int) throws -> RGBImage {
     // Check the IHDR size first: libpng itself rejects a zero width with a generic error.
     if bytes.count >= 24, bytes[12..<16].elementsEqual("IHDR".utf8) {
-        try checkDimensions(width: Int(bigEndian32(bytes, at: 16)), height: Int(bigEndian32(bytes, at: 20)),
-                            name: name, maxPixels: maxPixels)
+        let width = Int(bigEndian32(bytes, at: 16)), height = Int(bigEndian32(bytes, at: 20))
+        try checkDimensions(width: width, height: height, name: name, maxPixels: maxPixels)
+        // Deflate compresses at most about 1032:1, and a pixel takes at least `bits` bits before
+        // compression; a header claiming more is a decompression bomb.
+        if bytes.count >= 26 {
+            let depth = max(Int(bytes[24]), 1)
+            let channels = [0: 1, 2: 3, 3: 1, 4: 2, 6: 4][Int(bytes[25])] ?? 1
+            try checkPlausibleSize(width: width, height: height, fileBytes: bytes.count,
+                                   pixelsPerByte: 1032 * 8 / max(depth * channels, 1) + 1, name: name, format: "PNG")
+        }
     }
     let reader = UnsafeMutablePointer<yolo_png>.allocate(capacity: 1)
     reader.initialize(to: yolo_png())

@@ -4,7 +4,9 @@ import YOLO
 /// A usage error: printed to stderr with a hint, exit code 64 (EX_USAGE).
 struct UsageError: Error, CustomStringConvertible {
     let description: String
-    init(_ message: String) { description = message }
+    /// Whether to add "Run 'yolo --help' for usage." (not when the message says all).
+    let hint: Bool
+    init(_ message: String, hint: Bool = true) { description = message; self.hint = hint }
 }
 
 /// A small command-line parser: `--name value`, `--name=value`, boolean `--flag`s and positionals.

@@ -33,6 +33,8 @@ enum DetectCommand {
       --stretch        stretch images to the network size instead of letterboxing
                        (AlexeyAB's default; boxes then differ from pjreddie's)
       --no-exif        ignore the EXIF orientation (as Darknet does), default: apply it
+      --max-pixels N   refuse images of more than N pixels (before decoding), default
+                       \(defaultMaxPixels) (2^27)
       --threads N      threads, default the number of cores (\(ProcessInfo.processInfo.activeProcessorCount) here)
       --output PATH    annotated image: for one IMAGE a file (.png, .jpg, .jpeg; default
                        predictions.png), for several (or a DIR, or PATH ending in /) a directory
@@ -49,6 +51,9 @@ enum DetectCommand {
       -h, --help       show this help
 
     The default cfg, weights and names come from $YOLO_WEIGHTS (a directory), else weights/.
+    No output (annotated image, --coco file) may replace an input file (an image, the cfg,
+    weights or names; also through symbolic or hard links): such a run is refused before
+    anything is written. Outputs are written to a temporary file renamed into place.
 
     Output: results on stdout, errors on stderr as 'yolo: <path>: <message>'.
     Exit status: 0 all images processed, 1 if any image failed (the others are still
@@ -57,7 +62,7 @@ enum DetectCommand {
 
     static func run(_ args: [String]) throws -> Int32 {
         let a = try Arguments(args, options: ["cfg", "weights", "names", "thresh", "nms", "threads", "output", "coco",
-                                        "classes", "max-det", "size", "conv"],
+                                        "classes", "max-det", "size", "conv", "max-pixels"],
                               flags: ["agnostic", "stretch", "no-exif", "json", "no-draw", "help"], short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard !a.positionals.isEmpty else { throw UsageError("detect needs at least one IMAGE or DIR") }
@@ -73,6 +78,7 @@ enum DetectCommand {
             modelOptions.convolution = c
         }
         let threads = try a.int("threads", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
+        let maxPixels = try a.int("max-pixels", default: defaultMaxPixels, range: 1...Int.max)
         let json = a.has("json")
         let draw = !a.has("no-draw")
         if let coco = a.string("coco"), coco.isEmpty { throw UsageError("--coco needs a file name") }
@@ -131,9 +137,27 @@ enum DetectCommand {
             }
         }
 
-        let detector = try Detector(cfgPath: a.string("cfg") ?? defaultCfg, weightsPath: a.string("weights") ?? defaultWeights,
-                                    namesPath: a.string("names") ?? defaultNames, options: options, threads: threads,
-                                    modelOptions: modelOptions)
+        // No output may replace an input (an image, or a model file), however its path is spelled.
+        let cfgPath = a.string("cfg") ?? defaultCfg, weightsPath = a.string("weights") ?? defaultWeights
+        let namesPath = a.string("names") ?? defaultNames
+        var inputFiles = InputFiles()
+        for path in inputs.map(\.path) + [cfgPath, weightsPath, namesPath] { inputFiles.add(path) }
+        for case let out? in outputs { try inputFiles.checkOutput(out, option: "an annotated image") }
+        if let coco = a.string("coco") {
+            try inputFiles.checkOutput(coco, option: "the COCO results")
+            if outputs.contains(coco) {
+                throw UsageError("\(coco): both the COCO results and an annotated image would go there", hint: false)
+            }
+        }
+        // Output directories, made before any work so that a failure is reported once.
+        var made = Set<String>()
+        for case let out? in outputs {
+            let dir = parentDirectory(out)
+            if !dir.isEmpty, made.insert(dir).inserted { try makeDirectories(dir) }
+        }
+
+        let detector = try Detector(cfgPath: cfgPath, weightsPath: weightsPath, namesPath: namesPath,
+                                    options: options, threads: threads, modelOptions: modelOptions)
         if let list = a.string("classes") { detector.options.classFilter = try classFilter(list, names: detector) }
 
         var progress = ProgressBar(total: inputs.count, enabled: sawDirectory)
@@ -143,7 +167,7 @@ enum DetectCommand {
             progress.show(done: index, current: input.path)
             let result: (image: RGBImage, detections: [Detection])
             do {
-                let image = try loadImage(path: input.path, applyEXIFOrientation: !a.has("no-exif"))
+                let image = try loadImage(path: input.path, applyEXIFOrientation: !a.has("no-exif"), maxPixels: maxPixels)
                 let detections = try detector.detect(rgb: image.pixels, width: image.width, height: image.height)
                 result = (image, detections)
             } catch {
@@ -172,8 +196,6 @@ enum DetectCommand {
                 var annotated = result.image
                 drawDetections(result.detections, on: &annotated, classCount: detector.classCount)
                 do {
-                    let dir = (out as NSString).deletingLastPathComponent
-                    if !dir.isEmpty { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
                     try writeImage(annotated, to: out)
                 } catch {
                     printError("yolo: \(describe(error, path: out))")
@@ -185,8 +207,10 @@ enum DetectCommand {
 
         if let coco = a.string("coco") {
             let text = "[\n" + cocoResults.joined(separator: ",\n") + (cocoResults.isEmpty ? "]\n" : "\n]\n")
-            if !FileManager.default.createFile(atPath: coco, contents: text.data(using: .utf8)) {
-                printError("yolo: \(coco): cannot write the COCO results")
+            do {
+                try writeOutputFile(Array(text.utf8), to: coco)
+            } catch {
+                printError("yolo: \(error)")
                 failed = true
             }
         }

@@ -31,14 +31,12 @@ enum HeadsCommand {
         guard a.positionals.count == 1 else { throw UsageError("heads takes exactly one INPUT.f32") }
         guard let out = a.string("out") else { throw UsageError("heads needs --out DIR") }
         let threads = try a.int("threads", default: 1, range: 1...256)
+        let cfgPath = a.string("cfg") ?? defaultCfg, weightsPath = a.string("weights") ?? defaultWeights
         // With --all-layers, every layer's exact output (no conv + max pool fusion).
-        let network = try Network(cfgPath: a.string("cfg") ?? defaultCfg, weightsPath: a.string("weights") ?? defaultWeights,
-                                  threads: threads, options: ModelOptions(fusesLayers: !a.has("all-layers"),
-                                                                        inputSize: try a.inputSize("size")))
+        let network = try Network(cfgPath: cfgPath, weightsPath: weightsPath, threads: threads,
+                                  options: ModelOptions(fusesLayers: !a.has("all-layers"), inputSize: try a.inputSize("size")))
         let path = a.positionals[0]
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw YOLOError.file(path: path, reason: "cannot read")
-        }
+        let data = try readInputFile(path, maxBytes: FileLimits.imageBytes)
         guard data.count == network.input.count * 4 else {
             throw YOLOError.invalidArgument("\(path): \(data.count) bytes, but the network takes \(network.inputChannels)x\(network.inputHeight)x\(network.inputWidth) float32 = \(network.input.count * 4) bytes")
         }
@@ -48,23 +46,21 @@ enum HeadsCommand {
             }
         }
         network.forward()
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-        for (i, head) in network.heads.enumerated() {
-            try writeFloats(head.raw, to: "\(out)/head\(i).f32")
-        }
-        if a.has("all-layers") {
-            for i in network.layers.indices {
-                try writeFloats(network.output(ofLayer: i), to: "\(out)/layer\(i < 10 ? "0" : "")\(i).f32")
-            }
-        }
+        var inputs = InputFiles()
+        for input in [path, cfgPath, weightsPath] { inputs.add(input) }
+        let headPaths = network.heads.indices.map { "\(out)/head\($0).f32" }
+        let layerPaths = a.has("all-layers") ? network.layers.indices.map { "\(out)/layer\($0 < 10 ? "0" : "")\($0).f32" } : []
+        for file in headPaths + layerPaths { try inputs.checkOutput(file, option: "a tensor") }
+        try makeDirectories(out)
+        for (i, head) in network.heads.enumerated() { try writeFloats(head.raw, to: headPaths[i]) }
+        for (i, file) in layerPaths.enumerated() { try writeFloats(network.output(ofLayer: i), to: file) }
         return 0
     }
 
     static func writeFloats(_ values: UnsafeBufferPointer<Float>, to path: String) throws {
-        var le = values.map { $0.bitPattern.littleEndian }
-        let data = Data(bytes: &le, count: le.count * 4)
-        guard FileManager.default.createFile(atPath: path, contents: data) else {
-            throw YOLOError.file(path: path, reason: "cannot write")
-        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(values.count * 4)
+        for v in values { withUnsafeBytes(of: v.bitPattern.littleEndian) { bytes += $0 } }
+        try writeOutputFile(bytes, to: path)
     }
 }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import XCTest
 import YOLOImage
 
@@ -185,6 +188,150 @@ final class BadInputTests: XCTestCase {
         assertImageError(try decodeImage(bytes, name: "zero.jpg"), file: "zero.jpg", phrase: "zero size") {
             if case .zeroSize = $0 { return true } else { return false }
         }
+    }
+
+    // MARK: Hardening: hostile files
+
+    /// A JPEG whose scan data is cut but which still ends with an EOI marker: libjpeg only warns
+    /// ("Corrupt JPEG data: premature end of data segment") and fills the rest with gray. An error.
+    func testJPEGScanCutBeforeEndMarkerIsCorrupt() throws {
+        for name in ["rgb.jpg", "progressive.jpg", "cmyk.jpg"] {
+            let bytes = try Fixture.bytes(name)
+            let sos = try XCTUnwrap(findSubsequence([0xFF, 0xDA], in: bytes))
+            let scan = sos + 2 + (Int(bytes[sos + 2]) << 8 | Int(bytes[sos + 3]))
+            let cut = Array(bytes[0..<(scan + (bytes.count - scan) / 3)]) + [0xFF, 0xD9]
+            // (libjpeg may see the cut as corrupt data or, in a progressive file, as missing scans.)
+            assertImageError(try decodeImage(cut, name: name), file: name, phrase: "JPEG") {
+                switch $0 {
+                case .corrupt(_, "JPEG", _), .truncated(_, "JPEG"): return true
+                default: return false
+                }
+            }
+            if name == "rgb.jpg" {
+                assertImageError(try decodeImage(cut, name: name), file: name,
+                                 phrase: "corrupt JPEG data: premature end of data segment") { _ in true }
+            }
+        }
+    }
+
+    /// A stray marker inside the scan data (here RST0 in a file without restart intervals): libjpeg
+    /// warns, fills the rest of the scan with gray and carries on. An error.
+    func testJPEGStrayMarkerInScanIsAnError() throws {
+        for name in ["rgb.jpg", "progressive.jpg"] {
+            let bytes = try Fixture.bytes(name)
+            let sos = try XCTUnwrap(findSubsequence([0xFF, 0xDA], in: bytes))
+            let scan = sos + 2 + (Int(bytes[sos + 2]) << 8 | Int(bytes[sos + 3]))
+            let middle = scan + (bytes.count - scan) / 3
+            let spliced = Array(bytes[0..<middle]) + [0xFF, 0xD0] + Array(bytes[middle...])
+            assertImageError(try decodeImage(spliced, name: name), file: name, phrase: "JPEG") {
+                if case .corrupt(_, "JPEG", _) = $0 { return true } else { return false }
+            }
+        }
+    }
+
+    /// A 600-byte JPEG whose header claims 8000 x 8000 (under the pixel cap): a decompression
+    /// bomb, refused before the 192 MB of pixels are allocated. Also with no pixel cap at all.
+    func testJPEGDecompressionBombRefused() throws {
+        var bytes = try Fixture.bytes("rgb.jpg")
+        let sof = try XCTUnwrap(jpegSegment(bytes, marker: 0xC0))
+        let sos = try XCTUnwrap(findSubsequence([0xFF, 0xDA], in: bytes))
+        let scan = sos + 2 + (Int(bytes[sos + 2]) << 8 | Int(bytes[sos + 3]))
+        bytes = Array(bytes[0..<scan]) + [0xFF, 0xD9]  // no scan data at all
+        bytes[sof + 5] = 0x1F; bytes[sof + 6] = 0x40; bytes[sof + 7] = 0x1F; bytes[sof + 8] = 0x40  // 8000 x 8000
+        for limit in [defaultMaxPixels, Int.max] {
+            assertImageError(try decodeImage(bytes, name: "bomb.jpg", maxPixels: limit), file: "bomb.jpg",
+                             phrase: "decompression bomb") {
+                if case .corrupt(_, "JPEG", _) = $0 { return true } else { return false }
+            }
+        }
+        bytes[sof + 5] = 0x3E; bytes[sof + 6] = 0x80; bytes[sof + 7] = 0x3E; bytes[sof + 8] = 0x80  // 16000 x 16000
+        assertImageError(try decodeImage(bytes, name: "bomb.jpg"), file: "bomb.jpg", phrase: "too large") {
+            if case .tooLarge(_, 16_000, 16_000, defaultMaxPixels) = $0 { return true } else { return false }
+        }
+    }
+
+    func testPNGDecompressionBombRefused() {
+        let header: [UInt8] = bigEndian(10_000) + bigEndian(10_000) + [8, 2, 0, 0, 0]
+        let png = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + pngChunk("IHDR", header)
+            + pngChunk("IDAT", [0x78, 0x9C, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]) + pngChunk("IEND", [])
+        assertImageError(try decodeImage(png, name: "bomb.png", maxPixels: Int.max), file: "bomb.png",
+                         phrase: "decompression bomb") {
+            if case .corrupt(_, "PNG", _) = $0 { return true } else { return false }
+        }
+    }
+
+    /// Genuine, highly compressible images are not mistaken for bombs: 3000 x 2000 white, as PNG
+    /// (about 1000:1, near deflate's limit) and as JPEG.
+    func testCompressibleImagesAreNotBombs() throws {
+        let white = RGBImage(width: 3000, height: 2000, pixels: [UInt8](repeating: 255, count: 3000 * 2000 * 3))
+        let dir = try temporaryDirectory(self)
+        let path = dir.appendingPathComponent("white.png").path
+        try writePNG(white, to: path)
+        XCTAssertEqual(try loadImage(path: path).width, 3000)
+        let jpeg = dir.appendingPathComponent("white.jpg").path
+        try writeJPEG(white, to: jpeg)
+        XCTAssertEqual(try loadImage(path: jpeg).height, 2000)
+    }
+
+    /// A FIFO would block `open` forever: refused at once, without blocking.
+    func testFIFOIsRefusedWithoutBlocking() throws {
+        let path = try temporaryDirectory(self).appendingPathComponent("pipe.png").path
+        XCTAssertEqual(mkfifo(path, 0o600), 0)
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var outcome: Result<RGBImage, Error>?
+        Thread.detachNewThread {
+            outcome = Result { try loadImage(path: path) }
+            done.signal()
+        }
+        if done.wait(timeout: .now() + 5) == .timedOut {
+            XCTFail("loadImage blocked on a FIFO")
+            let writer = open(path, O_WRONLY | O_NONBLOCK)  // lets the blocked open return
+            if writer >= 0 { close(writer) }
+            done.wait()
+            return
+        }
+        assertImageError(try outcome!.get(), file: path, phrase: "FIFO") {
+            if case .unreadable = $0 { return true } else { return false }
+        }
+    }
+
+    /// Devices are refused (/dev/zero would otherwise be read until memory runs out).
+    func testDevicesAreRefused() {
+        for path in ["/dev/null", "/dev/zero"] {
+            assertImageError(try loadImage(path: path), file: path, phrase: "character device") {
+                if case .unreadable = $0 { return true } else { return false }
+            }
+        }
+    }
+
+    func testFileSizeCap() throws {
+        let path = Fixture.path("rgb8.png")
+        let size = try Fixture.bytes("rgb8.png").count
+        XCTAssertNoThrow(try loadImage(path: path, maxFileBytes: size))
+        assertImageError(try loadImage(path: path, maxFileBytes: size - 1), file: path, phrase: "too large") {
+            if case .unreadable = $0 { return true } else { return false }
+        }
+        XCTAssertEqual(defaultMaxFileBytes, 256 << 20)
+    }
+
+    /// Writing replaces the file by renaming a complete temporary file over it: another hard
+    /// link to the old file keeps the old bytes, and no temporary file is left behind.
+    func testWritesAreAtomic() throws {
+        let dir = try temporaryDirectory(self)
+        let path = dir.appendingPathComponent("out.png").path, link = dir.appendingPathComponent("link.png").path
+        let old = Data("old contents".utf8)
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: old))
+        XCTAssertEqual(Glibc.link(path, link), 0)
+        try writePNG(Fixture.image(width: 5, height: 4) { x, y in Fixture.rgb8(x, y) }, to: path)
+        XCTAssertEqual(try loadImage(path: path).width, 5)
+        XCTAssertEqual(FileManager.default.contents(atPath: link), old)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted(), ["link.png", "out.png"])
+        // A failed write (the path is a directory) leaves nothing behind.
+        let sub = dir.appendingPathComponent("sub.png").path
+        try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: false)
+        XCTAssertThrowsError(try writePNG(Fixture.image(width: 2, height: 2) { _, _ in [1, 2, 3] }, to: sub))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted(),
+                       ["link.png", "out.png", "sub.png"])
     }
 
     func testRandomCorruptionNeverCrashes() throws {

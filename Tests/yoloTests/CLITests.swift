@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs the built `yolo` executable as a subprocess. Each test that detects loads the network
 /// once and gives it several images, to keep the suite quick in debug builds.
@@ -45,7 +48,8 @@ final class CLITests: XCTestCase {
 
     struct Result { var status: Int32; var stdout: String; var stderr: String }
 
-    func yolo(_ args: [String], in cwd: String? = nil, environment: [String: String] = [:]) throws -> Result {
+    func yolo(_ args: [String], in cwd: String? = nil, environment: [String: String] = [:],
+              timeout: Double = 300) throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try yoloBinary())
         p.arguments = args
@@ -59,8 +63,14 @@ final class CLITests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: err) }
         p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
+        let done = DispatchSemaphore(value: 0)
+        p.terminationHandler = { _ in done.signal() }
         try p.run()
-        p.waitUntilExit()
+        if done.wait(timeout: .now() + timeout) == .timedOut {
+            p.terminate()  // SIGTERM; e.g. blocked on a FIFO
+            XCTFail("yolo \(args) did not finish within \(timeout) s")
+            done.wait()
+        }
         return Result(status: p.terminationStatus, stdout: try String(contentsOfFile: out, encoding: .utf8),
                       stderr: try String(contentsOfFile: err, encoding: .utf8))
     }
@@ -125,7 +135,118 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(r.stderr.hasPrefix("yolo: /nonexistent/w.weights: "), r.stderr)
     }
 
+    // MARK: Hardening (no network needed: refused before it loads)
+
+    /// An output that is an input, however spelled (same path, symbolic link, hard link, a
+    /// directory given as its own --output), is refused before anything is written.
+    func testOutputThatIsAnInputIsRefused() throws {
+        let dir = try temporaryDirectory()
+        let photo = dir + "/photo.jpg", original = Data([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 1, count: 100))
+        try original.write(to: URL(fileURLWithPath: photo))
+        try FileManager.default.createSymbolicLink(atPath: dir + "/symlink.jpg", withDestinationPath: "photo.jpg")
+        try FileManager.default.linkItem(atPath: photo, toPath: dir + "/hardlink.jpg")
+        try FileManager.default.createDirectory(atPath: dir + "/album", withIntermediateDirectories: false)
+        try original.write(to: URL(fileURLWithPath: dir + "/album/a.jpg"))
+        let cases: [[String]] = [
+            ["photo.jpg", "--output", "photo.jpg"],
+            ["photo.jpg", "--output", dir + "/./photo.jpg"],
+            ["photo.jpg", "--output", "symlink.jpg"],
+            ["symlink.jpg", "--output", "photo.jpg"],
+            ["photo.jpg", "--output", "hardlink.jpg"],
+            ["album/", "--output", "album/"],
+            ["album", "--output", "album"],
+            ["photo.jpg", "--no-draw", "--coco", "hardlink.jpg"],
+            ["album", "--output", "x/", "--coco", "album/a.jpg"],
+            ["photo.jpg", "--output", "model.png", "--weights", "model.png"],
+        ]
+        try Data([0, 0, 0, 0]).write(to: URL(fileURLWithPath: dir + "/model.png"))
+        for args in cases {
+            let r = try yolo(["detect"] + args, in: dir)
+            XCTAssertEqual(r.status, 64, "\(args): \(r.stderr)")
+            XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.hasPrefix("yolo: "), r.stderr)
+            XCTAssertTrue(r.stderr.contains("refusing to write"), "\(args): \(r.stderr)")
+            XCTAssertEqual(FileManager.default.contents(atPath: photo), original, "\(args)")
+            XCTAssertEqual(FileManager.default.contents(atPath: dir + "/album/a.jpg"), original, "\(args)")
+        }
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)).subtracting([".stdout", ".stderr"])
+            .filter { !$0.hasPrefix(".std") }.sorted(), ["album", "hardlink.jpg", "model.png", "photo.jpg", "symlink.jpg"])
+    }
+
+    /// An output directory that cannot be made: one line, 'yolo: <path>: <what>', not a
+    /// Foundation error dump per image.
+    func testUnmakeableOutputDirectoryIsOneLine() throws {
+        let coffee = try sample("coffee.png")
+        let dir = try temporaryDirectory()
+        _ = FileManager.default.createFile(atPath: dir + "/file.txt", contents: Data("x".utf8))
+        try FileManager.default.copyItem(atPath: coffee, toPath: dir + "/a.png")
+        try FileManager.default.copyItem(atPath: coffee, toPath: dir + "/b.png")
+        let r = try yolo(["detect", "a.png", "b.png", "--output", "file.txt/annotated/"] + modelArgs, in: dir)
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.stderr, "yolo: file.txt/annotated: cannot create the directory: Not a directory\n")
+        XCTAssertFalse(r.stderr.contains("NSCocoaErrorDomain"))
+    }
+
+    /// scripts/detect-sample.sh stops when the build fails instead of running an old binary.
+    /// Hermetic: a copy of the script beside a stub bootstrap, a failing `swift` and a stale
+    /// `.build/release/yolo`.
+    func testDetectSampleStopsOnFailedBuild() throws {
+        let dir = try temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/scripts", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir + "/.build/release", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir + "/bin", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.repoRoot + "/scripts/detect-sample.sh", toPath: dir + "/scripts/detect-sample.sh")
+        let stubs = [
+            "scripts/bootstrap.sh": "#!/bin/sh\nexit 0\n",
+            "bin/swift": "#!/bin/sh\necho '[1/2] Compiling'\necho 'error: the build failed' >&2\nexit 1\n",
+            ".build/release/yolo": "#!/bin/sh\necho 'STALE BINARY RAN'\n",
+        ]
+        for (path, text) in stubs {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: dir + "/" + path))
+            XCTAssertEqual(chmod(dir + "/" + path, 0o755), 0)
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = [dir + "/scripts/detect-sample.sh"]
+        var env = ProcessInfo.processInfo.environment
+        env["PATH"] = dir + "/bin:/usr/bin:/bin"
+        p.environment = env
+        let out = dir + "/out.txt"
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        p.standardOutput = handle
+        p.standardError = handle
+        try p.run()
+        p.waitUntilExit()
+        let text = try String(contentsOfFile: out, encoding: .utf8)
+        XCTAssertNotEqual(p.terminationStatus, 0, text)
+        XCTAssertFalse(text.contains("STALE BINARY RAN"), text)
+        XCTAssertTrue(text.contains("error: the build failed"), text)
+    }
+
     // MARK: With the network (one load per test)
+
+    /// FIFOs and devices among the images: each refused in one line, without blocking or reading
+    /// forever; the good image is still processed. --max-pixels refuses large images.
+    func testFIFOsDevicesAndPixelCap() throws {
+        let coffee = try sample("coffee.png")
+        let dir = try temporaryDirectory()
+        XCTAssertEqual(mkfifo(dir + "/pipe.png", 0o600), 0)
+        let r = try yolo(["detect", dir + "/pipe.png", "/dev/zero", coffee, "--no-draw"] + modelArgs, in: dir, timeout: 120)
+        XCTAssertEqual(r.status, 1, r.stderr)
+        XCTAssertEqual(r.stderr, "yolo: \(dir)/pipe.png: cannot read the file (not a regular file: it is a FIFO)\n"
+                       + "yolo: /dev/zero: cannot read the file (not a regular file: it is a character device)\n")
+        XCTAssertTrue(r.stdout.contains("cup: 64%"), r.stdout)
+        let small = try yolo(["detect", coffee, "--no-draw", "--max-pixels", "239999"] + modelArgs, in: dir)
+        XCTAssertEqual(small.status, 1)
+        XCTAssertTrue(small.stderr.contains("image too large (600 x 400 = 240000 pixels; the limit is 239999)"), small.stderr)
+        // A FIFO as the cfg: refused, not a hang.
+        let cfg = try yolo(["detect", coffee, "--cfg", dir + "/pipe.png"], in: dir, timeout: 60)
+        XCTAssertEqual(cfg.status, 1)
+        XCTAssertTrue(cfg.stderr.contains("FIFO"), cfg.stderr)
+    }
+
+
 
     func testDefaultOutputLikeDarknet() throws {
         let coffee = try sample("coffee.png")

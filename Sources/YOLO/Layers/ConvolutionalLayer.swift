@@ -147,7 +147,7 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
                 throw .weights(file: context.weightsName, message: "layer \(index) [convolutional]: weight \(i) is not finite after folding batch norm (scale / sqrt(variance) overflows)")
             }
         }
-        // The biases are copied: with our kernels the parameter block is freed after the load.
+        // Copies of everything kept: the parameter buffer is reused for the next layer.
         let kept = context.storage.allocate(filters)
         kept.update(from: bias, count: filters)
         self.biases = UnsafePointer(kept)
@@ -170,7 +170,7 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
             }
         } else {
             self.weights = Gemm.prepare(weights, rows: filters, columns: columns, kernels: kernels,
-                                        storage: context.storage, dataOutlivesLoad: true)
+                                        storage: context.storage, dataOutlivesLoad: false)
         }
     }
 

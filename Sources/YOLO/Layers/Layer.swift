@@ -47,8 +47,7 @@ struct LoadContext {
     let weightsName: String
     let pool: WorkerPool
     let storage: ModelStorage
-    /// The GEMM kernels to prepare weights for (nil: OpenBLAS). With kernels, the parameter
-    /// block handed to `load` is freed after the load: keep nothing that points into it.
+    /// The GEMM kernels to prepare weights for (nil: OpenBLAS).
     let kernels: GemmKernels?
 }
 
@@ -86,8 +85,9 @@ protocol Layer: AnyObject, Sendable {
 
     /// Floats this layer reads from a weights file, in file order.
     var parameterCount: Int { get }
-    /// Takes this layer's parameters (`parameterCount` floats, which the model keeps alive and
-    /// the layer may transform in place) and prepares whatever it computes from them.
+    /// Takes this layer's parameters (`parameterCount` floats, which the layer may transform in
+    /// place but must not keep: the buffer is reused for the next layer) and prepares, in the
+    /// model's storage, whatever it computes from them.
     func load(parameters: UnsafeMutablePointer<Float>, context: LoadContext) throws(YOLOError)
 
     /// The bias + activation this layer can hand to a consumer that takes them (nil: none).

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Writes the fuzzers' seed corpora (Fuzz/corpus/{cfg,weights,image}); run from the repo root.
+cfg: the weights fuzzer's three cfgs, a cfg without weighted layers, yolov3-tiny.cfg if present.
+weights: for each of the weights fuzzer's cfgs, its selector byte and a well-formed weights file
+(and a short and an old-header variant). image: small PNG/JPEG test fixtures."""
+import os, random, re, shutil, struct
+
+root = os.getcwd()
+src = open("Fuzz/WeightsFuzzer.swift").read()
+cfgs = [re.sub(r"(?m)^    ", "", c).strip() + "\n" for c in re.findall(r'"""\n(.*?)    """', src, re.S)]
+counts = [int(n) for n in re.search(r"fuzzParameterCounts = \[([0-9, ]+)\]", src).group(1).split(",")]
+assert len(cfgs) == 3, len(cfgs)
+
+def params(cfg):
+    """Float count per the weights layout: per conv, biases (+ scales, means, variances) + weights."""
+    secs = re.split(r"(?m)^\[", cfg)[1:]
+    c = None; shapes = []; total = 0
+    for s in secs:
+        name = s.split("]")[0]
+        kv = dict(l.split("=", 1) for l in s.splitlines()[1:] if "=" in l)
+        if name == "net": c = int(kv["channels"]); continue
+        if name == "convolutional":
+            f, k = int(kv.get("filters", 1)), int(kv.get("size", 1))
+            total += f * (4 if kv.get("batch_normalize") == "1" else 1) + f * c * k * k
+            c = f
+    return total
+
+out = "Fuzz/corpus"
+for i, cfg in enumerate(cfgs):
+    open(f"{out}/cfg/small{i}.cfg", "w").write(cfg)
+open(f"{out}/cfg/noweights.cfg", "w").write(
+    "[net]\nwidth=8\nheight=6\nchannels=2\n[maxpool]\nsize=2\nstride=2\n[upsample]\nstride=2\n"
+    "[route]\nlayers=-1,-2\n[maxpool]\nsize=2\nstride=1\n[yolo]\nmask=0\nanchors=3,4\nclasses=1\nnum=1\n")
+if os.path.exists("weights/yolov3-tiny.cfg"):
+    shutil.copy("weights/yolov3-tiny.cfg", f"{out}/cfg/yolov3-tiny.cfg")
+
+rng = random.Random(1)
+for i, cfg in enumerate(cfgs):
+    n = params(cfg)
+    assert n == counts[i], (i, n, counts[i])  # keep WeightsFuzzer.swift's counts in step
+    floats = struct.pack(f"<{n}f", *[abs(rng.gauss(0, 0.3)) + 0.01 for _ in range(n)])
+    new = bytes([i]) + struct.pack("<iiiQ", 0, 2, 0, 32013312) + floats
+    old = bytes([i]) + struct.pack("<iiii", 0, 1, 0, 0) + floats
+    open(f"{out}/weights/cfg{i}.weights", "wb").write(new)
+    open(f"{out}/weights/cfg{i}_old_header.weights", "wb").write(old)
+    open(f"{out}/weights/cfg{i}_short.weights", "wb").write(new[: len(new) // 2])
+    # fit mode (bit 6): the harness pads or cuts the weights to the size the cfg needs
+    open(f"{out}/weights/cfg{i}_fit.weights", "wb").write(bytes([0x40 | i]) + new[1:64])
+
+for name in ["gray1.png", "palette2_interlaced.png", "gray8_trns.png", "exif6.png", "palette8_trns.png",
+             "graya16.png", "rgb8.png", "rgb8_interlaced.png", "gray.jpg", "cmyk.jpg", "progressive.jpg",
+             "rgb.jpg", "exif6_mm.jpg"]:
+    shutil.copy(f"Tests/YOLOImageTests/Fixtures/{name}", f"{out}/image/{name}")

@@ -1,0 +1,142 @@
+import Foundation
+import XCTest
+@testable import YOLO
+
+final class TrackerTests: XCTestCase {
+    func box(_ cls: Int, _ x: Float, _ y: Float, _ w: Float = 0.2, _ h: Float = 0.2) -> Detection {
+        Detection(classIndex: cls, className: "c\(cls)", confidence: 0.9, objectness: 0.9, x: x, y: y, width: w, height: h,
+                  imageWidth: 100, imageHeight: 100, boxIndex: 0)
+    }
+
+    func testMovingObjectsKeepTheirIdsAndNewOnesGetNewIds() {
+        var tracker = IoUTracker()
+        let a = tracker.update([box(0, 0.2, 0.2), box(1, 0.7, 0.7)], frameWidth: 100, frameHeight: 100)
+        XCTAssertEqual(a.map(\.trackID), [1, 2])
+        // Both move a little; listed in the other order; a new object appears.
+        let b = tracker.update([box(1, 0.72, 0.7), box(0, 0.22, 0.21), box(0, 0.5, 0.9)], frameWidth: 100, frameHeight: 100)
+        XCTAssertEqual(b.map(\.trackID), [2, 1, 3])
+        // A different class at the same place is not the same object.
+        let c = tracker.update([box(2, 0.22, 0.21)], frameWidth: 100, frameHeight: 100)
+        XCTAssertEqual(c.map(\.trackID), [4])
+    }
+
+    func testTracksSurviveAFewMissedFramesThenEnd() {
+        var tracker = IoUTracker(maxMissed: 2)
+        XCTAssertEqual(tracker.update([box(0, 0.5, 0.5)], frameWidth: 100, frameHeight: 100).map(\.trackID), [1])
+        _ = tracker.update([], frameWidth: 100, frameHeight: 100)
+        _ = tracker.update([], frameWidth: 100, frameHeight: 100)
+        XCTAssertEqual(tracker.update([box(0, 0.5, 0.5)], frameWidth: 100, frameHeight: 100).map(\.trackID), [1])
+        for _ in 0..<3 { _ = tracker.update([], frameWidth: 100, frameHeight: 100) }
+        XCTAssertEqual(tracker.trackCount, 0)
+        XCTAssertEqual(tracker.update([box(0, 0.5, 0.5)], frameWidth: 100, frameHeight: 100).map(\.trackID), [2])
+    }
+
+    func testGreedyMatchingPrefersTheBestOverlap() {
+        var tracker = IoUTracker(minIoU: 0.1)
+        _ = tracker.update([box(0, 0.30, 0.5), box(0, 0.45, 0.5)], frameWidth: 100, frameHeight: 100)
+        // The new box at 0.44 overlaps track 2 best; the one at 0.31 goes to track 1.
+        let r = tracker.update([box(0, 0.44, 0.5), box(0, 0.31, 0.5)], frameWidth: 100, frameHeight: 100)
+        XCTAssertEqual(r.map(\.trackID), [2, 1])
+    }
+
+    func testSmoothingAveragesTheLastNBoxes() {
+        var tracker = IoUTracker(smoothing: 3)
+        let xs: [Float] = [0.50, 0.53, 0.56, 0.59]
+        var out: [Detection] = []
+        for x in xs { out.append(tracker.update([box(0, x, 0.5)], frameWidth: 100, frameHeight: 100)[0].detection) }
+        XCTAssertEqual(out[0].x, 0.50, accuracy: 1e-6)
+        XCTAssertEqual(out[1].x, (0.50 + 0.53) / 2, accuracy: 1e-6)
+        XCTAssertEqual(out[2].x, (0.50 + 0.53 + 0.56) / 3, accuracy: 1e-6)
+        XCTAssertEqual(out[3].x, (0.53 + 0.56 + 0.59) / 3, accuracy: 1e-6)
+        XCTAssertEqual(out[3].left, (out[3].x - 0.1) * 100, accuracy: 1e-4)
+        // Without smoothing the detection is passed through unchanged.
+        var plain = IoUTracker()
+        let d = box(0, 0.3, 0.4)
+        XCTAssertEqual(plain.update([d], frameWidth: 100, frameHeight: 100)[0].detection, d)
+    }
+}
+
+final class FramePipelineTests: XCTestCase {
+    /// A frame of the test image shifted right by `shift` pixels.
+    func frames(count: Int) throws -> (Model, [VideoFrame], Detector) {
+        let (cfg, weights) = try officialPaths()
+        let model = try Model(cfgPath: cfg, weightsPath: weights)
+        let w = 96, h = 64
+        var out: [VideoFrame] = []
+        for i in 0..<count {
+            var pixels = [UInt8](repeating: 0, count: w * h * 3)
+            for y in 0..<h { for x in 0..<w {
+                let v = UInt8(truncatingIfNeeded: (x + 3 * i) * 5 ^ y * 7)
+                pixels[(y * w + x) * 3] = v; pixels[(y * w + x) * 3 + 1] = v &+ 40; pixels[(y * w + x) * 3 + 2] = 255 - v
+            } }
+            out.append(VideoFrame(index: i, time: Double(i) / 10, pixels: pixels, width: w, height: h))
+        }
+        var options = DetectorOptions()
+        options.threshold = 0.01
+        return (model, out, try Detector(model: model, options: options, threads: 1))
+    }
+
+    func testBlockingPipelineReturnsEveryFrameInOrderAsOneDetectorWould() throws {
+        let (model, input, reference) = try frames(count: 6)
+        let pipeline = try FramePipeline(model: model, detectorOptions: reference.options,
+                                         options: FramePipelineOptions(sessions: 3, maxInFlight: 3))
+        let producer = Thread { for f in input { pipeline.submit(f) }; pipeline.finish() }
+        producer.start()
+        var results: [FrameResult] = []
+        while let r = pipeline.next() { results.append(r) }
+        XCTAssertEqual(results.map(\.frame.index), Array(0..<6))
+        for r in results {
+            let expected = try reference.detect(rgb: input[r.frame.index].pixels, width: 96, height: 64)
+            XCTAssertEqual(r.detections, expected)
+            XCTAssertEqual(r.tracked.map(\.detection), expected)
+            XCTAssertNil(r.error)
+            XCTAssertEqual(r.skipped, [])
+        }
+        XCTAssertFalse(pipeline.submit(input[0]), "no frames after finish")
+    }
+
+    func testAsyncStreamOfResults() async throws {
+        let (model, input, reference) = try frames(count: 4)
+        let pipeline = try FramePipeline(model: model, detectorOptions: reference.options,
+                                         options: FramePipelineOptions(sessions: 2))
+        let source = AsyncStream<VideoFrame> { c in for f in input { c.yield(f) }; c.finish() }
+        var indices: [Int] = []
+        for await result in pipeline.results(for: source) {
+            indices.append(result.frame.index)
+            let expected = try reference.detect(rgb: input[result.frame.index].pixels, width: 96, height: 64)
+            XCTAssertEqual(result.detections, expected)
+        }
+        XCTAssertEqual(indices, [0, 1, 2, 3])
+    }
+
+    func testLiveModeDropsStaleFramesNewestWins() throws {
+        let (model, input, reference) = try frames(count: 12)
+        let pipeline = try FramePipeline(model: model, detectorOptions: reference.options,
+                                         options: FramePipelineOptions(sessions: 1, dropStale: true))
+        // All frames at once: far faster than one detector.
+        for f in input { XCTAssertTrue(pipeline.submit(f)) }
+        pipeline.finish()
+        var reported: [Int] = [], skipped: [Int] = []
+        while let r = pipeline.next() { reported.append(r.frame.index); skipped += r.skipped }
+        skipped += pipeline.trailingSkipped
+        XCTAssertEqual(reported, reported.sorted())
+        XCTAssertEqual((reported + skipped).sorted(), Array(0..<12))
+        XCTAssertLessThanOrEqual(reported.count, pipeline.capacity + 1)
+        XCTAssertEqual(reported.last, 11, "newest wins")
+        XCTAssertEqual(pipeline.skippedCount, skipped.count)
+    }
+
+    func testBadFrameIsReportedNotFatal() throws {
+        let (model, input, _) = try frames(count: 2)
+        let pipeline = try FramePipeline(model: model, options: FramePipelineOptions(sessions: 1))
+        var bad = input[0]
+        bad.pixels = [1, 2, 3]
+        pipeline.submit(bad)
+        pipeline.submit(input[1])
+        pipeline.finish()
+        let a = try XCTUnwrap(pipeline.next()), b = try XCTUnwrap(pipeline.next())
+        XCTAssertNotNil(a.error)
+        XCTAssertNil(b.error)
+        XCTAssertNil(pipeline.next())
+    }
+}

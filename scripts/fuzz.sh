@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses in Fuzz/ with AddressSanitizer and runs each for a fixed time.
+#   scripts/fuzz.sh [SECONDS-PER-TARGET] [TARGET ...]     targets: cfg weights image (default all)
+# Each module is compiled directly with swiftc (SwiftPM cannot build a libFuzzer executable):
+# YOLOKernels, YOLO, YOLOImage with -sanitize=fuzzer,address, then one binary per harness, in
+# .build-fuzz/. The seeds in Fuzz/corpus/<target> are read-only; new inputs go to
+# .build-fuzz/corpus/<target>, crashes to .build-fuzz/crashes/. Fails when any target crashes,
+# leaks, times out on one input or runs out of memory; prints per target the executions run and
+# the corpus size.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+seconds=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(cfg weights image)
+B=.build-fuzz
+mkdir -p "$B/obj" "$B/crashes"
+
+# OpenBLAS's and libjpeg's/libpng's headers; their libraries are linked as the module maps say.
+cflags=()
+for pkg in openblas libjpeg libpng; do
+    for f in $(pkg-config --cflags-only-I "$pkg" 2>/dev/null); do cflags+=(-Xcc "$f"); done
+done
+libdirs=()
+for f in $(pkg-config --libs-only-L openblas libjpeg libpng 2>/dev/null); do libdirs+=("$f"); done
+common=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 5 -package-name yolo_swift
+        -I "$B/obj" -I Sources/COpenBLAS -I Sources/CJPEG -I Sources/CPNG "${cflags[@]}")
+
+# module NAME [extra flags]: Sources/NAME/**/*.swift -> $B/obj/NAME.o + NAME.swiftmodule,
+# rebuilt when a source is newer than the object.
+module() {
+    local name=$1; shift
+    local sources; mapfile -t sources < <(find "Sources/$name" -name '*.swift' | sort)
+    local obj="$B/obj/$name.o"
+    if [ -f "$obj" ] && [ -z "$(find "Sources/$name" Sources/CJPEG Sources/CPNG -newer "$obj" -print -quit)" ]; then return; fi
+    echo "fuzz: compiling $name (${#sources[@]} files)"
+    swiftc "${common[@]}" "$@" -module-name "$name" -wmo -emit-module -emit-module-path "$B/obj/$name.swiftmodule" \
+        -c "${sources[@]}" -o "$obj"
+}
+module YOLOKernels
+module YOLO
+module YOLOImage -enable-testing   # the image harness calls the internal EXIF parsers
+
+harness() {  # harness TARGET SOURCE OBJECTS...
+    local target=$1 source=$2; shift 2
+    echo "fuzz: linking fuzz-$target"
+    # (gold warns once per ASan helper symbol that it cannot export: noise, filtered)
+    swiftc "${common[@]}" "$source" "$@" "${libdirs[@]}" -lopenblas -ljpeg -lpng16 -o "$B/fuzz-$target" 2>&1 \
+        | { grep -v "Cannot export local symbol" || true; }
+}
+objs=("$B/obj/YOLOKernels.o" "$B/obj/YOLO.o")
+for t in "${targets[@]}"; do
+    case $t in
+    cfg) harness cfg Fuzz/CfgFuzzer.swift "${objs[@]}" ;;
+    weights) harness weights Fuzz/WeightsFuzzer.swift "${objs[@]}" ;;
+    image) harness image Fuzz/ImageFuzzer.swift "${objs[@]}" "$B/obj/YOLOImage.o" ;;
+    *) echo "fuzz: unknown target '$t' (cfg, weights, image)" >&2; exit 64 ;;
+    esac
+done
+
+export OPENBLAS_NUM_THREADS=1
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=1:allocator_may_return_null=0"
+failed=0
+summary=()
+for t in "${targets[@]}"; do
+    mkdir -p "$B/corpus/$t"
+    log="$B/fuzz-$t.log"
+    echo "fuzz: running $t for ${seconds}s"
+    set +e
+    "$B/fuzz-$t" "$B/corpus/$t" "Fuzz/corpus/$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+        -max_len=16384 -print_final_stats=1 -artifact_prefix="$B/crashes/$t-" >"$log" 2>&1
+    status=$?
+    set -e
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    corpus=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE|INITED)' "$log" | grep -oE 'corp: [0-9]+/[0-9]+[a-zA-Z]*' | tail -1)
+    line="$t: ${runs:-?} executions, ${corpus:-corp: ?} (inputs/size), exit $status"
+    summary+=("$line")
+    if [ $status -ne 0 ]; then
+        failed=1
+        echo "fuzz: $t FAILED (exit $status); the log's end ($log):" >&2
+        grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==|Fatal|fatal' "$log" | head -20 >&2 || true
+        tail -30 "$log" >&2
+    fi
+done
+printf 'fuzz: %s\n' "${summary[@]}"
+[ $failed = 0 ] || { echo "fuzz: a target failed; reproduce with $B/fuzz-<target> <crash file>" >&2; exit 1; }
+echo "fuzz: all targets passed"
