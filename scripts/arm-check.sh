@@ -97,10 +97,11 @@ else
     done
     "${emb[@]}" -module-name KernelCheck -c -o "$out/KernelCheck.o" scripts/arm/KernelCheck.swift \
         || fail "building scripts/arm/KernelCheck.swift for aarch64"
-    "${emb[@]}" -module-name YOLO -emit-module -emit-module-path "$out/YOLO.swiftmodule" -c -o "$out/YOLO.o" \
+    # -package-name: the engine has `package` declarations (SwiftPM passes one too).
+    "${emb[@]}" -module-name YOLO -package-name yolo_swift -emit-module -emit-module-path "$out/YOLO.swiftmodule" -c -o "$out/YOLO.o" \
         -I Sources/COpenBLAS -Xcc -I"$blas_include" "${engine_sources[@]}" \
         || fail "building the engine (Sources/YOLO) for aarch64 (Embedded Swift)"
-    "${emb[@]}" -module-name Forward -c -o "$out/Forward.o" -I Sources/COpenBLAS -Xcc -I"$blas_include" \
+    "${emb[@]}" -module-name Forward -package-name yolo_swift -c -o "$out/Forward.o" -I Sources/COpenBLAS -Xcc -I"$blas_include" \
         scripts/arm/Forward.swift || fail "building scripts/arm/Forward.swift for aarch64"
     aarch64-linux-gnu-gcc -O2 -c -o "$out/support.o" scripts/arm/support.c
     link=(aarch64-linux-gnu-gcc -static -fuse-ld=gold -Wl,--gc-sections)

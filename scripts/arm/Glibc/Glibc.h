@@ -12,3 +12,8 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+
+// Variadic C functions do not come through the importer; the overlay (Glibc.swift) offers the
+// same fixed-argument forms as the toolchain's Glibc overlay, over these.
+static inline int yolo_arm_open(const char *path, int oflag, mode_t mode) { return open(path, oflag, mode); }
+static inline int yolo_arm_fcntl(int fd, int cmd, int value) { return fcntl(fd, cmd, value); }
