@@ -23,7 +23,9 @@ final class RouteLayer: Layer, @unchecked Sendable {
         }
         let first = shapes[sources[0]]
         var channels = 0
-        var slices: [(Int, Int)] = []
+        // Labelled like the stored property: converting an array of unlabelled tuples would be a
+        // dynamic cast, which Embedded Swift (scripts/arm-check.sh) does not have.
+        var slices: [(offset: Int, count: Int)] = []
         for s in sources {
             let shape = shapes[s]
             guard shape.h == first.h && shape.w == first.w else {
@@ -34,7 +36,7 @@ final class RouteLayer: Layer, @unchecked Sendable {
             }
             let part = shape.c / groups
             let plane = shape.h * shape.w
-            slices.append((groupID * part * plane, part * plane))
+            slices.append((offset: groupID * part * plane, count: part * plane))
             channels += part
         }
         self.index = index

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Proves the engine on 64-bit ARM without an ARM machine: builds YOLOKernels and the whole
+# engine (module YOLO) for aarch64 with Embedded Swift (target aarch64-none-none-elf, NEON),
+# links them statically against Debian's arm64 glibc and OpenBLAS, and runs under
+# qemu-aarch64-static, once as a Cortex-A72 (Raspberry Pi 4) and once as a Cortex-A76 (Pi 5):
+#   1. scripts/arm/KernelCheck.swift: every kernel against naive references on generated
+#      inputs; its output bits are also compared with the same program built for this host;
+#   2. scripts/arm/Forward.swift: yolov3-tiny on the dog input fixture, both raw heads against
+#      Darknet's (max abs diff <= 1e-3, channel means <= 1e-4), 1 and 2 threads: with the
+#      engine's own GEMM kernels (the default on aarch64) every convolution algorithm, with
+#      OpenBLAS's sgemm the default one (and on the A76 once more with OpenBLAS's Cortex-A72
+#      kernels forced).
+# Installs what is missing (apt: qemu-user-static, gcc-aarch64-linux-gnu; the arm64 OpenBLAS
+# .debs are downloaded and unpacked into .build/arm-cache, not installed) and fetches the
+# weights. Any build failure or mismatch ends it with a non-zero status and a FAILED line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+start=$SECONDS
+say() { echo "arm-check: $*"; }
+fail() { echo "arm-check: FAILED: $*" >&2; exit 1; }
+trap 'rc=$?; [ $rc = 0 ] || echo "arm-check: FAILED (status $rc) at line $LINENO: $BASH_COMMAND" >&2' ERR
+
+cache=.build/arm-cache          # the arm64 OpenBLAS, unpacked (kept between runs)
+out=.build/arm-check            # objects and programs
+mkdir -p "$cache" "$out"
+sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+
+# --- Tools -------------------------------------------------------------------------------------
+command -v swiftc >/dev/null || fail "swiftc not found (the Swift toolchain, 6.0 or later, on PATH or in /opt/swift/usr/bin)"
+embedded_stdlib=$(dirname "$(dirname "$(command -v swiftc)")")/lib/swift/embedded
+[ -f "$embedded_stdlib/aarch64-none-none-elf/libswiftUnicodeDataTables.a" ] \
+    || fail "this Swift toolchain has no Embedded Swift standard library for aarch64-none-none-elf ($embedded_stdlib)"
+updated=""
+apt=(apt-get -o DPkg::Lock::Timeout=300)   # wait for another apt (a concurrent bootstrap) to finish
+apt_update() { [ -n "$updated" ] || { $sudo "${apt[@]}" update -qq; updated=1; }; }
+need=()
+command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
+command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+command -v aarch64-linux-gnu-ld.gold >/dev/null || need+=(binutils-aarch64-linux-gnu)
+if [ ${#need[@]} -gt 0 ]; then
+    say "installing ${need[*]}"
+    apt_update
+    DEBIAN_FRONTEND=noninteractive $sudo "${apt[@]}" install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+blas="$cache/root/usr/lib/aarch64-linux-gnu/openblas-pthread/libopenblas.a"
+blas_include="$cache/root/usr/include/aarch64-linux-gnu/openblas-pthread"
+if [ ! -f "$blas" ] || [ ! -f "$blas_include/cblas.h" ]; then
+    say "downloading Debian's arm64 OpenBLAS into $cache"
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        $sudo dpkg --add-architecture arm64
+        updated=""
+    fi
+    apt_update
+    rm -rf "$cache/debs" "$cache/root"; mkdir -p "$cache/debs"
+    # apt-get download writes into the current directory (as _apt when it may: let it).
+    chmod 777 "$cache/debs"
+    (cd "$cache/debs" && apt-get download -q libopenblas-dev:arm64 libopenblas-pthread-dev:arm64 libopenblas0-pthread:arm64 \
+        2> >(grep -v "unsandboxed" >&2))
+    for deb in "$cache"/debs/*.deb; do dpkg-deb -x "$deb" "$cache/root"; done
+    [ -f "$blas" ] || fail "no static libopenblas.a in the arm64 OpenBLAS packages"
+fi
+weights/fetch.sh >/dev/null
+for f in weights/yolov3-tiny.cfg weights/yolov3-tiny.weights; do [ -s "$f" ] || fail "$f missing"; done
+say "tools: $(swiftc --version 2>&1 | head -1); $(qemu-aarch64-static --version | head -1); OpenBLAS $(ls "$cache"/debs | sed -n 's/^libopenblas0-pthread_\(.*\)_arm64.deb/\1/p')"
+
+# --- Build (skipped when no input changed since the last successful build) ---------------------
+kernel_sources=(Sources/YOLOKernels/*.swift)
+# Per-ISA kernel targets (Sources/YOLOKernels<Level>/, each its own module over YOLOKernels): all
+# are built; those for other architectures compile to nothing here.
+level_modules=()
+for d in Sources/YOLOKernels?*/; do [ -d "$d" ] && level_modules+=("$(basename "$d")"); done
+level_sources=()
+for m in "${level_modules[@]}"; do level_sources+=(Sources/"$m"/*.swift); done
+engine_sources=()
+while IFS= read -r f; do engine_sources+=("$f"); done < <(find Sources/YOLO -name '*.swift' | LC_ALL=C sort)
+[ ${#kernel_sources[@]} -gt 0 ] && [ -f "${kernel_sources[0]}" ] || fail "no Sources/YOLOKernels/*.swift"
+stamp=$( (cat "$0" "${kernel_sources[@]}" "${level_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/*;
+          swiftc --version 2>&1; ls -l "$blas") | sha256sum | cut -d' ' -f1)
+emb=(swiftc -target aarch64-none-none-elf -enable-experimental-feature Embedded -wmo -parse-as-library -O
+     -Xcc -isystem -Xcc /usr/aarch64-linux-gnu/include -I scripts/arm/Glibc -I "$out")
+if [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$out/kernel-check" ] && [ -x "$out/yolo-forward" ]; then
+    say "build: up to date ($out)"
+else
+    rm -f "$out/stamp"
+    say "build: Embedded Swift, aarch64-none-none-elf: Glibc stand-in, YOLOKernels (${#kernel_sources[@]} files), ${level_modules[*]:-no kernel levels}, YOLO (${#engine_sources[@]} files), checks"
+    t0=$SECONDS
+    "${emb[@]}" -module-name Glibc -emit-module -emit-module-path "$out/Glibc.swiftmodule" -c -o "$out/Glibc.o" \
+        scripts/arm/Glibc/Glibc.swift || fail "building the Glibc stand-in module"
+    "${emb[@]}" -module-name YOLOKernels -emit-module -emit-module-path "$out/YOLOKernels.swiftmodule" -c -o "$out/YOLOKernels.o" \
+        "${kernel_sources[@]}" || fail "building YOLOKernels for aarch64 (Embedded Swift)"
+    level_objects=()
+    for m in "${level_modules[@]}"; do
+        "${emb[@]}" -module-name "$m" -emit-module -emit-module-path "$out/$m.swiftmodule" -c -o "$out/$m.o" \
+            Sources/"$m"/*.swift || fail "building $m for aarch64 (Embedded Swift)"
+        level_objects+=("$out/$m.o")
+    done
+    "${emb[@]}" -module-name KernelCheck -c -o "$out/KernelCheck.o" scripts/arm/KernelCheck.swift \
+        || fail "building scripts/arm/KernelCheck.swift for aarch64"
+    # -package-name: the engine has `package` declarations (SwiftPM passes one too).
+    "${emb[@]}" -module-name YOLO -package-name yolo_swift -emit-module -emit-module-path "$out/YOLO.swiftmodule" -c -o "$out/YOLO.o" \
+        -I Sources/COpenBLAS -Xcc -I"$blas_include" "${engine_sources[@]}" \
+        || fail "building the engine (Sources/YOLO) for aarch64 (Embedded Swift)"
+    "${emb[@]}" -module-name Forward -package-name yolo_swift -c -o "$out/Forward.o" -I Sources/COpenBLAS -Xcc -I"$blas_include" \
+        scripts/arm/Forward.swift || fail "building scripts/arm/Forward.swift for aarch64"
+    aarch64-linux-gnu-gcc -O2 -c -o "$out/support.o" scripts/arm/support.c
+    link=(aarch64-linux-gnu-gcc -static -fuse-ld=gold -Wl,--gc-sections)
+    unicode="$embedded_stdlib/aarch64-none-none-elf/libswiftUnicodeDataTables.a"
+    "${link[@]}" -o "$out/kernel-check" "$out/KernelCheck.o" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
+        "$unicode" -lm || fail "linking kernel-check"
+    "${link[@]}" -o "$out/yolo-forward" "$out/Forward.o" "$out/YOLO.o" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
+        "$blas" "$unicode" -lpthread -lm || fail "linking yolo-forward"
+    # The same kernel check for this machine, to compare output bits.
+    host=(swiftc -O -wmo -parse-as-library)
+    mkdir -p "$out/host"
+    "${host[@]}" -module-name YOLOKernels -emit-module -emit-module-path "$out/host/YOLOKernels.swiftmodule" \
+        -c -o "$out/host/YOLOKernels.o" "${kernel_sources[@]}" || fail "building YOLOKernels for this host"
+    # The check imports the baseline level only (the others need their -target-cpu: Package.swift).
+    "${host[@]}" -module-name YOLOKernelsBaseline -I "$out/host" -emit-module -emit-module-path "$out/host/YOLOKernelsBaseline.swiftmodule" \
+        -c -o "$out/host/YOLOKernelsBaseline.o" Sources/YOLOKernelsBaseline/*.swift || fail "building YOLOKernelsBaseline for this host"
+    "${host[@]}" -module-name KernelCheck -I "$out/host" -o "$out/host/kernel-check" scripts/arm/KernelCheck.swift \
+        "$out/host/YOLOKernelsBaseline.o" "$out/host/YOLOKernels.o" || fail "building the kernel check for this host"
+    echo "$stamp" > "$out/stamp"
+    say "build: done in $((SECONDS - t0)) s ($out/kernel-check, $out/yolo-forward: static aarch64 Linux executables)"
+fi
+
+# --- Run under qemu ----------------------------------------------------------------------------
+gunzip -c Tests/YOLOTests/Fixtures/dog_input_416.f32.gz > "$out/dog_input_416.f32"
+"$out/host/kernel-check" -v | grep '^digest ' | sed 's/ max abs diff [^ ]*//' > "$out/digests-host.txt" \
+    || fail "the kernel check fails on this host (run $out/host/kernel-check -v)"
+# qemu hands the host's environment to the guest: OpenBLAS must detect the emulated CPU itself.
+for cpu in cortex-a72 cortex-a76; do
+    qemu=(qemu-aarch64-static -cpu "$cpu" -U OPENBLAS_CORETYPE -U OPENBLAS_L2_SIZE -U OPENBLAS_NUM_THREADS)
+    say "[$cpu] kernels"
+    "${qemu[@]}" "$out/kernel-check" -v > "$out/kernels-$cpu.txt" \
+        || { grep -v '^ok \|^digest' "$out/kernels-$cpu.txt" >&2 || true; fail "kernel check on $cpu: mismatches above"; }
+    grep -v '^ok \|^digest' "$out/kernels-$cpu.txt"
+    grep '^digest ' "$out/kernels-$cpu.txt" | sed 's/ max abs diff [^ ]*//' > "$out/digests-$cpu.txt"
+    if cmp -s "$out/digests-host.txt" "$out/digests-$cpu.txt"; then
+        say "[$cpu] kernels: every output bit for bit equal to this host's ($(uname -m))"
+    else
+        diff "$out/digests-host.txt" "$out/digests-$cpu.txt" | head -20 >&2 || true
+        fail "kernel outputs on $cpu differ from this host's in the bits above"
+    fi
+    heads=(weights/yolov3-tiny.cfg weights/yolov3-tiny.weights "$out/dog_input_416.f32"
+           Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples)
+    say "[$cpu] yolov3-tiny forward, the engine's own GEMM kernels (ModelOptions.gemm .automatic: NEON)"
+    "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=automatic 1 2 \
+        || fail "yolov3-tiny forward on $cpu (our GEMM kernels) does not match Darknet's heads (see above)"
+    say "[$cpu] yolov3-tiny forward, OpenBLAS's sgemm (ModelOptions.gemm .openBLAS)"
+    "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=openblas conv=winograd 1 2 \
+        || fail "yolov3-tiny forward on $cpu (OpenBLAS) does not match Darknet's heads (see above)"
+done
+# OpenBLAS 0.3.21 does not know the Cortex-A76 (Raspberry Pi 5) and takes its generic ARMV8
+# kernels (printed above); the README suggests OPENBLAS_CORETYPE=CORTEXA72 there: check that
+# those kernels give the same heads on an A76.
+say "[cortex-a76, OPENBLAS_CORETYPE=CORTEXA72] yolov3-tiny forward, OpenBLAS's sgemm"
+qemu-aarch64-static -cpu cortex-a76 -U OPENBLAS_L2_SIZE -U OPENBLAS_NUM_THREADS -E OPENBLAS_CORETYPE=CORTEXA72 \
+    "$out/yolo-forward" weights/yolov3-tiny.cfg weights/yolov3-tiny.weights "$out/dog_input_416.f32" \
+    Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples gemm=openblas conv=winograd 1 2 \
+    || fail "yolov3-tiny forward on cortex-a76 with OPENBLAS_CORETYPE=CORTEXA72 does not match Darknet's heads"
+say "passed in $((SECONDS - start)) s"
