@@ -27,6 +27,10 @@ thread)
     exit 64
     ;;
 esac
+# Tests that repeat single-threaded arithmetic over every combination (every convolution algorithm
+# at every kernel level) run a subset under a sanitizer: it adds time, not coverage of races or
+# memory errors.
+export YOLO_TEST_SANITIZER=$kind
 scripts/bootstrap.sh >/dev/null
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 start=$SECONDS
