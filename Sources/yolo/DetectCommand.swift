@@ -26,8 +26,9 @@ enum DetectCommand {
       --classes LIST   report only these classes: names from --names (or indices), comma-
                        separated, e.g. person,car
       --max-det N      report at most N detections per image (the most confident)
-      --conv ALGO      3x3 convolutions: winograd (default, faster) or im2col (less memory:
-                       no transformed kernels, 16/9 of those layers' weights)
+      --conv ALGO      3x3 convolutions: winograd (default, fastest: F(4x4) or F(2x2) per
+                       layer), winograd2 (F(2x2) only) or im2col (least memory: no
+                       transformed kernels)
       --size WxH       network input size instead of the cfg's width and height (multiples
                        of 32, e.g. 608x352 for wide images)
       --stretch        stretch images to the network size instead of letterboxing
@@ -74,7 +75,7 @@ enum DetectCommand {
         if a.string("max-det") != nil { options.maxDetections = try a.int("max-det", default: 0, range: 0...1_000_000) }
         var modelOptions = ModelOptions(inputSize: try a.inputSize("size"))
         if let conv = a.string("conv") {
-            guard let c = ModelOptions.Convolution(rawValue: conv) else { throw UsageError("--conv \(conv): expected winograd or im2col") }
+            guard let c = ModelOptions.Convolution(rawValue: conv) else { throw UsageError("--conv \(conv): expected winograd, winograd2 or im2col") }
             modelOptions.convolution = c
         }
         let threads = try a.int("threads", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
