@@ -12,7 +12,7 @@ Set-up (once): scripts/compare-opencv.sh makes scripts/.venv with the pinned Ope
 (opencv-python-headless 4.14; 5.x dropped the Darknet importer); then
 
     swift build -c release --product yolo
-    scripts/.venv/bin/python scripts/compare-opencv.py /work/shared/cfg/*.cfg --sizes 416x416,608x320
+    scripts/.venv/bin/python scripts/compare-opencv.py ../shared/cfg/*.cfg --sizes 416x416,608x320
 
 Exit status 0 when every head of every run is within the tolerance, 1 otherwise.
 """
