@@ -41,11 +41,11 @@ for i, cfg in enumerate(cfgs):
     floats = struct.pack(f"<{n}f", *[abs(rng.gauss(0, 0.3)) + 0.01 for _ in range(n)])
     new = bytes([i]) + struct.pack("<iiiQ", 0, 2, 0, 32013312) + floats
     old = bytes([i]) + struct.pack("<iiii", 0, 1, 0, 0) + floats
-    open(f"{out}/weights/cfg{i}.weights", "wb").write(new)
-    open(f"{out}/weights/cfg{i}_old_header.weights", "wb").write(old)
-    open(f"{out}/weights/cfg{i}_short.weights", "wb").write(new[: len(new) // 2])
+    open(f"{out}/weights/cfg{i}.seed", "wb").write(new)
+    open(f"{out}/weights/cfg{i}_old_header.seed", "wb").write(old)
+    open(f"{out}/weights/cfg{i}_short.seed", "wb").write(new[: len(new) // 2])
     # fit mode (bit 6): the harness pads or cuts the weights to the size the cfg needs
-    open(f"{out}/weights/cfg{i}_fit.weights", "wb").write(bytes([0x40 | i]) + new[1:64])
+    open(f"{out}/weights/cfg{i}_fit.seed", "wb").write(bytes([0x40 | i]) + new[1:64])
 
 for name in ["gray1.png", "palette2_interlaced.png", "gray8_trns.png", "exif6.png", "palette8_trns.png",
              "graya16.png", "rgb8.png", "rgb8_interlaced.png", "gray.jpg", "cmyk.jpg", "progressive.jpg",
