@@ -7,18 +7,7 @@ import Glibc
 /// Runs the built `yolo` executable as a subprocess. Each test that detects loads the network
 /// once and gives it several images, to keep the suite quick in debug builds.
 final class CLITests: XCTestCase {
-    static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
-
-    /// The `yolo` executable: SwiftPM builds it next to the test bundle.
-    func yoloBinary() throws -> String {
-        var dirs = Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent().path }
-        dirs.append(Bundle.main.bundlePath)
-        dirs.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path)
-        for dir in dirs where FileManager.default.isExecutableFile(atPath: dir + "/yolo") { return dir + "/yolo" }
-        XCTFail("no yolo executable next to the test bundle (looked in \(Set(dirs).sorted()))")
-        throw XCTSkip("no yolo binary")
-    }
+    static let repoRoot = repositoryRoot
 
     var modelArgs: [String] {
         let r = Self.repoRoot
@@ -37,13 +26,6 @@ final class CLITests: XCTestCase {
             throw XCTSkip("no weights")
         }
         return path
-    }
-
-    func temporaryDirectory() throws -> String {
-        let dir = NSTemporaryDirectory() + "yolo-cli-\(getpid())-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
-        return dir
     }
 
     struct Result { var status: Int32; var stdout: String; var stderr: String }

@@ -5,18 +5,8 @@ import XCTest
 /// with motion (a zoom over samples/coffee.png), the stream's detections are compared with
 /// `yolo detect --json` on the same frames extracted as PNG.
 final class StreamTests: XCTestCase {
-    static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
+    static let repoRoot = repositoryRoot
     static let width = 320, height = 240, fps = 10, frames = 25
-
-    func yoloBinary() throws -> String {
-        var dirs = Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent().path }
-        dirs.append(Bundle.main.bundlePath)
-        dirs.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path)
-        for dir in dirs where FileManager.default.isExecutableFile(atPath: dir + "/yolo") { return dir + "/yolo" }
-        XCTFail("no yolo executable next to the test bundle")
-        throw XCTSkip("no yolo binary")
-    }
 
     var modelArgs: [String] {
         let r = Self.repoRoot
@@ -31,13 +21,6 @@ final class StreamTests: XCTestCase {
         }
         XCTFail("ffmpeg is missing: run scripts/bootstrap.sh (it installs ffmpeg)")
         throw XCTSkip("no ffmpeg")
-    }
-
-    func temporaryDirectory() throws -> String {
-        let dir = NSTemporaryDirectory() + "yolo-stream-\(getpid())-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
-        return dir
     }
 
     /// Runs a program to completion; stdout and stderr through files (no pipe can fill up).
