@@ -46,9 +46,11 @@ let package = Package(
         // Compute kernels: free functions over raw buffers; imports nothing, so they also build
         // with Embedded Swift (aarch64-none-none-elf).
         .target(name: "YOLOKernels", swiftSettings: engineSettings),
-        .target(name: "YOLOKernelsBaseline", dependencies: ["YOLOKernels"], swiftSettings: [optimized]),
-        .target(name: "YOLOKernelsAVX2", dependencies: ["YOLOKernels"], swiftSettings: avx2Settings),
-        .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels"], swiftSettings: avx512Settings),
+        // Software prefetch for the micro-kernels (header only; Swift has no prefetch of its own).
+        .systemLibrary(name: "CPrefetch"),
+        .target(name: "YOLOKernelsBaseline", dependencies: ["YOLOKernels", "CPrefetch"], swiftSettings: [optimized]),
+        .target(name: "YOLOKernelsAVX2", dependencies: ["YOLOKernels", "CPrefetch"], swiftSettings: avx2Settings),
+        .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CPrefetch"], swiftSettings: avx512Settings),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
         .target(name: "YOLO", dependencies: ["YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2", "YOLOKernelsAVX512",

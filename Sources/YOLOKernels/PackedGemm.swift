@@ -45,7 +45,23 @@ public protocol GemmISA {
     /// Whether the CPU has fused multiply-add: `addingProduct` (one instruction) when true,
     /// multiply then add when false (x86-64 baseline: `addingProduct` would call fmaf per lane).
     static var fusedMultiplyAdd: Bool { get }
+    /// Prefetches the cache line at `p` into L1 (the per-ISA targets call their C shim; the
+    /// default does nothing). The micro-kernels use it on the packed weights: streamed from
+    /// memory once per forward (the Winograd positions' kernels are larger than the caches), they
+    /// come too late for the hardware prefetcher; prefetching them ahead made yolov3-tiny's
+    /// 1024 x 49 x 512 products (16 different weight matrices, 32 MiB) 1.4x faster on Zen 5.
+    static func prefetch(_ p: UnsafeRawPointer)
 }
+
+extension GemmISA {
+    @inlinable @inline(__always)
+    public static func prefetch(_ p: UnsafeRawPointer) {}
+}
+
+/// How far ahead of the current step the micro-kernels prefetch packed A: this many steps of
+/// k (MR floats each), about 4 KiB for MR = 8.
+@inlinable @inline(__always)
+var gemmPrefetchSteps: Int { 128 }
 
 @inlinable @inline(__always)
 func gemmMulAdd<V: SIMD, Tag: GemmISA>(_ c: V, _ x: V, _ b: V, _: Tag.Type) -> V where V.Scalar == Float {
@@ -78,7 +94,9 @@ public enum GemmKernel4x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar
         var c00 = V(), c01 = V(), c02 = V(), c10 = V(), c11 = V(), c12 = V()
         var c20 = V(), c21 = V(), c22 = V(), c30 = V(), c31 = V(), c32 = V()
         var pa = a, pb = b
+        let ahead = gemmPrefetchSteps * mr
         for _ in 0..<k {
+            Tag.prefetch(pa + ahead)
             let b0: V = gemmLoad(pb), b1: V = gemmLoad(pb + w), b2: V = gemmLoad(pb + 2 * w)
             var x = V(repeating: pa[0])
             c00 = gemmMulAdd(c00, x, b0, Tag.self); c01 = gemmMulAdd(c01, x, b1, Tag.self); c02 = gemmMulAdd(c02, x, b2, Tag.self)
@@ -136,7 +154,9 @@ public enum GemmKernel8x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar
         var c40 = V(), c41 = V(), c42 = V(), c50 = V(), c51 = V(), c52 = V()
         var c60 = V(), c61 = V(), c62 = V(), c70 = V(), c71 = V(), c72 = V()
         var pa = a, pb = b
+        let ahead = gemmPrefetchSteps * mr
         for _ in 0..<k {
+            Tag.prefetch(pa + ahead)
             let b0: V = gemmLoad(pb), b1: V = gemmLoad(pb + w), b2: V = gemmLoad(pb + 2 * w)
             var x = V(repeating: pa[0])
             c00 = gemmMulAdd(c00, x, b0, Tag.self); c01 = gemmMulAdd(c01, x, b1, Tag.self); c02 = gemmMulAdd(c02, x, b2, Tag.self)

@@ -1,10 +1,14 @@
 // AVX2+FMA level: built with -target-cpu haswell (Package.swift), 4 x 24 tiles in ymm registers.
 #if arch(x86_64)
 import YOLOKernels
+import CPrefetch
 
 /// Private to this target: keeps its specializations of the generic kernels apart from every
 /// other target's (distinct symbol names, so the linker never merges copies built for different CPUs).
-enum GemmAVX2Tag: GemmISA { static var fusedMultiplyAdd: Bool { true } }
+enum GemmAVX2Tag: GemmISA {
+    static var fusedMultiplyAdd: Bool { true }
+    @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
+}
 
 typealias GemmAVX2Kernel = GemmKernel4x3<SIMD8<Float>, GemmAVX2Tag>
 

@@ -1,10 +1,14 @@
 // AVX-512 (F/CD/BW/DQ/VL) level: built with -target-cpu skylake-avx512 (Package.swift), 8 x 48 tiles in zmm registers.
 #if arch(x86_64)
 import YOLOKernels
+import CPrefetch
 
 /// Private to this target: keeps its specializations of the generic kernels apart from every
 /// other target's (distinct symbol names, so the linker never merges copies built for different CPUs).
-enum GemmAVX512Tag: GemmISA { static var fusedMultiplyAdd: Bool { true } }
+enum GemmAVX512Tag: GemmISA {
+    static var fusedMultiplyAdd: Bool { true }
+    @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
+}
 
 typealias GemmAVX512Kernel = GemmKernel8x3<SIMD16<Float>, GemmAVX512Tag>
 
