@@ -46,15 +46,15 @@ let package = Package(
         // Compute kernels: free functions over raw buffers; imports nothing, so they also build
         // with Embedded Swift (aarch64-none-none-elf).
         .target(name: "YOLOKernels", swiftSettings: engineSettings),
-        // Software prefetch for the micro-kernels (header only; Swift has no prefetch of its own).
-        .systemLibrary(name: "CPrefetch"),
-        .target(name: "YOLOKernelsBaseline", dependencies: ["YOLOKernels", "CPrefetch"], swiftSettings: [optimized]),
-        .target(name: "YOLOKernelsAVX2", dependencies: ["YOLOKernels", "CPrefetch"], swiftSettings: avx2Settings),
-        .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CPrefetch"], swiftSettings: avx512Settings),
+        // CPU hints Swift has no words for: prefetch (micro-kernels) and spin-wait pause (header only).
+        .systemLibrary(name: "CHints"),
+        .target(name: "YOLOKernelsBaseline", dependencies: ["YOLOKernels", "CHints"], swiftSettings: [optimized]),
+        .target(name: "YOLOKernelsAVX2", dependencies: ["YOLOKernels", "CHints"], swiftSettings: avx2Settings),
+        .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CHints"], swiftSettings: avx512Settings),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
         .target(name: "YOLO", dependencies: ["YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2", "YOLOKernelsAVX512",
-                                             "CCPUID", "COpenBLAS"], swiftSettings: engineSettings),
+                                             "CCPUID", "CHints", "COpenBLAS"], swiftSettings: engineSettings),
         .target(name: "YOLOImage", dependencies: ["YOLO", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",

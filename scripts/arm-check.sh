@@ -75,10 +75,10 @@ for m in "${level_modules[@]}"; do level_sources+=(Sources/"$m"/*.swift); done
 engine_sources=()
 while IFS= read -r f; do engine_sources+=("$f"); done < <(find Sources/YOLO -name '*.swift' | LC_ALL=C sort)
 [ ${#kernel_sources[@]} -gt 0 ] && [ -f "${kernel_sources[0]}" ] || fail "no Sources/YOLOKernels/*.swift"
-stamp=$( (cat "$0" "${kernel_sources[@]}" "${level_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/*;
+stamp=$( (cat "$0" "${kernel_sources[@]}" "${level_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/* Sources/CHints/*;
           swiftc --version 2>&1; ls -l "$blas") | sha256sum | cut -d' ' -f1)
 emb=(swiftc -target aarch64-none-none-elf -enable-experimental-feature Embedded -wmo -parse-as-library -O
-     -Xcc -isystem -Xcc /usr/aarch64-linux-gnu/include -I scripts/arm/Glibc -I "$out")
+     -Xcc -isystem -Xcc /usr/aarch64-linux-gnu/include -I scripts/arm/Glibc -I Sources/CHints -I "$out")
 if [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$out/kernel-check" ] && [ -x "$out/yolo-forward" ]; then
     say "build: up to date ($out)"
 else
@@ -111,7 +111,7 @@ else
     "${link[@]}" -o "$out/yolo-forward" "$out/Forward.o" "$out/YOLO.o" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
         "$blas" "$unicode" -lpthread -lm || fail "linking yolo-forward"
     # The same kernel check for this machine, to compare output bits.
-    host=(swiftc -O -wmo -parse-as-library)
+    host=(swiftc -O -wmo -parse-as-library -I Sources/CHints)
     mkdir -p "$out/host"
     "${host[@]}" -module-name YOLOKernels -emit-module -emit-module-path "$out/host/YOLOKernels.swiftmodule" \
         -c -o "$out/host/YOLOKernels.o" "${kernel_sources[@]}" || fail "building YOLOKernels for this host"

@@ -157,6 +157,7 @@ public final class Model: Sendable {
         // 1. Layers and shapes, checked section by section; nothing is allocated yet. Every
         //    key of a section must be read by its layer or have no effect at inference.
         let inputShape = Shape(c: inputChannels, h: inputHeight, w: inputWidth)
+        let kernels = try Gemm.kernels(for: options)
         var layers: [any Layer] = []
         var shapes: [Shape] = []
         for (i, cfgSection) in config.sections.dropFirst().enumerated() {
@@ -165,7 +166,7 @@ public final class Model: Sendable {
             let layer: any Layer
             do {
                 layer = try Model.makeLayer(section, index: i, input: i == 0 ? inputShape : shapes[i - 1], shapes: shapes,
-                                            previousKind: layers.last?.kind, options: options)
+                                            previousKind: layers.last?.kind, options: options, kernels: kernels)
             } catch {
                 // A cfg size that is not a multiple of 32 shows up as a shape mismatch deep
                 // in the network: say what is wrong.
@@ -180,7 +181,6 @@ public final class Model: Sendable {
 
         // 2. Memory limits, before the weights are even looked at.
         workspacePerThread = max(layers.map { $0.workspaceCount }.max() ?? 0, 1)
-        let kernels = try Gemm.kernels(for: options)
         self.kernels = kernels
         gemmScratchPerThread = Gemm.scratchPerThread(kernels)
         let plan = ActivationPlan(layers: layers, input: inputShape, keepingAll: false)
@@ -242,10 +242,11 @@ public final class Model: Sendable {
     /// Darknet's cfg-to-layer switch: builds layer `index` from its section. `input` is the
     /// previous layer's output shape (or the network's); `shapes` are the earlier layers'.
     static func makeLayer(_ section: DarknetConfig.Section, index i: Int, input: Shape, shapes: [Shape],
-                          previousKind: LayerKind?, options: ModelOptions) throws(YOLOError) -> any Layer {
+                          previousKind: LayerKind?, options: ModelOptions, kernels: GemmKernels?) throws(YOLOError) -> any Layer {
         switch section.name {
         case "convolutional", "conv":
-            return try ConvolutionalLayer(section: section, index: i, inputShape: input, convolution: options.convolution)
+            return try ConvolutionalLayer(section: section, index: i, inputShape: input, convolution: options.convolution,
+                                          kernels: kernels)
         case "maxpool", "max":
             return try MaxPoolLayer(section: section, index: i, inputShape: input)
         case "upsample":
@@ -280,7 +281,12 @@ public final class Model: Sendable {
         for l in layers { if let h = l.head, h.inputLayer >= 0 { readers[h.inputLayer] += 1 } }  // the decoder reads it
         for i in 0..<layers.count - 1 {
             guard let e = layers[i].deferrableEpilogue, readers[i] == 1, layers[i + 1].sources == [i] else { continue }
-            if layers[i + 1].takeEpilogue(e) { layers[i].deferEpilogue() }
+            if layers[i + 1].takeEpilogue(e) {
+                layers[i].deferEpilogue()
+                // Sessions that do not keep every output may let the layer compute the next one's
+                // output directly (a convolution its 2x2 max pool), skipping its own.
+                if layers[i].absorb(layers[i + 1]) { layers[i + 1].absorbedByPrevious() }
+            }
         }
     }
 
@@ -311,7 +317,7 @@ public final class Model: Sendable {
 /// Where each layer's output lives in a session's arena. The network input comes first and
 /// is kept; with `keepingAll` every layer has its own buffer (for inspecting any layer after a
 /// forward); otherwise a buffer is reused once no later layer reads it, except the heads'
-/// inputs, which the decoder reads after the forward.
+/// inputs, which the decoder reads after the forward, and the last layer's output.
 struct ActivationPlan {
     /// Per layer, the float offset of its output.
     var offsets: [Int] = []
@@ -329,13 +335,15 @@ struct ActivationPlan {
             if keepingAll || !l.runsInForward { lastUse[i] = Int.max }  // inspection-only layers: kept
             if let h = l.head, h.inputLayer >= 0 { lastUse[h.inputLayer] = Int.max }
         }
+        if let last = layers.indices.last { lastUse[last] = Int.max }  // the network's output
         kept = lastUse.map { $0 == Int.max }
         // Greedy first fit over live intervals: (offset, size, last use).
         var live: [(offset: Int, size: Int, until: Int)] = []
         var top = inputFloats
         for (i, l) in layers.enumerated() {
             live.removeAll { $0.until < i }
-            let size = aligned(l.outputShape.count)
+            // A layer that computes the next layer's output in its place writes no output of its own.
+            let size = !keepingAll && l.writesNextOutput ? 0 : aligned(l.outputShape.count)
             var offset = inputFloats
             for b in live.sorted(by: { $0.offset < $1.offset }) {
                 if b.offset - offset >= size { break }

@@ -67,7 +67,7 @@ public final class Session {
         ForwardContext(arena: arena, offsets: offsets, workspace: workspace, workspacePerThread: model.workspacePerThread,
                        gemmScratch: GemmScratch(base: workspace + threads * model.workspacePerThread,
                                                 perThread: model.gemmScratchPerThread),
-                       pool: pool)
+                       pool: pool, absorbs: !keepsAllOutputs)
     }
 
     private func run(_ context: inout ForwardContext) {

@@ -5,6 +5,8 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
+import CHints
 
 /// The number of cores this process may run on (at least 1).
 func availableCores() -> Int {
@@ -79,17 +81,32 @@ final class WorkerPool {
 }
 
 /// The shared state of a pool, owned jointly by the pool and its threads.
-private final class PoolState {
+///
+/// Hand-offs spin before they sleep: a forward pass hands its workers a new job every few tens
+/// of microseconds (each layer's transforms, products and epilogues), and waking a thread
+/// blocked on a condition variable costs about as much again. So a worker waiting for the next
+/// job, and the caller waiting for the workers, first spin (`spinLimit` pauses, some tens of
+/// microseconds) and only then sleep on the condition variables. Sleeping is announced through
+/// `sleepers` / `callerSleeps` (sequentially consistent, as is the counter each side then
+/// reads), so whoever changes the counter sees the sleeper and wakes it under the mutex.
+private final class PoolState: @unchecked Sendable {
     let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     let finished = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     var workers = 0
-    // Guarded by mutex.
-    var generation = 0
-    var remaining = 0
-    var stopping = false
-    /// Points at the running `Job`, on the caller's stack.
+    /// Incremented for each job (released after `job` is set).
+    let generation = Atomic<Int>(0)
+    /// Workers still running the current job.
+    let remaining = Atomic<Int>(0)
+    /// Workers asleep (or about to sleep) on `wake`.
+    let sleepers = Atomic<Int>(0)
+    /// Whether the caller sleeps (or is about to) on `finished`.
+    let callerSleeps = Atomic<Bool>(false)
+    let stopping = Atomic<Bool>(false)
+    /// Points at the running `Job`, on the caller's stack (published by `generation`).
     var job: UnsafeRawPointer?
+    /// Spin-wait steps before sleeping.
+    static let spinLimit: Int = { if let v = getenv("YOLO_SPIN") { return Int(atoi(v)) }; return 4000 }()
 
     init() {
         pthread_mutex_init(mutex, nil)
@@ -105,22 +122,31 @@ private final class PoolState {
     struct Job { let body: (Int) -> Void }
 
     func run(_ job: UnsafeRawPointer) {
-        pthread_mutex_lock(mutex)
         self.job = job
-        remaining = workers
-        generation &+= 1
-        pthread_cond_broadcast(wake)
-        pthread_mutex_unlock(mutex)
+        remaining.store(workers, ordering: .sequentiallyConsistent)
+        generation.add(1, ordering: .sequentiallyConsistent)
+        if sleepers.load(ordering: .sequentiallyConsistent) > 0 {
+            pthread_mutex_lock(mutex)
+            pthread_cond_broadcast(wake)
+            pthread_mutex_unlock(mutex)
+        }
         job.assumingMemoryBound(to: Job.self).pointee.body(0)
-        pthread_mutex_lock(mutex)
-        while remaining > 0 { pthread_cond_wait(finished, mutex) }
+        var spins = 0
+        while remaining.load(ordering: .acquiring) > 0 {
+            spins += 1
+            if spins < PoolState.spinLimit { yolo_spin_pause(); continue }
+            pthread_mutex_lock(mutex)
+            callerSleeps.store(true, ordering: .sequentiallyConsistent)
+            while remaining.load(ordering: .sequentiallyConsistent) > 0 { pthread_cond_wait(finished, mutex) }
+            callerSleeps.store(false, ordering: .sequentiallyConsistent)
+            pthread_mutex_unlock(mutex)
+        }
         self.job = nil
-        pthread_mutex_unlock(mutex)
     }
 
     func stop() {
+        stopping.store(true, ordering: .sequentiallyConsistent)
         pthread_mutex_lock(mutex)
-        stopping = true
         pthread_cond_broadcast(wake)
         pthread_mutex_unlock(mutex)
     }
@@ -128,25 +154,42 @@ private final class PoolState {
     /// Runs the current job; its own frame, so the job's closure is released before the worker
     /// reports completion (`withoutActuallyEscaping` checks that nothing keeps it).
     private func runJob(part: Int) {
-        pthread_mutex_lock(mutex)
-        let job = self.job!
-        pthread_mutex_unlock(mutex)
-        job.assumingMemoryBound(to: Job.self).pointee.body(part)
+        job!.assumingMemoryBound(to: Job.self).pointee.body(part)
+    }
+
+    /// Waits until the generation differs from `seen` or the pool stops; returns the generation.
+    private func nextGeneration(after seen: Int) -> Int {
+        var spins = 0
+        while true {
+            let g = generation.load(ordering: .acquiring)
+            if g != seen || stopping.load(ordering: .acquiring) { return g }
+            spins += 1
+            if spins < PoolState.spinLimit { yolo_spin_pause(); continue }
+            pthread_mutex_lock(mutex)
+            sleepers.add(1, ordering: .sequentiallyConsistent)
+            var now = generation.load(ordering: .sequentiallyConsistent)
+            while now == seen && !stopping.load(ordering: .sequentiallyConsistent) {
+                pthread_cond_wait(wake, mutex)
+                now = generation.load(ordering: .sequentiallyConsistent)
+            }
+            sleepers.subtract(1, ordering: .sequentiallyConsistent)
+            pthread_mutex_unlock(mutex)
+            return now
+        }
     }
 
     func workerLoop(part: Int) {
         var seen = 0
         while true {
-            pthread_mutex_lock(mutex)
-            while generation == seen && !stopping { pthread_cond_wait(wake, mutex) }
-            if stopping { pthread_mutex_unlock(mutex); return }
-            seen = generation
-            pthread_mutex_unlock(mutex)
+            seen = nextGeneration(after: seen)
+            if stopping.load(ordering: .acquiring) { return }
             runJob(part: part)
-            pthread_mutex_lock(mutex)
-            remaining -= 1
-            if remaining == 0 { pthread_cond_signal(finished) }
-            pthread_mutex_unlock(mutex)
+            let left = remaining.subtract(1, ordering: .sequentiallyConsistent).newValue
+            if left == 0 && callerSleeps.load(ordering: .sequentiallyConsistent) {
+                pthread_mutex_lock(mutex)
+                pthread_cond_signal(finished)
+                pthread_mutex_unlock(mutex)
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 // AVX2+FMA level: built with -target-cpu haswell (Package.swift), 4 x 24 tiles in ymm registers.
 #if arch(x86_64)
 import YOLOKernels
-import CPrefetch
+import CHints
 
 /// Private to this target: keeps its specializations of the generic kernels apart from every
 /// other target's (distinct symbol names, so the linker never merges copies built for different CPUs).

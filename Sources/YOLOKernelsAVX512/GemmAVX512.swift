@@ -1,7 +1,7 @@
 // AVX-512 (F/CD/BW/DQ/VL) level: built with -target-cpu skylake-avx512 (Package.swift), 8 x 48 tiles in zmm registers.
 #if arch(x86_64)
 import YOLOKernels
-import CPrefetch
+import CHints
 
 /// Private to this target: keeps its specializations of the generic kernels apart from every
 /// other target's (distinct symbol names, so the linker never merges copies built for different CPUs).

@@ -1,7 +1,7 @@
 // Baseline level, compiled for the target's default CPU: SSE2 on x86-64 (4 x 12 tiles in xmm registers),
 // NEON on arm64 (8 x 12 tiles in 32 q registers).
 import YOLOKernels
-import CPrefetch
+import CHints
 
 /// Private to this target: keeps its specializations of the generic kernels apart from every
 /// other target's (distinct symbol names, so the linker never merges copies built for different CPUs).

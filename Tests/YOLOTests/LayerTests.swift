@@ -233,6 +233,51 @@ final class LayerTests: XCTestCase {
         }
     }
 
+    func testDirectConvAbsorbsItsMaxPoolInSessions() throws {
+        // A 3x3 conv with few input channels runs our direct kernel; followed by a 2x2/2 max pool
+        // of an even-sized map, a session that does not keep every output computes the pooled
+        // map in one pass (the conv's full-size output is never written). Check it against the
+        // naive conv + pool at every kernel level and thread count, with filter counts around
+        // the kernel's blocks of 8 and widths around its vectors.
+        var rng = SeededRandom(seed: 7)
+        for (s, filters, act) in [(Shape(c: 3, h: 16, w: 20), 5, "leaky"), (Shape(c: 4, h: 8, w: 34), 16, "leaky"),
+                                  (Shape(c: 1, h: 2, w: 2), 9, "relu"), (Shape(c: 3, h: 40, w: 66), 17, "linear"),
+                                  (Shape(c: 2, h: 6, w: 64), 8, "logistic")] {
+            let k = s.c * 9
+            let bias = random(filters, &rng), w = random(filters * k, &rng)
+            let scale = random(filters, &rng, 0.5, 2), mean = random(filters, &rng), variance = random(filters, &rng, 0.1, 3)
+            let body = "[convolutional]\nbatch_normalize=1\nfilters=\(filters)\nsize=3\nstride=1\npad=1\nactivation=\(act)\n[maxpool]\nsize=2\nstride=2\n"
+            let input = random(s.count, &rng)
+            let conv = naiveConv(input, s, filters: filters, size: 3, stride: 1, pad: 1, weights: w, bias: bias,
+                                 bn: (scale, mean, variance), activation: act)
+            let ref = naiveMaxPool(conv.out, conv.shape, size: 2, stride: 2, padding: 1)
+            for level in KernelLevel.supported {
+                let model = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body,
+                                      weights: weightsFile(bias + scale + mean + variance + w),
+                                      options: ModelOptions(gemm: .kernels, kernelLevel: level))
+                let layer = model.impl[0] as! ConvolutionalLayer
+                XCTAssertNotNil(layer.directKernels, "\(s) \(level): direct kernel")
+                XCTAssertTrue(layer.absorbsPool, "\(s) \(level): the conv computes the pool")
+                for threads in [1, 2, 3] {
+                    let session = try Session(model: model, threads: threads)
+                    try session.forward(input)
+                    let pooled = try session.output(ofLayer: 1)
+                    assertClose(pooled, ref.out, tolerance: 2e-5, "direct conv+pool \(s) \(act) \(level) threads \(threads)")
+                    XCTAssertThrowsError(try session.output(ofLayer: 0), "the conv's own output is never written")
+                    // Keeping every output, the conv writes its output and the pool runs.
+                    let all = try Session(model: model, threads: threads, keepsAllOutputs: true)
+                    try all.forward(input)
+                    assertClose(try all.output(ofLayer: 1), ref.out, tolerance: 2e-5, "kept: pool \(s) \(level)")
+                }
+            }
+            // With OpenBLAS (the reference path) the conv is im2col + sgemm and nothing is absorbed.
+            let reference = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body,
+                                      weights: weightsFile(bias + scale + mean + variance + w), options: ModelOptions(gemm: .openBLAS))
+            XCTAssertNil((reference.impl[0] as! ConvolutionalLayer).directKernels)
+            XCTAssertFalse((reference.impl[0] as! ConvolutionalLayer).absorbsPool)
+        }
+    }
+
     func testUpsampleRouteShortcutAndYOLO() throws {
         var rng = SeededRandom(seed: 3)
         for (s, stride) in [(Shape(c: 3, h: 5, w: 4), 2), (Shape(c: 2, h: 3, w: 3), 3), (Shape(c: 1, h: 1, w: 1), 2)] {

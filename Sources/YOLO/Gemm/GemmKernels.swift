@@ -90,4 +90,59 @@ import YOLOKernelsAVX512
             GemmBaseline.gemm(m: m, n: n, k: k, packedA: packedA, b: b, ldb: ldb, c: c, ldc: ldc, scratch: scratch, rows: rows)
         }
     }
+    // MARK: Direct 3x3 convolution (DirectConv3x3 in YOLOKernels: few input channels, optional 2x2 max pool)
+
+    /// Floats of packed weights for `filters` 3x3 kernels over `channels`.
+    public func directConvPackedSize(filters: Int, channels: Int) -> Int {
+        switch level {
+        #if arch(x86_64)
+        case .avx2: return GemmAVX2.directConvPackedSize(filters: filters, channels: channels)
+        case .avx512: return GemmAVX512.directConvPackedSize(filters: filters, channels: channels)
+        #endif
+        default: return GemmBaseline.directConvPackedSize(filters: filters, channels: channels)
+        }
+    }
+
+    /// Packs Darknet-layout 3x3 weights (filters x channels x 9) for `directConv`.
+    public func directConvPack(_ w: UnsafePointer<Float>, filters: Int, channels: Int, into p: UnsafeMutablePointer<Float>) {
+        switch level {
+        #if arch(x86_64)
+        case .avx2: GemmAVX2.directConvPack(w, filters: filters, channels: channels, into: p)
+        case .avx512: GemmAVX512.directConvPack(w, filters: filters, channels: channels, into: p)
+        #endif
+        default: GemmBaseline.directConvPack(w, filters: filters, channels: channels, into: p)
+        }
+    }
+
+    /// Floats of per-thread scratch `directConv` needs.
+    public func directConvScratchSize(channels: Int, width: Int) -> Int {
+        switch level {
+        #if arch(x86_64)
+        case .avx2: return GemmAVX2.directConvScratchSize(channels: channels, width: width)
+        case .avx512: return GemmAVX512.directConvScratchSize(channels: channels, width: width)
+        #endif
+        default: return GemmBaseline.directConvScratchSize(channels: channels, width: width)
+        }
+    }
+
+    /// Raw sums (no bias) of a 3x3 stride-1 pad-1 convolution for output rows `rows`, or with
+    /// `pooled`, of its 2x2 stride-2 max pool for pooled rows `rows` (even height and width).
+    public func directConv(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int,
+                           packed: UnsafePointer<Float>, filters: Int, rows: Range<Int>, pooled: Bool,
+                           into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>) {
+        precondition(!pooled || (height % 2 == 0 && width % 2 == 0), "GemmKernels.directConv: pooling needs even sizes")
+        switch level {
+        #if arch(x86_64)
+        case .avx2:
+            GemmAVX2.directConv(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
+                                rows: rows, pooled: pooled, into: dst, scratch: scratch)
+        case .avx512:
+            GemmAVX512.directConv(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
+                                  rows: rows, pooled: pooled, into: dst, scratch: scratch)
+        #endif
+        default:
+            GemmBaseline.directConv(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
+                                    rows: rows, pooled: pooled, into: dst, scratch: scratch)
+        }
+    }
 }

@@ -30,10 +30,18 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     private(set) var winogradTile = 0
     /// Set at load when the only consumer is a max pool that applies bias + activation.
     private(set) var epilogueDeferred = false
+    /// The kernels of the direct 3x3 convolution, for layers with few input channels when the
+    /// model uses our GEMM kernels (nil: im2col or Winograd).
+    let directKernels: GemmKernels?
+    /// The weights packed for `directKernels`, set by `load`.
+    private(set) var directWeights: UnsafePointer<Float>?
+    /// Set at load when this layer computes the 2x2 max pool after it (direct convolution only),
+    /// in forward passes that do not keep every output.
+    private(set) var absorbsPool = false
 
     /// `convolution` decides, with the layer's shape, whether and which Winograd variant it uses.
     init(section: DarknetConfig.Section, index: Int, inputShape: Shape,
-         convolution: ModelOptions.Convolution = .im2col) throws(YOLOError) {
+         convolution: ModelOptions.Convolution = .im2col, kernels: GemmKernels? = nil) throws(YOLOError) {
         self.index = index
         sources = [index - 1]
         self.inputShape = inputShape
@@ -55,8 +63,14 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         let outH = (inputShape.h + 2 * pad - size) / stride + 1
         let outW = (inputShape.w + 2 * pad - size) / stride + 1
         outputShape = Shape(c: filters, h: outH, w: outW)
-        winogradTile = winogradTile(for: convolution)
+        let direct = size == 3 && stride == 1 && pad == 1 && inputShape.c <= ConvolutionalLayer.directMaxChannels
+        directKernels = direct ? kernels : nil
+        winogradTile = directKernels == nil ? winogradTile(for: convolution) : 0
     }
+
+    /// Layers with at most this many input channels (a network's first layer) use the direct
+    /// kernel when the model runs our kernels: as im2col + GEMM their depth is only 9 x channels.
+    static let directMaxChannels = 4
 
     var columns: Int { inputShape.c * size * size }
     var needsIm2col: Bool { !(size == 1 && stride == 1 && pad == 0) }
@@ -79,6 +93,7 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     var workspaceCount: Int {
         let im2colBlock = needsIm2col ? columns * blockRows * outputShape.w : 0
         let winogradBlock = winogradTile > 0 ? positions * (inputShape.c + filters) * winogradBlockTileRows * tilesWide : 0
+        if let k = directKernels { return k.directConvScratchSize(channels: inputShape.c, width: inputShape.w) }
         return max(im2colBlock, winogradBlock)
     }
 
@@ -160,7 +175,11 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         kept.update(from: bias, count: filters)
         self.biases = UnsafePointer(kept)
         let kernels = context.kernels
-        if winogradTile > 0 {
+        if let direct = directKernels {
+            let packed = context.storage.allocate(direct.directConvPackedSize(filters: filters, channels: inputShape.c))
+            direct.directConvPack(weights, filters: filters, channels: inputShape.c, into: packed)
+            directWeights = UnsafePointer(packed)
+        } else if winogradTile > 0 {
             // The transformed kernels; with our kernels only their packed copies are kept.
             let (m, c, p, tile) = (filters, inputShape.c, positions, winogradTile)
             let u = kernels == nil ? context.storage.allocate(p * m * c) : .allocate(capacity: p * m * c)
@@ -188,6 +207,18 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
 
     func deferEpilogue() { epilogueDeferred = true }
 
+    /// A 2x2 stride-2 max pool of the whole output (even height and width) after a direct
+    /// convolution: the pool is computed on each pair of rows as they are made.
+    func absorb(_ next: any Layer) -> Bool {
+        guard directKernels != nil, epilogueDeferred, next.kind == .maxpool, next.geometry == (2, 2),
+              outputShape.h % 2 == 0, outputShape.w % 2 == 0,
+              next.outputShape == Shape(c: filters, h: outputShape.h / 2, w: outputShape.w / 2) else { return false }
+        absorbsPool = true
+        return true
+    }
+
+    var writesNextOutput: Bool { absorbsPool }
+
     // MARK: Forward
 
     func forward(_ context: inout ForwardContext) {
@@ -197,7 +228,9 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         let split = pool.threadCount > 1
         let src = UnsafePointer(input(context)), out = context.buffer(index)
         var gemmTime: UInt64 = 0
-        if winogradKernels != nil {
+        if let direct = directKernels {
+            forwardDirect(direct, src, context: context)
+        } else if winogradKernels != nil {
             gemmTime = forwardWinograd(src, out, context: context, timed: timed)
         } else if !needsIm2col {
             // 1x1 stride 1: the input is already the column matrix.
@@ -232,6 +265,31 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
             }
         }
         if let t = context.gemmNanoseconds { context.gemmNanoseconds = t + gemmTime }
+    }
+
+    /// The direct path: rows (or pooled rows, writing the max pool's output) split over the threads.
+    private func forwardDirect(_ k: GemmKernels, _ src: UnsafePointer<Float>, context: ForwardContext) {
+        let pooled = absorbsPool && context.absorbs
+        let (c, h, w, m) = (inputShape.c, inputShape.h, inputShape.w, filters)
+        let dst = pooled ? context.buffer(index + 1) : context.buffer(index)
+        let count = pooled ? outputShape.h / 2 : outputShape.h
+        let rowWidth = pooled ? outputShape.w / 2 : outputShape.w
+        let weights = directWeights!, ctx = context, pool = context.pool
+        let parts = min(pool.threadCount, count)
+        pool.run { part in
+            guard part < parts else { return }
+            let rows = count * part / parts ..< count * (part + 1) / parts
+            k.directConv(src, height: h, width: w, channels: c, packed: weights, filters: m, rows: rows, pooled: pooled,
+                         into: dst, scratch: ctx.workspace(part: part))
+            if pooled {
+                // The pool's bias + activation (taken from this layer), on the pooled rows.
+                biasActivate(dst + rows.lowerBound * rowWidth, bias: self.biases!, channels: 0..<m, spatial: rows.count * rowWidth,
+                             channelStride: count * rowWidth, activation: self.activation, exp: exp)
+            } else if !self.epilogueDeferred {
+                biasActivate(dst + rows.lowerBound * rowWidth, bias: self.biases!, channels: 0..<m, spatial: rows.count * rowWidth,
+                             channelStride: count * rowWidth, activation: self.activation, exp: exp)
+            }
+        }
     }
 
     /// The Winograd path: blocks of tile rows, each input transform -> 16 or 36 GEMMs -> output
@@ -344,6 +402,7 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     /// The GEMM calls of a forward pass alone, on whatever `columns` holds (for the benchmark's
     /// "GEMM alone" figure): one full-size call per layer, threaded as a forward would thread it.
     func gemmAlone(columns: UnsafeMutablePointer<Float>, context: ForwardContext) -> Bool {
+        guard directKernels == nil else { return false }  // no GEMM
         let n = outputShape.h * outputShape.w
         let out = context.buffer(index)
         if let u = winogradKernels {

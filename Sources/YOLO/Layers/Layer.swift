@@ -27,6 +27,9 @@ struct ForwardContext {
     let pool: WorkerPool
     /// When non-nil, a conv layer adds the nanoseconds it spent in GEMMs here.
     var gemmNanoseconds: UInt64? = nil
+    /// Whether layers that absorbed the next one (`Layer.absorb`) compute its output in their
+    /// place: true unless the session keeps every layer's output.
+    var absorbs = true
 
     /// The output of layer `index`; -1 is the network input.
     @inline(__always) func buffer(_ index: Int) -> UnsafeMutablePointer<Float> {
@@ -98,6 +101,16 @@ protocol Layer: AnyObject, Sendable {
     /// cannot; then nothing changes.
     func takeEpilogue(_ epilogue: Epilogue) -> Bool
 
+    /// Lets this layer compute `next`'s output itself (called after `next` took this layer's
+    /// epilogue). Returns false when it cannot; then nothing changes. When it can, forward passes
+    /// that do not keep every output (`ForwardContext.absorbs`) write `next`'s buffer and not this
+    /// layer's, and `next` does nothing.
+    func absorb(_ next: any Layer) -> Bool
+    /// Called on the layer after one that absorbed it.
+    func absorbedByPrevious()
+    /// Whether this layer absorbed the next one (then, unless every output is kept, it has no
+    /// output buffer of its own).
+    var writesNextOutput: Bool { get }
     /// The detection head this layer describes, if it is one.
     var head: HeadInfo? { get }
     /// False for layers whose output no later layer reads and that only serve inspection (the
@@ -122,6 +135,9 @@ extension Layer {
     var deferrableEpilogue: Epilogue? { nil }
     func deferEpilogue() {}
     func takeEpilogue(_ epilogue: Epilogue) -> Bool { false }
+    func absorb(_ next: any Layer) -> Bool { false }
+    func absorbedByPrevious() {}
+    var writesNextOutput: Bool { false }
     var head: HeadInfo? { nil }
     var runsInForward: Bool { true }
     func gemmAlone(columns: UnsafeMutablePointer<Float>, context: ForwardContext) -> Bool { false }

@@ -19,6 +19,9 @@ final class MaxPoolLayer: Layer, @unchecked Sendable {
     let size: Int, stride: Int, padding: Int
     /// Bias + activation of the convolution before, when it deferred them to this layer.
     private(set) var epilogue: Epilogue?
+    /// Set at load when the convolution before computes this layer's output itself (in
+    /// forward passes with `ForwardContext.absorbs`).
+    private(set) var absorbed = false
 
     init(section: DarknetConfig.Section, index: Int, inputShape: Shape) throws(YOLOError) {
         self.index = index
@@ -44,7 +47,10 @@ final class MaxPoolLayer: Layer, @unchecked Sendable {
         return true
     }
 
+    func absorbedByPrevious() { absorbed = true }
+
     func forward(_ context: inout ForwardContext) {
+        if absorbed && context.absorbs { return }
         let (src, dst) = (UnsafePointer(input(context)), context.buffer(index))
         let (h, w, oh, ow) = (inputShape.h, inputShape.w, outputShape.h, outputShape.w)
         let (k, s, p) = (size, stride, padding)
