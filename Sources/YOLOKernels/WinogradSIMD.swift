@@ -229,8 +229,15 @@ public enum WinogradSIMD<ISA: WinogradISA> {
                 var t = 0
                 while t + w <= tiles { input2Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix); t += w }
                 if t < tiles {
-                    input2Columns(h + t, hCount: hCount, tilesWide: tw, into: tail, matrix: w)
-                    for xi in 0..<16 { (base + xi * matrix + t).update(from: tail + xi * w, count: tiles - t) }
+                    // The last, partial chunk: whole vectors when what they write past this
+                    // channel's rows lies in the rows of channels still to come (rewritten
+                    // then), else through the scratch.
+                    if (c + 1) * tiles + w - (tiles - t) <= channels.upperBound * tiles {
+                        input2Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix)
+                    } else {
+                        input2Columns(h + t, hCount: hCount, tilesWide: tw, into: tail, matrix: w)
+                        for xi in 0..<16 { (base + xi * matrix + t).update(from: tail + xi * w, count: tiles - t) }
+                    }
                 }
             }
         }
@@ -241,7 +248,6 @@ public enum WinogradSIMD<ISA: WinogradISA> {
     @inlinable @inline(__always)
     static func input2Columns(_ h: UnsafePointer<Float>, hCount: Int, tilesWide tw: Int,
                               into base: UnsafeMutablePointer<Float>, matrix: Int) {
-        let w = V.scalarCount
         for k in 0..<4 {
             let even = h + k * hCount, odd = even + 4 * hCount
             let o0 = base + k * matrix, o1 = o0 + 4 * matrix, o2 = o1 + 4 * matrix, o3 = o2 + 4 * matrix
@@ -265,15 +271,19 @@ public enum WinogradSIMD<ISA: WinogradISA> {
             for f in filters {
                 let plane = dst + f * outHeight * outWidth
                 let base = m + f * tiles
-                var t = 0
+                var t = 0, n = 0, tx = 0                // tile t = n tw + tx
                 while t + w <= tiles {
-                    output2Chunk(base + t, matrix: matrix, t: t, count: w, firstTileRow: tileRows.lowerBound, tilesWide: tw,
-                                 outHeight: outHeight, outWidth: outWidth, chunk: chunk, into: plane)
-                    t += w
+                    output2Chunk(base + t, matrix: matrix, t: t, count: w, n: n, tx: tx, firstTileRow: tileRows.lowerBound,
+                                 tilesWide: tw, outHeight: outHeight, outWidth: outWidth, chunk: chunk, into: plane)
+                    t += w; tx += w
+                    while tx >= tw { tx -= tw; n += 1 }
                 }
                 if t < tiles {
-                    for xi in 0..<16 { (tail + xi * w).update(from: base + xi * matrix + t, count: tiles - t) }
-                    output2Chunk(tail, matrix: w, t: t, count: tiles - t, firstTileRow: tileRows.lowerBound,
+                    // The last, partial chunk: whole vectors when they stay inside M (reading
+                    // into the next rows), else through a copy in the scratch.
+                    let inside = (f + 1) * tiles + w - (tiles - t) <= filterCount * tiles
+                    if !inside { for xi in 0..<16 { (tail + xi * w).update(from: base + xi * matrix + t, count: tiles - t) } }
+                    output2Chunk(inside ? base + t : UnsafePointer(tail), matrix: inside ? matrix : w, t: t, count: tiles - t, n: n, tx: tx, firstTileRow: tileRows.lowerBound,
                                  tilesWide: tw, outHeight: outHeight, outWidth: outWidth, chunk: chunk, into: plane)
                 }
             }
@@ -283,7 +293,7 @@ public enum WinogradSIMD<ISA: WinogradISA> {
     /// Output tiles t ..< t + count (count <= W) of one filter, from W tiles of the 16 rows of M
     /// at p, `matrix` apart (for the last, partial chunk a copy in a scratch).
     @inlinable @inline(__always)
-    static func output2Chunk(_ p: UnsafePointer<Float>, matrix: Int, t: Int, count: Int, firstTileRow: Int,
+    static func output2Chunk(_ p: UnsafePointer<Float>, matrix: Int, t: Int, count: Int, n: Int, tx: Int, firstTileRow: Int,
                              tilesWide tw: Int, outHeight: Int, outWidth: Int, chunk: UnsafeMutablePointer<Float>,
                              into plane: UnsafeMutablePointer<Float>) {
         let w = V.scalarCount
@@ -306,14 +316,12 @@ public enum WinogradSIMD<ISA: WinogradISA> {
         let t3 = m03 + m13 + m23, b3 = m13 - m23 - m33
         // · A: each row's pairs (a0 + a1 + a2, a1 - a2 - a3), straight into the output when the
         // chunk lies inside one tile row and inside the output.
-        let n = t / tw, tx = t - n * tw, y = 2 * (firstTileRow + n)
-        if count == w && tx + w <= tw && 2 * (tx + w) <= outWidth && y + 2 <= outHeight {
-            let out = plane + y * outWidth + 2 * tx
-            ISA.store2(t0 + t1 + t2, t1 - t2 - t3, to: out)
-            ISA.store2(b0 + b1 + b2, b1 - b2 - b3, to: out + outWidth)
-        } else {
-            ISA.store2(t0 + t1 + t2, t1 - t2 - t3, to: chunk)
-            ISA.store2(b0 + b1 + b2, b1 - b2 - b3, to: chunk + 2 * w)
+        let y = 2 * (firstTileRow + n)
+        let direct = count == w && tx + w <= tw && 2 * (tx + w) <= outWidth && y + 2 <= outHeight
+        let out = direct ? plane + y * outWidth + 2 * tx : chunk, next = direct ? outWidth : 2 * w
+        ISA.store2(t0 + t1 + t2, t1 - t2 - t3, to: out)
+        ISA.store2(b0 + b1 + b2, b1 - b2 - b3, to: out + next)
+        if !direct {
             winogradScatter(chunk, rowStride: 2 * w, tile: 2, t: t, count: count, firstTileRow: firstTileRow,
                             tilesWide: tw, outHeight: outHeight, outWidth: outWidth, into: plane)
         }
@@ -362,8 +370,15 @@ public enum WinogradSIMD<ISA: WinogradISA> {
                 var t = 0
                 while t + w <= tiles { input4Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix); t += w }
                 if t < tiles {
-                    input4Columns(h + t, hCount: hCount, tilesWide: tw, into: tail, matrix: w)
-                    for xi in 0..<36 { (base + xi * matrix + t).update(from: tail + xi * w, count: tiles - t) }
+                    // The last, partial chunk: whole vectors when what they write past this
+                    // channel's rows lies in the rows of channels still to come (rewritten
+                    // then), else through the scratch.
+                    if (c + 1) * tiles + w - (tiles - t) <= channels.upperBound * tiles {
+                        input4Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix)
+                    } else {
+                        input4Columns(h + t, hCount: hCount, tilesWide: tw, into: tail, matrix: w)
+                        for xi in 0..<36 { (base + xi * matrix + t).update(from: tail + xi * w, count: tiles - t) }
+                    }
                 }
             }
         }
@@ -373,7 +388,7 @@ public enum WinogradSIMD<ISA: WinogradISA> {
     @inlinable @inline(__always)
     static func input4Columns(_ h: UnsafePointer<Float>, hCount: Int, tilesWide tw: Int,
                               into base: UnsafeMutablePointer<Float>, matrix: Int) {
-        let w = V.scalarCount, phase = 6 * hCount, ostep = 6 * matrix
+        let phase = 6 * hCount, ostep = 6 * matrix
         for k in 0..<6 {
             let r = h + k * hCount, o = base + k * matrix
             let x0: V = winogradLoad(r), x1: V = winogradLoad(r + phase)
@@ -400,15 +415,19 @@ public enum WinogradSIMD<ISA: WinogradISA> {
             for f in filters {
                 let plane = dst + f * outHeight * outWidth
                 let base = m + f * tiles
-                var t = 0
+                var t = 0, n = 0, tx = 0                // tile t = n tw + tx
                 while t + w <= tiles {
-                    output4Chunk(base + t, matrix: matrix, t: t, count: w, firstTileRow: tileRows.lowerBound, tilesWide: tw,
-                                 outHeight: outHeight, outWidth: outWidth, a: a, chunk: chunk, into: plane)
-                    t += w
+                    output4Chunk(base + t, matrix: matrix, t: t, count: w, n: n, tx: tx, firstTileRow: tileRows.lowerBound,
+                                 tilesWide: tw, outHeight: outHeight, outWidth: outWidth, a: a, chunk: chunk, into: plane)
+                    t += w; tx += w
+                    while tx >= tw { tx -= tw; n += 1 }
                 }
                 if t < tiles {
-                    for xi in 0..<36 { (tail + xi * w).update(from: base + xi * matrix + t, count: tiles - t) }
-                    output4Chunk(tail, matrix: w, t: t, count: tiles - t, firstTileRow: tileRows.lowerBound,
+                    // The last, partial chunk: whole vectors when they stay inside M (reading
+                    // into the next rows), else through a copy in the scratch.
+                    let inside = (f + 1) * tiles + w - (tiles - t) <= filterCount * tiles
+                    if !inside { for xi in 0..<36 { (tail + xi * w).update(from: base + xi * matrix + t, count: tiles - t) } }
+                    output4Chunk(inside ? base + t : UnsafePointer(tail), matrix: inside ? matrix : w, t: t, count: tiles - t, n: n, tx: tx, firstTileRow: tileRows.lowerBound,
                                  tilesWide: tw, outHeight: outHeight, outWidth: outWidth, a: a, chunk: chunk, into: plane)
                 }
             }
@@ -417,7 +436,7 @@ public enum WinogradSIMD<ISA: WinogradISA> {
 
     /// Output tiles t ..< t + count (count <= W) of one filter, from the 36 rows of M at p (as output2Chunk).
     @inlinable @inline(__always)
-    static func output4Chunk(_ p: UnsafePointer<Float>, matrix: Int, t: Int, count: Int, firstTileRow: Int,
+    static func output4Chunk(_ p: UnsafePointer<Float>, matrix: Int, t: Int, count: Int, n: Int, tx: Int, firstTileRow: Int,
                              tilesWide tw: Int, outHeight: Int, outWidth: Int, a: UnsafeMutablePointer<Float>,
                              chunk: UnsafeMutablePointer<Float>, into plane: UnsafeMutablePointer<Float>) {
         let w = V.scalarCount, step = 6 * matrix
@@ -433,7 +452,7 @@ public enum WinogradSIMD<ISA: WinogradISA> {
         }
         // · A, row by row, stored interleaved (4 outputs per tile): straight into the output
         // when the chunk lies inside one tile row and inside the output.
-        let n = t / tw, tx = t - n * tw, y = 4 * (firstTileRow + n)
+        let y = 4 * (firstTileRow + n)
         let direct = count == w && tx + w <= tw && 4 * (tx + w) <= outWidth && y + 4 <= outHeight
         for row in 0..<4 {
             let r = a + 6 * row * w
