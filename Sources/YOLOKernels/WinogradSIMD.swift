@@ -196,26 +196,33 @@ public enum WinogradSIMD<ISA: WinogradISA> {
         // row Y = 2 (ty0 + m) + parity (input row Y - 1). W of slack: the last row's tail lanes,
         // and the vertical pass's tail loads.
         let hCount = (rows + 1) * tw + w
-        withUnsafeTemporaryAllocation(of: Float.self, capacity: paddedCount + 8 * hCount + 16 * w) { scratch in
-            scratch.initialize(repeating: 0)            // the padded row's borders stay zero
-            let padded = scratch.baseAddress!, h = padded + paddedCount
+        // The block's padded input rows Y = 2 ty0 ... 2 ty0 + 2 rows + 1, paddedCount apart
+        // (the rows outside the input and the borders stay zero).
+        let paddedRows = 2 * (rows + 1), y0 = 2 * tileRows.lowerBound - 1
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: paddedRows * paddedCount + 8 * hCount + 16 * w) { scratch in
+            scratch.initialize(repeating: 0)
+            let padded = scratch.baseAddress!, h = padded + paddedRows * paddedCount
             let tail = h + 8 * hCount                   // the last, partial chunk: 16 rows of W
             for c in channels {
                 let plane = src + c * height * width
+                // The channel's rows first, all of them: loading a row right after copying it
+                // would stall on store-to-load forwarding (the copy's stores differ in size).
+                for r in max(0, -y0)..<min(paddedRows, height - y0) {
+                    (padded + r * paddedCount + 1).update(from: plane + (y0 + r) * width, count: copyCount)
+                }
                 // d B, once per padded row: rows m of both parities (in order, so that a row's
                 // tail lanes, spilling into the next row of its array, are overwritten).
                 for m in 0...rows {
                     for parity in 0..<2 {
-                        let y = 2 * (tileRows.lowerBound + m) + parity - 1
+                        let y = y0 + 2 * m + parity, row = padded + (2 * m + parity) * paddedCount
                         let e = h + parity * 4 * hCount + m * tw
                         guard y >= 0 && y < height else {
                             for k in 0..<4 { (e + k * hCount).update(repeating: 0, count: tw) }
                             continue
                         }
-                        (padded + 1).update(from: plane + y * width, count: copyCount)
                         for tx in Swift.stride(from: 0, to: tw, by: w) {
-                            let (x0, x1) = ISA.load2(padded + 2 * tx)
-                            let (x2, x3) = ISA.load2(padded + 2 * tx + 2)
+                            let (x0, x1) = ISA.load2(row + 2 * tx)
+                            let (x2, x3) = ISA.load2(row + 2 * tx + 2)
                             winogradStore(x0 - x2, e + tx)
                             winogradStore(x1 + x2, e + hCount + tx)
                             winogradStore(x2 - x1, e + 2 * hCount + tx)
@@ -338,25 +345,30 @@ public enum WinogradSIMD<ISA: WinogradISA> {
         // h[(phase · 6 + k) · hCount + m · tw + tx]: (d B)[k] of tile column tx for the padded
         // row Y = 4 (ty0 + m) + phase (input row Y - 1); W of slack as in input2.
         let hCount = (rows + 1) * tw + w
-        withUnsafeTemporaryAllocation(of: Float.self, capacity: paddedCount + 24 * hCount + 36 * w) { scratch in
+        // The block's padded input rows Y = 4 ty0 ... 4 ty0 + 4 rows + 1 (as in input2).
+        let paddedRows = 4 * rows + 2, y0 = 4 * tileRows.lowerBound - 1
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: paddedRows * paddedCount + 24 * hCount + 36 * w) { scratch in
             scratch.initialize(repeating: 0)
-            let padded = scratch.baseAddress!, h = padded + paddedCount
+            let padded = scratch.baseAddress!, h = padded + paddedRows * paddedCount
             let tail = h + 24 * hCount                  // the last, partial chunk: 36 rows of W
             for c in channels {
                 let plane = src + c * height * width
+                // The channel's rows first (see input2).
+                for r in max(0, -y0)..<min(paddedRows, height - y0) {
+                    (padded + r * paddedCount + 1).update(from: plane + (y0 + r) * width, count: copyCount)
+                }
                 // d B, once per padded row (row m = rows: only phases 0 and 1 are used).
                 for m in 0...rows {
                     for phase in 0..<(m < rows ? 4 : 2) {
-                        let y = 4 * (tileRows.lowerBound + m) + phase - 1
+                        let y = y0 + 4 * m + phase, row = padded + (4 * m + phase) * paddedCount
                         let e = h + phase * 6 * hCount + m * tw
                         guard y >= 0 && y < height else {
                             for k in 0..<6 { (e + k * hCount).update(repeating: 0, count: tw) }
                             continue
                         }
-                        (padded + 1).update(from: plane + y * width, count: copyCount)
                         for tx in Swift.stride(from: 0, to: tw, by: w) {
-                            let (x0, x1, x2, x3) = ISA.load4(padded + 4 * tx)
-                            let (x4, x5, _, _) = ISA.load4(padded + 4 * tx + 4)
+                            let (x0, x1, x2, x3) = ISA.load4(row + 4 * tx)
+                            let (x4, x5, _, _) = ISA.load4(row + 4 * tx + 4)
                             let r = winograd4B(x0, x1, x2, x3, x4, x5)
                             winogradStore(r.0, e + tx); winogradStore(r.1, e + hCount + tx)
                             winogradStore(r.2, e + 2 * hCount + tx); winogradStore(r.3, e + 3 * hCount + tx)
