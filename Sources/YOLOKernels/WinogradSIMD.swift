@@ -271,16 +271,22 @@ public enum WinogradSIMD<ISA: WinogradISA> {
                                tilesWide tw: Int, outHeight: Int, outWidth: Int, into dst: UnsafeMutablePointer<Float>) {
         let w = V.scalarCount
         let tiles = tileRows.count * tw, matrix = filterCount * tiles
-        withUnsafeTemporaryAllocation(of: Float.self, capacity: 4 * w + 16 * w) { scratch in
+        // Short tile rows (most chunks would straddle two or more): each filter's output rows
+        // go into `lines` first (tile t of output row i of its tile row at lines[i][2 t]), then
+        // are copied out row by row.
+        let lined = tw < 2 * w, lineStride = 2 * (tiles + w)
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: 4 * w + 16 * w + (lined ? 2 * lineStride : 0)) { scratch in
             scratch.initialize(repeating: 0)
             let chunk = scratch.baseAddress!            // 2 output rows of 2W floats
             let tail = chunk + 4 * w                    // the last, partial chunk of M: 16 rows of W
+            let lines = lined ? tail + 16 * w : nil
             for f in filters {
                 let plane = dst + f * outHeight * outWidth
                 let base = m + f * tiles
                 var t = 0, n = 0, tx = 0                // tile t = n tw + tx
                 while t + w <= tiles {
-                    output2Chunk(base + t, matrix: matrix, t: t, count: w, n: n, tx: tx, firstTileRow: tileRows.lowerBound,
+                    output2Chunk(base + t, matrix: matrix, t: t, count: w, n: n, tx: tx, lines: lines, lineStride: lineStride,
+                                 firstTileRow: tileRows.lowerBound,
                                  tilesWide: tw, outHeight: outHeight, outWidth: outWidth, chunk: chunk, into: plane)
                     t += w; tx += w
                     while tx >= tw { tx -= tw; n += 1 }
@@ -290,8 +296,18 @@ public enum WinogradSIMD<ISA: WinogradISA> {
                     // into the next rows), else through a copy in the scratch.
                     let inside = (f + 1) * tiles + w - (tiles - t) <= filterCount * tiles
                     if !inside { for xi in 0..<16 { (tail + xi * w).update(from: base + xi * matrix + t, count: tiles - t) } }
-                    output2Chunk(inside ? base + t : UnsafePointer(tail), matrix: inside ? matrix : w, t: t, count: tiles - t, n: n, tx: tx, firstTileRow: tileRows.lowerBound,
+                    output2Chunk(inside ? base + t : UnsafePointer(tail), matrix: inside ? matrix : w, t: t, count: tiles - t,
+                                 n: n, tx: tx, lines: lines, lineStride: lineStride, firstTileRow: tileRows.lowerBound,
                                  tilesWide: tw, outHeight: outHeight, outWidth: outWidth, chunk: chunk, into: plane)
+                }
+                if let lines {
+                    for n in 0..<tileRows.count {
+                        let y = 2 * (tileRows.lowerBound + n)
+                        for i in 0..<min(2, outHeight - y) {
+                            (plane + (y + i) * outWidth).update(from: lines + i * lineStride + 2 * n * tw,
+                                                                count: min(outWidth, 2 * tw))
+                        }
+                    }
                 }
             }
         }
@@ -300,7 +316,8 @@ public enum WinogradSIMD<ISA: WinogradISA> {
     /// Output tiles t ..< t + count (count <= W) of one filter, from W tiles of the 16 rows of M
     /// at p, `matrix` apart (for the last, partial chunk a copy in a scratch).
     @inlinable @inline(__always)
-    static func output2Chunk(_ p: UnsafePointer<Float>, matrix: Int, t: Int, count: Int, n: Int, tx: Int, firstTileRow: Int,
+    static func output2Chunk(_ p: UnsafePointer<Float>, matrix: Int, t: Int, count: Int, n: Int, tx: Int,
+                             lines: UnsafeMutablePointer<Float>?, lineStride: Int, firstTileRow: Int,
                              tilesWide tw: Int, outHeight: Int, outWidth: Int, chunk: UnsafeMutablePointer<Float>,
                              into plane: UnsafeMutablePointer<Float>) {
         let w = V.scalarCount
@@ -324,11 +341,12 @@ public enum WinogradSIMD<ISA: WinogradISA> {
         // · A: each row's pairs (a0 + a1 + a2, a1 - a2 - a3), straight into the output when the
         // chunk lies inside one tile row and inside the output.
         let y = 2 * (firstTileRow + n)
-        let direct = count == w && tx + w <= tw && 2 * (tx + w) <= outWidth && y + 2 <= outHeight
-        let out = direct ? plane + y * outWidth + 2 * tx : chunk, next = direct ? outWidth : 2 * w
+        let direct = lines == nil && count == w && tx + w <= tw && 2 * (tx + w) <= outWidth && y + 2 <= outHeight
+        let out = lines.map { $0 + 2 * t } ?? (direct ? plane + y * outWidth + 2 * tx : chunk)
+        let next = lines != nil ? lineStride : direct ? outWidth : 2 * w
         ISA.store2(t0 + t1 + t2, t1 - t2 - t3, to: out)
         ISA.store2(b0 + b1 + b2, b1 - b2 - b3, to: out + next)
-        if !direct {
+        if lines == nil && !direct {
             winogradScatter(chunk, rowStride: 2 * w, tile: 2, t: t, count: count, firstTileRow: firstTileRow,
                             tilesWide: tw, outHeight: outHeight, outWidth: outWidth, into: plane)
         }
@@ -419,17 +437,23 @@ public enum WinogradSIMD<ISA: WinogradISA> {
                                tilesWide tw: Int, outHeight: Int, outWidth: Int, into dst: UnsafeMutablePointer<Float>) {
         let w = V.scalarCount
         let tiles = tileRows.count * tw, matrix = filterCount * tiles
-        withUnsafeTemporaryAllocation(of: Float.self, capacity: 24 * w + 16 * w + 36 * w) { scratch in
+        // Short tile rows (most chunks would straddle two or more): each filter's output rows
+        // go into `lines` first (tile t of output row i of its tile row at lines[i][4 t]), then
+        // are copied out row by row.
+        let lined = tw < 2 * w, lineStride = 4 * (tiles + w)
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: 24 * w + 16 * w + 36 * w + (lined ? 4 * lineStride : 0)) { scratch in
             scratch.initialize(repeating: 0)
             let a = scratch.baseAddress!                // (Aᵀ m)[row][k], 4 x 6 vectors
             let chunk = a + 24 * w                      // 4 output rows of 4W floats
             let tail = chunk + 16 * w                   // the last, partial chunk of M: 36 rows of W
+            let lines = lined ? tail + 36 * w : nil
             for f in filters {
                 let plane = dst + f * outHeight * outWidth
                 let base = m + f * tiles
                 var t = 0, n = 0, tx = 0                // tile t = n tw + tx
                 while t + w <= tiles {
-                    output4Chunk(base + t, matrix: matrix, t: t, count: w, n: n, tx: tx, firstTileRow: tileRows.lowerBound,
+                    output4Chunk(base + t, matrix: matrix, t: t, count: w, n: n, tx: tx, lines: lines, lineStride: lineStride,
+                                 firstTileRow: tileRows.lowerBound,
                                  tilesWide: tw, outHeight: outHeight, outWidth: outWidth, a: a, chunk: chunk, into: plane)
                     t += w; tx += w
                     while tx >= tw { tx -= tw; n += 1 }
@@ -439,8 +463,18 @@ public enum WinogradSIMD<ISA: WinogradISA> {
                     // into the next rows), else through a copy in the scratch.
                     let inside = (f + 1) * tiles + w - (tiles - t) <= filterCount * tiles
                     if !inside { for xi in 0..<36 { (tail + xi * w).update(from: base + xi * matrix + t, count: tiles - t) } }
-                    output4Chunk(inside ? base + t : UnsafePointer(tail), matrix: inside ? matrix : w, t: t, count: tiles - t, n: n, tx: tx, firstTileRow: tileRows.lowerBound,
+                    output4Chunk(inside ? base + t : UnsafePointer(tail), matrix: inside ? matrix : w, t: t, count: tiles - t,
+                                 n: n, tx: tx, lines: lines, lineStride: lineStride, firstTileRow: tileRows.lowerBound,
                                  tilesWide: tw, outHeight: outHeight, outWidth: outWidth, a: a, chunk: chunk, into: plane)
+                }
+                if let lines {
+                    for n in 0..<tileRows.count {
+                        let y = 4 * (tileRows.lowerBound + n)
+                        for i in 0..<min(4, outHeight - y) {
+                            (plane + (y + i) * outWidth).update(from: lines + i * lineStride + 4 * n * tw,
+                                                                count: min(outWidth, 4 * tw))
+                        }
+                    }
                 }
             }
         }
@@ -448,7 +482,8 @@ public enum WinogradSIMD<ISA: WinogradISA> {
 
     /// Output tiles t ..< t + count (count <= W) of one filter, from the 36 rows of M at p (as output2Chunk).
     @inlinable @inline(__always)
-    static func output4Chunk(_ p: UnsafePointer<Float>, matrix: Int, t: Int, count: Int, n: Int, tx: Int, firstTileRow: Int,
+    static func output4Chunk(_ p: UnsafePointer<Float>, matrix: Int, t: Int, count: Int, n: Int, tx: Int,
+                             lines: UnsafeMutablePointer<Float>?, lineStride: Int, firstTileRow: Int,
                              tilesWide tw: Int, outHeight: Int, outWidth: Int, a: UnsafeMutablePointer<Float>,
                              chunk: UnsafeMutablePointer<Float>, into plane: UnsafeMutablePointer<Float>) {
         let w = V.scalarCount, step = 6 * matrix
@@ -465,15 +500,16 @@ public enum WinogradSIMD<ISA: WinogradISA> {
         // · A, row by row, stored interleaved (4 outputs per tile): straight into the output
         // when the chunk lies inside one tile row and inside the output.
         let y = 4 * (firstTileRow + n)
-        let direct = count == w && tx + w <= tw && 4 * (tx + w) <= outWidth && y + 4 <= outHeight
+        let direct = lines == nil && count == w && tx + w <= tw && 4 * (tx + w) <= outWidth && y + 4 <= outHeight
         for row in 0..<4 {
             let r = a + 6 * row * w
             let x0: V = winogradLoad(r), x1: V = winogradLoad(r + w), x2: V = winogradLoad(r + 2 * w)
             let x3: V = winogradLoad(r + 3 * w), x4: V = winogradLoad(r + 4 * w), x5: V = winogradLoad(r + 5 * w)
             let o = winograd4A(x0, x1, x2, x3, x4, x5)
-            ISA.store4(o.0, o.1, o.2, o.3, to: direct ? plane + (y + row) * outWidth + 4 * tx : chunk + row * 4 * w)
+            ISA.store4(o.0, o.1, o.2, o.3, to: lines.map { $0 + row * lineStride + 4 * t }
+                                                 ?? (direct ? plane + (y + row) * outWidth + 4 * tx : chunk + row * 4 * w))
         }
-        if !direct {
+        if lines == nil && !direct {
             winogradScatter(chunk, rowStride: 4 * w, tile: 4, t: t, count: count, firstTileRow: firstTileRow,
                             tilesWide: tw, outHeight: outHeight, outWidth: outWidth, into: plane)
         }

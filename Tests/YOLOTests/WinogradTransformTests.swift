@@ -23,10 +23,10 @@ final class WinogradTransformTests: XCTestCase {
         }
     }
 
-    /// Map sizes (h x w): odd and even, tiny, and tile rows of 1 ... 26 tiles (none but one a
-    /// multiple of 16).
+    /// Map sizes (h x w): odd and even, tiny, and tile rows of 1 ... 65 tiles (few multiples of
+    /// 16); rows of fewer than 2W tiles take another output path than longer ones.
     static let sizes: [(h: Int, w: Int)] = [(13, 13), (26, 26), (7, 9), (9, 7), (1, 1), (2, 3), (52, 52), (33, 33),
-                                            (5, 70), (6, 64)]
+                                            (5, 70), (6, 64), (3, 130)]
 
     /// Sub-ranges of 0..<count: all of it, and (when there are enough) a middle part, the first
     /// and the last element.
