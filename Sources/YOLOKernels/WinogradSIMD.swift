@@ -9,15 +9,20 @@
 // write them run over t regardless of tile-row boundaries (yolov3-tiny has rows of only 7 and
 // 13 tiles, against 16 lanes of AVX-512).
 //
-// Input: the horizontal pass (d B) runs once per padded input row (the scalar code does the rows
-// shared by neighbouring tile rows twice) and writes, for each residue of the row index
+// Input, per channel and group of tile rows (about 256 tiles): the group's padded input rows are
+// copied first (a load right after the copy of its row would stall on store-to-load
+// forwarding); the horizontal pass (d B) runs once per padded row (the scalar code does the
+// rows shared by neighbouring tile rows twice) and writes, for each residue of the row index
 // Y = (tile) · ty + i modulo the tile, arrays h[residue][k][m·tw + tx] with m = Y / (tile).
 // Patch row i of tile row n is then row n (or n + 1) of one of these arrays, so the vertical
 // pass (Bᵀ ·) reads h at t and t + tw, flat over t. The stride-2 / stride-4 reads of the patch
 // columns deinterleave wider loads (`WinogradISA.load2`, `load4`).
 // Output: per chunk of W tiles, Aᵀ m column by column, then · A, stored interleaved
 // (`store2`, `store4`) straight into the output rows when the chunk lies inside one tile row
-// and inside the width, else through a small buffer, clipped at the edges.
+// and inside the width, else through a small buffer, clipped at the edges; with tile rows of
+// fewer than 2W tiles, into lines of the filter's whole block, copied out row by row.
+// The last, partial chunk of a pass uses whole vectors where that is safe (reads that stay
+// inside M; writes past a channel's rows into rows this call rewrites later), else a scratch.
 //
 // After editing this file, touch Sources/YOLOKernels{Baseline,AVX2,AVX512}/*.swift (an
 // incremental debug build does not recompile them for a change inside @inlinable bodies).
@@ -192,58 +197,65 @@ public enum WinogradSIMD<ISA: WinogradISA> {
         let rows = tileRows.count, tiles = rows * tw, matrix = channelCount * tiles
         let paddedCount = 2 * ((tw + w - 1) / w) * w + 2   // the last chunk's loads end here
         let copyCount = min(width, 2 * tw + 1)             // as the scalar code: padded[1...]
+        // Groups of `group` tile rows (about 256 tiles, at least W: the scratch stays in L1/L2
+        // however large the block), one after the other per channel.
+        let group = min(rows, max(1, (256 + tw - 1) / tw))
         // h[(parity · 4 + k) · hCount + m · tw + tx]: (d B)[k] of tile column tx for the padded
-        // row Y = 2 (ty0 + m) + parity (input row Y - 1). W of slack: the last row's tail lanes,
-        // and the vertical pass's tail loads.
-        let hCount = (rows + 1) * tw + w
-        // The block's padded input rows Y = 2 ty0 ... 2 ty0 + 2 rows + 1, paddedCount apart
-        // (the rows outside the input and the borders stay zero).
-        let paddedRows = 2 * (rows + 1), y0 = 2 * tileRows.lowerBound - 1
+        // row Y = 2 (ty0 + m) + parity (input row Y - 1) of the group from tile row ty0. W of
+        // slack: the last row's tail lanes, and the vertical pass's tail loads.
+        let hCount = (group + 1) * tw + w
+        // The group's padded input rows Y = 2 ty0 ... 2 ty0 + 2 group + 1, paddedCount apart
+        // (the borders stay zero; rows outside the input are not read).
+        let paddedRows = 2 * (group + 1)
         withUnsafeTemporaryAllocation(of: Float.self, capacity: paddedRows * paddedCount + 8 * hCount + 16 * w) { scratch in
             scratch.initialize(repeating: 0)
             let padded = scratch.baseAddress!, h = padded + paddedRows * paddedCount
             let tail = h + 8 * hCount                   // the last, partial chunk: 16 rows of W
             for c in channels {
                 let plane = src + c * height * width
-                // The channel's rows first, all of them: loading a row right after copying it
-                // would stall on store-to-load forwarding (the copy's stores differ in size).
-                for r in max(0, -y0)..<min(paddedRows, height - y0) {
-                    (padded + r * paddedCount + 1).update(from: plane + (y0 + r) * width, count: copyCount)
-                }
-                // d B, once per padded row: rows m of both parities (in order, so that a row's
-                // tail lanes, spilling into the next row of its array, are overwritten).
-                for m in 0...rows {
-                    for parity in 0..<2 {
-                        let y = y0 + 2 * m + parity, row = padded + (2 * m + parity) * paddedCount
-                        let e = h + parity * 4 * hCount + m * tw
-                        guard y >= 0 && y < height else {
-                            for k in 0..<4 { (e + k * hCount).update(repeating: 0, count: tw) }
-                            continue
-                        }
-                        for tx in Swift.stride(from: 0, to: tw, by: w) {
-                            let (x0, x1) = ISA.load2(row + 2 * tx)
-                            let (x2, x3) = ISA.load2(row + 2 * tx + 2)
-                            winogradStore(x0 - x2, e + tx)
-                            winogradStore(x1 + x2, e + hCount + tx)
-                            winogradStore(x2 - x1, e + 2 * hCount + tx)
-                            winogradStore(x1 - x3, e + 3 * hCount + tx)
+                for g in Swift.stride(from: 0, to: rows, by: group) {
+                    let groupRows = min(group, rows - g), groupTiles = groupRows * tw
+                    let y0 = 2 * (tileRows.lowerBound + g) - 1
+                    // The group's rows first, all of them: loading a row right after copying it
+                    // would stall on store-to-load forwarding (the copy's stores differ in size).
+                    for r in max(0, -y0)..<min(2 * (groupRows + 1), height - y0) {
+                        (padded + r * paddedCount + 1).update(from: plane + (y0 + r) * width, count: copyCount)
+                    }
+                    // d B, once per padded row: rows m of both parities (in order, so that a row's
+                    // tail lanes, spilling into the next row of its array, are overwritten).
+                    for m in 0...groupRows {
+                        for parity in 0..<2 {
+                            let y = y0 + 2 * m + parity, row = padded + (2 * m + parity) * paddedCount
+                            let e = h + parity * 4 * hCount + m * tw
+                            guard y >= 0 && y < height else {
+                                for k in 0..<4 { (e + k * hCount).update(repeating: 0, count: tw) }
+                                continue
+                            }
+                            for tx in Swift.stride(from: 0, to: tw, by: w) {
+                                let (x0, x1) = ISA.load2(row + 2 * tx)
+                                let (x2, x3) = ISA.load2(row + 2 * tx + 2)
+                                winogradStore(x0 - x2, e + tx)
+                                winogradStore(x1 + x2, e + hCount + tx)
+                                winogradStore(x2 - x1, e + 2 * hCount + tx)
+                                winogradStore(x1 - x3, e + 3 * hCount + tx)
+                            }
                         }
                     }
-                }
-                // Bᵀ (d B), flat over the tiles: patch rows 0...3 of tile t are the even and odd
-                // arrays at t, then at t + tw.
-                let base = v + c * tiles
-                var t = 0
-                while t + w <= tiles { input2Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix); t += w }
-                if t < tiles {
-                    // The last, partial chunk: whole vectors when what they write past this
-                    // channel's rows lies in the rows of channels still to come (rewritten
-                    // then), else through the scratch.
-                    if (c + 1) * tiles + w - (tiles - t) <= channels.upperBound * tiles {
-                        input2Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix)
-                    } else {
-                        input2Columns(h + t, hCount: hCount, tilesWide: tw, into: tail, matrix: w)
-                        for xi in 0..<16 { (base + xi * matrix + t).update(from: tail + xi * w, count: tiles - t) }
+                    // Bᵀ (d B), flat over the group's tiles: patch rows 0...3 of tile t are the even
+                    // and odd arrays at t, then at t + tw.
+                    let base = v + c * tiles + g * tw
+                    var t = 0
+                    while t + w <= groupTiles { input2Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix); t += w }
+                    if t < groupTiles {
+                        // The last, partial chunk: whole vectors when what they write past the group
+                        // lies in the rows still to come (this channel's next groups, the next
+                        // channels: rewritten then), else through the scratch.
+                        if c * tiles + g * tw + t + w <= channels.upperBound * tiles {
+                            input2Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix)
+                        } else {
+                            input2Columns(h + t, hCount: hCount, tilesWide: tw, into: tail, matrix: w)
+                            for xi in 0..<16 { (base + xi * matrix + t).update(from: tail + xi * w, count: groupTiles - t) }
+                        }
                     }
                 }
             }
@@ -360,54 +372,58 @@ public enum WinogradSIMD<ISA: WinogradISA> {
         let rows = tileRows.count, tiles = rows * tw, matrix = channelCount * tiles
         let paddedCount = 4 * ((tw + w - 1) / w) * w + 4
         let copyCount = min(width, 4 * tw + 1)
+        // Groups of tile rows as in input2.
+        let group = min(rows, max(1, (256 + tw - 1) / tw))
         // h[(phase · 6 + k) · hCount + m · tw + tx]: (d B)[k] of tile column tx for the padded
-        // row Y = 4 (ty0 + m) + phase (input row Y - 1); W of slack as in input2.
-        let hCount = (rows + 1) * tw + w
-        // The block's padded input rows Y = 4 ty0 ... 4 ty0 + 4 rows + 1 (as in input2).
-        let paddedRows = 4 * rows + 2, y0 = 4 * tileRows.lowerBound - 1
+        // row Y = 4 (ty0 + m) + phase (input row Y - 1) of the group; W of slack as in input2.
+        let hCount = (group + 1) * tw + w
+        // The group's padded input rows Y = 4 ty0 ... 4 ty0 + 4 group + 1 (as in input2).
+        let paddedRows = 4 * group + 2
         withUnsafeTemporaryAllocation(of: Float.self, capacity: paddedRows * paddedCount + 24 * hCount + 36 * w) { scratch in
             scratch.initialize(repeating: 0)
             let padded = scratch.baseAddress!, h = padded + paddedRows * paddedCount
             let tail = h + 24 * hCount                  // the last, partial chunk: 36 rows of W
             for c in channels {
                 let plane = src + c * height * width
-                // The channel's rows first (see input2).
-                for r in max(0, -y0)..<min(paddedRows, height - y0) {
-                    (padded + r * paddedCount + 1).update(from: plane + (y0 + r) * width, count: copyCount)
-                }
-                // d B, once per padded row (row m = rows: only phases 0 and 1 are used).
-                for m in 0...rows {
-                    for phase in 0..<(m < rows ? 4 : 2) {
-                        let y = y0 + 4 * m + phase, row = padded + (4 * m + phase) * paddedCount
-                        let e = h + phase * 6 * hCount + m * tw
-                        guard y >= 0 && y < height else {
-                            for k in 0..<6 { (e + k * hCount).update(repeating: 0, count: tw) }
-                            continue
-                        }
-                        for tx in Swift.stride(from: 0, to: tw, by: w) {
-                            let (x0, x1, x2, x3) = ISA.load4(row + 4 * tx)
-                            let (x4, x5, _, _) = ISA.load4(row + 4 * tx + 4)
-                            let r = winograd4B(x0, x1, x2, x3, x4, x5)
-                            winogradStore(r.0, e + tx); winogradStore(r.1, e + hCount + tx)
-                            winogradStore(r.2, e + 2 * hCount + tx); winogradStore(r.3, e + 3 * hCount + tx)
-                            winogradStore(r.4, e + 4 * hCount + tx); winogradStore(r.5, e + 5 * hCount + tx)
+                for g in Swift.stride(from: 0, to: rows, by: group) {
+                    let groupRows = min(group, rows - g), groupTiles = groupRows * tw
+                    let y0 = 4 * (tileRows.lowerBound + g) - 1
+                    // The group's rows first (see input2).
+                    for r in max(0, -y0)..<min(4 * groupRows + 2, height - y0) {
+                        (padded + r * paddedCount + 1).update(from: plane + (y0 + r) * width, count: copyCount)
+                    }
+                    // d B, once per padded row (row m = groupRows: only phases 0 and 1 are used).
+                    for m in 0...groupRows {
+                        for phase in 0..<(m < groupRows ? 4 : 2) {
+                            let y = y0 + 4 * m + phase, row = padded + (4 * m + phase) * paddedCount
+                            let e = h + phase * 6 * hCount + m * tw
+                            guard y >= 0 && y < height else {
+                                for k in 0..<6 { (e + k * hCount).update(repeating: 0, count: tw) }
+                                continue
+                            }
+                            for tx in Swift.stride(from: 0, to: tw, by: w) {
+                                let (x0, x1, x2, x3) = ISA.load4(row + 4 * tx)
+                                let (x4, x5, _, _) = ISA.load4(row + 4 * tx + 4)
+                                let r = winograd4B(x0, x1, x2, x3, x4, x5)
+                                winogradStore(r.0, e + tx); winogradStore(r.1, e + hCount + tx)
+                                winogradStore(r.2, e + 2 * hCount + tx); winogradStore(r.3, e + 3 * hCount + tx)
+                                winogradStore(r.4, e + 4 * hCount + tx); winogradStore(r.5, e + 5 * hCount + tx)
+                            }
                         }
                     }
-                }
-                // Bᵀ (d B), flat over the tiles: patch rows 0...3 of tile t are phases 0...3 at t,
-                // rows 4 and 5 phases 0 and 1 at t + tw.
-                let base = v + c * tiles
-                var t = 0
-                while t + w <= tiles { input4Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix); t += w }
-                if t < tiles {
-                    // The last, partial chunk: whole vectors when what they write past this
-                    // channel's rows lies in the rows of channels still to come (rewritten
-                    // then), else through the scratch.
-                    if (c + 1) * tiles + w - (tiles - t) <= channels.upperBound * tiles {
-                        input4Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix)
-                    } else {
-                        input4Columns(h + t, hCount: hCount, tilesWide: tw, into: tail, matrix: w)
-                        for xi in 0..<36 { (base + xi * matrix + t).update(from: tail + xi * w, count: tiles - t) }
+                    // Bᵀ (d B), flat over the tiles: patch rows 0...3 of tile t are phases 0...3 at t,
+                    // rows 4 and 5 phases 0 and 1 at t + tw.
+                    let base = v + c * tiles + g * tw
+                    var t = 0
+                    while t + w <= groupTiles { input4Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix); t += w }
+                    if t < groupTiles {
+                        // The last, partial chunk (as in input2).
+                        if c * tiles + g * tw + t + w <= channels.upperBound * tiles {
+                            input4Columns(h + t, hCount: hCount, tilesWide: tw, into: base + t, matrix: matrix)
+                        } else {
+                            input4Columns(h + t, hCount: hCount, tilesWide: tw, into: tail, matrix: w)
+                            for xi in 0..<36 { (base + xi * matrix + t).update(from: tail + xi * w, count: groupTiles - t) }
+                        }
                     }
                 }
             }

@@ -24,9 +24,10 @@ final class WinogradTransformTests: XCTestCase {
     }
 
     /// Map sizes (h x w): odd and even, tiny, and tile rows of 1 ... 65 tiles (few multiples of
-    /// 16); rows of fewer than 2W tiles take another output path than longer ones.
+    /// 16); rows of fewer than 2W tiles take another output path than longer ones; 140 x 60
+    /// (F(4x4): 35 x 15 tiles) makes the input transforms work in several groups of tile rows.
     static let sizes: [(h: Int, w: Int)] = [(13, 13), (26, 26), (7, 9), (9, 7), (1, 1), (2, 3), (52, 52), (33, 33),
-                                            (5, 70), (6, 64), (3, 130)]
+                                            (5, 70), (6, 64), (3, 130), (140, 60)]
 
     /// Sub-ranges of 0..<count: all of it, and (when there are enough) a middle part, the first
     /// and the last element.
