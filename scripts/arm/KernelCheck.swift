@@ -305,6 +305,19 @@ let variants = [
         output: { winograd4Output($0, filterCount: $1, filters: $2, tileRows: $3, tilesWide: $4, outHeight: $5, outWidth: $6, into: $7) }),
 ]
 
+/// The SIMD input and output transforms of the baseline level (NEON here; SIMD4 in
+/// YOLOKernelsBaseline), checked like the scalar ones (and bit-identical to them by design).
+let simdVariants = [
+    WinogradVariant(name: "F(2x2,3x3) WinogradBaseline", m: 2, G: variants[0].G, BT: variants[0].BT, AT: variants[0].AT,
+        transformKernels: variants[0].transformKernels,
+        input: { WinogradBaseline.input2($0, height: $1, width: $2, channelCount: $3, channels: $4, tileRows: $5, tilesWide: $6, into: $7) },
+        output: { WinogradBaseline.output2($0, filterCount: $1, filters: $2, tileRows: $3, tilesWide: $4, outHeight: $5, outWidth: $6, into: $7) }),
+    WinogradVariant(name: "F(4x4,3x3) WinogradBaseline", m: 4, G: variants[1].G, BT: variants[1].BT, AT: variants[1].AT,
+        transformKernels: variants[1].transformKernels,
+        input: { WinogradBaseline.input4($0, height: $1, width: $2, channelCount: $3, channels: $4, tileRows: $5, tilesWide: $6, into: $7) },
+        output: { WinogradBaseline.output4($0, filterCount: $1, filters: $2, tileRows: $3, tilesWide: $4, outHeight: $5, outWidth: $6, into: $7) }),
+]
+
 func checkWinograd(_ v: WinogradVariant) {
     let m = v.m, n = v.n, positions = n * n
     for (f, c, h, w) in [(3, 2, 5, 5), (4, 3, 13, 13), (5, 2, 8, 11), (2, 3, 1, 1), (3, 4, 26, 7), (6, 1, 10, 9)] {
@@ -474,9 +487,9 @@ func main(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
     checkIm2col()
     checkPooling()
     checkResample()
-    for v in variants { checkWinograd(v) }
+    for v in variants + simdVariants { checkWinograd(v) }
     checkGemms()
     if verbose { for l in lines { print(l) } }
-    print("kernels: \(checks) checks (activate, biasActivate x \(Activation.allCases.count) activations; im2col; maxPool, maxPool2x2, maxPool2x2Stride1; upsampleNearest; add; Winograd F(2x2,3x3) and F(4x4,3x3) kernel, input, output transforms and end to end; packed GEMM: 4 generic micro-kernel instantiations and GemmBaseline), \(failures) mismatches")
+    print("kernels: \(checks) checks (activate, biasActivate x \(Activation.allCases.count) activations; im2col; maxPool, maxPool2x2, maxPool2x2Stride1; upsampleNearest; add; Winograd F(2x2,3x3) and F(4x4,3x3) kernel, input, output transforms and end to end, scalar and WinogradBaseline; packed GEMM: 4 generic micro-kernel instantiations and GemmBaseline), \(failures) mismatches")
     return failures == 0 ? 0 : 1
 }

@@ -28,6 +28,8 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     private(set) var winogradKernels: [GemmWeights]?
     /// Output tile size of the Winograd variant in use: 2 or 4 (0: no Winograd).
     private(set) var winogradTile = 0
+    /// The SIMD Winograd transforms of the model's kernel level, set by `load`.
+    private(set) var winogradTransforms = WinogradTransforms(level: .baseline)
     /// Set at load when the only consumer is a max pool that applies bias + activation.
     private(set) var epilogueDeferred = false
     /// The kernels of the direct 3x3 convolution, for layers with few input channels when the
@@ -184,6 +186,7 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
             direct.directConvPack(weights, filters: filters, channels: inputShape.c, into: packed)
             directWeights = UnsafePointer(packed)
         } else if winogradTile > 0 {
+            winogradTransforms = .forKernels(kernels)
             // The transformed kernels; with our kernels only their packed copies are kept.
             let (m, c, p, tile) = (filters, inputShape.c, positions, winogradTile)
             let u = kernels == nil ? context.storage.allocate(p * m * c) : .allocate(capacity: p * m * c)
@@ -333,21 +336,14 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         let (oh, ow) = (outputShape.h, outputShape.w)
         let tiles = tileRows.count * tw
         let v = workspace, mo = workspace + positions * c * tiles
+        let transforms = winogradTransforms
         let input = { (ch: Range<Int>) in
-            if tile == 4 {
-                winograd4Input(src, height: h, width: w, channelCount: c, channels: ch, tileRows: tileRows, tilesWide: tw, into: v)
-            } else {
-                winogradInput(src, height: h, width: w, channelCount: c, channels: ch, tileRows: tileRows, tilesWide: tw, into: v)
-            }
+            transforms.input(tile: tile, src, height: h, width: w, channelCount: c, channels: ch, tileRows: tileRows,
+                             tilesWide: tw, into: v)
         }
         let output = { (fs: Range<Int>) in
-            if tile == 4 {
-                winograd4Output(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
-                                outWidth: ow, into: out)
-            } else {
-                winogradOutput(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
-                               outWidth: ow, into: out)
-            }
+            transforms.output(tile: tile, mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw,
+                              outHeight: oh, outWidth: ow, into: out)
         }
         if let pool { pool.parallelFor(c, input) } else { input(0..<c) }
         let start = timed ? monotonicNanoseconds() : 0

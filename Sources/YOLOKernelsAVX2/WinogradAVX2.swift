@@ -1,0 +1,36 @@
+// AVX2 level (-target-cpu haswell, Package.swift): Winograd transforms in ymm registers.
+#if arch(x86_64)
+import YOLOKernels
+
+/// Private to this target: keeps its specializations of the generic transforms apart from every
+/// other target's (distinct symbol names, so the linker never merges copies built for different CPUs).
+enum WinogradAVX2Tag: WinogradISA { typealias Vector = SIMD8<Float> }
+
+/// The SIMD Winograd transforms of this level (WinogradSIMD in YOLOKernels), 8 tiles at a time;
+/// the contracts of winogradInput, winogradOutput, winograd4Input and winograd4Output.
+public enum WinogradAVX2 {
+    public static func input2(_ src: UnsafePointer<Float>, height: Int, width: Int, channelCount: Int, channels: Range<Int>,
+                              tileRows: Range<Int>, tilesWide tw: Int, into v: UnsafeMutablePointer<Float>) {
+        WinogradSIMD<WinogradAVX2Tag>.input2(src, height: height, width: width, channelCount: channelCount,
+                                            channels: channels, tileRows: tileRows, tilesWide: tw, into: v)
+    }
+
+    public static func output2(_ m: UnsafePointer<Float>, filterCount: Int, filters: Range<Int>, tileRows: Range<Int>,
+                               tilesWide tw: Int, outHeight: Int, outWidth: Int, into dst: UnsafeMutablePointer<Float>) {
+        WinogradSIMD<WinogradAVX2Tag>.output2(m, filterCount: filterCount, filters: filters, tileRows: tileRows,
+                                             tilesWide: tw, outHeight: outHeight, outWidth: outWidth, into: dst)
+    }
+
+    public static func input4(_ src: UnsafePointer<Float>, height: Int, width: Int, channelCount: Int, channels: Range<Int>,
+                              tileRows: Range<Int>, tilesWide tw: Int, into v: UnsafeMutablePointer<Float>) {
+        WinogradSIMD<WinogradAVX2Tag>.input4(src, height: height, width: width, channelCount: channelCount,
+                                            channels: channels, tileRows: tileRows, tilesWide: tw, into: v)
+    }
+
+    public static func output4(_ m: UnsafePointer<Float>, filterCount: Int, filters: Range<Int>, tileRows: Range<Int>,
+                               tilesWide tw: Int, outHeight: Int, outWidth: Int, into dst: UnsafeMutablePointer<Float>) {
+        WinogradSIMD<WinogradAVX2Tag>.output4(m, filterCount: filterCount, filters: filters, tileRows: tileRows,
+                                             tilesWide: tw, outHeight: outHeight, outWidth: outWidth, into: dst)
+    }
+}
+#endif

@@ -1,0 +1,125 @@
+import XCTest
+@testable @_spi(Kernels) import YOLO
+import YOLOKernels
+
+/// The SIMD Winograd transforms of every kernel level this CPU can run against the scalar
+/// reference functions of YOLOKernels: bit-identical results (the SIMD versions evaluate the
+/// same expressions in the same order), and nothing written outside what the scalar code writes
+/// (buffers start as NaN and are compared whole, bit for bit).
+final class WinogradTransformTests: XCTestCase {
+    /// Deterministic values in [-1, 1).
+    struct Random {
+        var state: UInt64
+        mutating func next() -> Float {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Float(Int64(bitPattern: state) >> 40) / Float(1 << 23)
+        }
+    }
+
+    var levels: [WinogradTransforms] {
+        KernelLevel.supported.map { level in
+            guard let t = WinogradTransforms.forLevel(level) else { XCTFail("\(level) is supported but has no transforms"); fatalError() }
+            return t
+        }
+    }
+
+    /// Map sizes (h x w): odd and even, tiny, and tile rows of 1 ... 65 tiles (few multiples of
+    /// 16); rows of fewer than 2W tiles take another output path than longer ones; 140 x 60
+    /// (F(4x4): 35 x 15 tiles) makes the input transforms work in several groups of tile rows.
+    static let sizes: [(h: Int, w: Int)] = [(13, 13), (26, 26), (7, 9), (9, 7), (1, 1), (2, 3), (52, 52), (33, 33),
+                                            (5, 70), (6, 64), (3, 130), (140, 60)]
+
+    /// Sub-ranges of 0..<count: all of it, and (when there are enough) a middle part, the first
+    /// and the last element.
+    static func ranges(_ count: Int) -> [Range<Int>] {
+        var r = [0..<count]
+        if count > 2 { r.append(1..<count - 1) }
+        if count > 1 { r += [0..<1, count - 1..<count] }
+        return r
+    }
+
+    func testInputTransformsMatchScalar() {
+        var cases = 0
+        for tile in [2, 4] {
+            for (h, w) in Self.sizes {
+                let (th, tw) = ((h + tile - 1) / tile, (w + tile - 1) / tile)
+                for channelCount in [1, 3, 16, 37] {
+                    var rng = Random(state: UInt64(h * 1000 + w * 10 + channelCount))
+                    let src = (0..<channelCount * h * w).map { _ in rng.next() }
+                    for channels in Self.ranges(channelCount) {
+                        for rows in Self.ranges(th) {
+                            let size = (tile + 2) * (tile + 2) * channelCount * rows.count * tw
+                            var expected = [Float](repeating: .nan, count: size)
+                            src.withUnsafeBufferPointer { s in expected.withUnsafeMutableBufferPointer { v in
+                                if tile == 4 {
+                                    winograd4Input(s.baseAddress!, height: h, width: w, channelCount: channelCount,
+                                                   channels: channels, tileRows: rows, tilesWide: tw, into: v.baseAddress!)
+                                } else {
+                                    winogradInput(s.baseAddress!, height: h, width: w, channelCount: channelCount,
+                                                  channels: channels, tileRows: rows, tilesWide: tw, into: v.baseAddress!)
+                                }
+                            } }
+                            for t in levels {
+                                var got = [Float](repeating: .nan, count: size)
+                                src.withUnsafeBufferPointer { s in got.withUnsafeMutableBufferPointer { v in
+                                    t.input(tile: tile, s.baseAddress!, height: h, width: w, channelCount: channelCount,
+                                            channels: channels, tileRows: rows, tilesWide: tw, into: v.baseAddress!)
+                                } }
+                                assertBitEqual(got, expected, "\(t.level) input F(\(tile)) \(h)x\(w) c \(channels) of \(channelCount) rows \(rows)")
+                                cases += 1
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        XCTAssertGreaterThan(cases, 200)
+    }
+
+    func testOutputTransformsMatchScalar() {
+        var cases = 0
+        for tile in [2, 4] {
+            for (h, w) in Self.sizes {
+                let (th, tw) = ((h + tile - 1) / tile, (w + tile - 1) / tile)
+                for filterCount in [1, 3, 16, 37] {
+                    for rows in Self.ranges(th) {
+                        let tiles = rows.count * tw
+                        var rng = Random(state: UInt64(h * 1000 + w * 10 + filterCount + 7 * rows.lowerBound))
+                        let m = (0..<(tile + 2) * (tile + 2) * filterCount * tiles).map { _ in rng.next() }
+                        for filters in Self.ranges(filterCount) {
+                            var expected = [Float](repeating: .nan, count: filterCount * h * w)
+                            m.withUnsafeBufferPointer { pm in expected.withUnsafeMutableBufferPointer { o in
+                                if tile == 4 {
+                                    winograd4Output(pm.baseAddress!, filterCount: filterCount, filters: filters, tileRows: rows,
+                                                    tilesWide: tw, outHeight: h, outWidth: w, into: o.baseAddress!)
+                                } else {
+                                    winogradOutput(pm.baseAddress!, filterCount: filterCount, filters: filters, tileRows: rows,
+                                                   tilesWide: tw, outHeight: h, outWidth: w, into: o.baseAddress!)
+                                }
+                            } }
+                            for t in levels {
+                                var got = [Float](repeating: .nan, count: filterCount * h * w)
+                                m.withUnsafeBufferPointer { pm in got.withUnsafeMutableBufferPointer { o in
+                                    t.output(tile: tile, pm.baseAddress!, filterCount: filterCount, filters: filters,
+                                             tileRows: rows, tilesWide: tw, outHeight: h, outWidth: w, into: o.baseAddress!)
+                                } }
+                                assertBitEqual(got, expected, "\(t.level) output F(\(tile)) \(h)x\(w) f \(filters) of \(filterCount) rows \(rows)")
+                                cases += 1
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        XCTAssertGreaterThan(cases, 200)
+    }
+
+    /// Same bits everywhere (NaN sentinels included); reports the first difference.
+    func assertBitEqual(_ got: [Float], _ expected: [Float], _ what: @autoclosure () -> String,
+                        file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(got.count, expected.count, what(), file: file, line: line)
+        if let i = got.indices.first(where: { i in i < expected.count && got[i].bitPattern != expected[i].bitPattern }) {
+            XCTFail("\(what()): element \(i) is \(got[i]), expected \(expected[i])", file: file, line: line)
+        }
+    }
+}
