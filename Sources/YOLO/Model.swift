@@ -341,8 +341,11 @@ struct ActivationPlan {
         var live: [(offset: Int, size: Int, until: Int)] = []
         var top = inputFloats
         for (i, l) in layers.enumerated() {
-            live.removeAll { $0.until < i }
-            // A layer that computes the next layer's output in its place writes no output of its own.
+            // A layer that computes the next layer's output in its place writes no output of its
+            // own, and writes that one while it still reads its inputs: the buffer of layer i must
+            // not reuse one that layer i - 1 reads.
+            let absorbed = !keepingAll && i > 0 && layers[i - 1].writesNextOutput
+            live.removeAll { $0.until < (absorbed ? i - 1 : i) }
             let size = !keepingAll && l.writesNextOutput ? 0 : aligned(l.outputShape.count)
             var offset = inputFloats
             for b in live.sorted(by: { $0.offset < $1.offset }) {

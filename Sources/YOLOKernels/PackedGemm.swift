@@ -304,24 +304,28 @@ public enum PackedGemm<K: GemmMicroKernel> {
     }
 
     /// C[rows x 1] (row stride ldc) = (or +=) one column of the tile: the packed A panel's MR
-    /// values per step (a vector) times the column's B value (broadcast), with four partial
-    /// sums over k to hide the FMA latency. For the last few (< W/2) columns of C, where a
+    /// values per step (a vector) times the column's B value (broadcast), with eight partial
+    /// sums over k to hide the FMA latency (two FMA units, four cycles each). For the last few (< W/2) columns of C, where a
     /// whole vector of columns would waste most of its FMAs.
     @inlinable @inline(__always)
     static func runColumn(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
                           _ c: UnsafeMutablePointer<Float>, _ ldc: Int, rows: Int, accumulate: Bool) {
         typealias C = K.Column
         let mr = K.mr
-        var s0 = C(), s1 = C(), s2 = C(), s3 = C()
+        var s0 = C(), s1 = C(), s2 = C(), s3 = C(), s4 = C(), s5 = C(), s6 = C(), s7 = C()
         var pa = a, pb = b, p = 0
-        while p + 4 <= k {
+        while p + 8 <= k {
             s0 = gemmMulAdd(s0, C(repeating: pb[0]), gemmLoad(pa) as C, K.ISA.self)
             s1 = gemmMulAdd(s1, C(repeating: pb[bStride]), gemmLoad(pa + mr) as C, K.ISA.self)
             s2 = gemmMulAdd(s2, C(repeating: pb[2 * bStride]), gemmLoad(pa + 2 * mr) as C, K.ISA.self)
             s3 = gemmMulAdd(s3, C(repeating: pb[3 * bStride]), gemmLoad(pa + 3 * mr) as C, K.ISA.self)
-            pa += 4 * mr
-            pb += 4 * bStride
-            p += 4
+            s4 = gemmMulAdd(s4, C(repeating: pb[4 * bStride]), gemmLoad(pa + 4 * mr) as C, K.ISA.self)
+            s5 = gemmMulAdd(s5, C(repeating: pb[5 * bStride]), gemmLoad(pa + 5 * mr) as C, K.ISA.self)
+            s6 = gemmMulAdd(s6, C(repeating: pb[6 * bStride]), gemmLoad(pa + 6 * mr) as C, K.ISA.self)
+            s7 = gemmMulAdd(s7, C(repeating: pb[7 * bStride]), gemmLoad(pa + 7 * mr) as C, K.ISA.self)
+            pa += 8 * mr
+            pb += 8 * bStride
+            p += 8
         }
         while p < k {
             s0 = gemmMulAdd(s0, C(repeating: pb[0]), gemmLoad(pa) as C, K.ISA.self)
@@ -329,7 +333,7 @@ public enum PackedGemm<K: GemmMicroKernel> {
             pb += bStride
             p += 1
         }
-        let sum = (s0 + s1) + (s2 + s3)
+        let sum = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
         for r in 0..<rows {
             c[r * ldc] = accumulate ? c[r * ldc] + sum[r] : sum[r]
         }

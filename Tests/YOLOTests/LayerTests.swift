@@ -121,7 +121,7 @@ final class LayerTests: XCTestCase {
             (Shape(c: 65, h: 25, w: 27), 7, 3, 1, "pad=1", true, "leaky"),
             (Shape(c: 64, h: 26, w: 26), 16, 3, 1, "pad=1", false, "linear"),
             (Shape(c: 70, h: 31, w: 24), 3, 3, 1, "pad=1", true, "relu"),
-            (Shape(c: 48, h: 26, w: 26), 16, 3, 1, "pad=1", false, "linear"),   // F(2x2): few channels
+            (Shape(c: 48, h: 23, w: 26), 16, 3, 1, "pad=1", false, "linear"),   // F(2x2): a small map
         ]
         var rng = SeededRandom(seed: 1)
         for (t, (s, filters, size, stride, padding, bn, act)) in table.enumerated() {
@@ -152,8 +152,9 @@ final class LayerTests: XCTestCase {
                 XCTAssertEqual(conv.winogradKernels != nil, algorithm != .im2col && conv.supportsWinograd, "case \(t)")
                 XCTAssertEqual(conv.winogradKernels?.count ?? 0, conv.winogradTile == 0 ? 0 : conv.winogradTile == 2 ? 16 : 36)
                 if conv.supportsWinograd && algorithm == .winograd {
-                    XCTAssertEqual(conv.winogradTile, min(s.h, s.w) >= 24 && s.c >= 64 ? 4 : 2,
-                                   "case \(t): F(4x4, 3x3) from 24x24 and 64 channels up")
+                    XCTAssertEqual(conv.winogradTile, min(s.h, s.w) >= ConvolutionalLayer.winograd4MinSize
+                                       && s.c >= ConvolutionalLayer.winograd4MinChannels ? 4 : 2,
+                                   "case \(t): F(4x4, 3x3) from 24x24 and 32 channels up")
                 }
                 for threads in [1, 2, 3] {
                     let n = try Network(model: model, threads: threads)
@@ -268,6 +269,25 @@ final class LayerTests: XCTestCase {
                     let all = try Session(model: model, threads: threads, keepsAllOutputs: true)
                     try all.forward(input)
                     assertClose(try all.output(ofLayer: 1), ref.out, tolerance: 2e-5, "kept: pool \(s) \(level)")
+                }
+            }
+            // Two conv + pool pairs in a row (yolov3-tiny's first four layers): the second conv
+            // writes its pool's output while it still reads the first pool's, so the two buffers
+            // must not share memory.
+            let filters2 = 6
+            let bias2 = random(filters2, &rng), w2 = random(filters2 * filters * 9, &rng)
+            let body2 = body + "[convolutional]\nfilters=\(filters2)\nsize=3\nstride=1\npad=1\nactivation=leaky\n[maxpool]\nsize=2\nstride=2\n"
+            let conv2 = naiveConv(ref.out, ref.shape, filters: filters2, size: 3, stride: 1, pad: 1, weights: w2, bias: bias2,
+                                  bn: nil, activation: "leaky")
+            if ref.shape.h % 2 == 0 && ref.shape.w % 2 == 0 {
+                let ref2 = naiveMaxPool(conv2.out, conv2.shape, size: 2, stride: 2, padding: 1)
+                let chain = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body2,
+                                      weights: weightsFile(bias + scale + mean + variance + w + bias2 + w2))
+                XCTAssertTrue((chain.impl[2] as! ConvolutionalLayer).absorbsPool, "\(s): second pair absorbed")
+                for threads in [1, 2] {
+                    let session = try Session(model: chain, threads: threads)
+                    try session.forward(input)
+                    assertClose(try session.output(ofLayer: 3), ref2.out, tolerance: 5e-5, "two conv+pool pairs \(s) threads \(threads)")
                 }
             }
             // With OpenBLAS (the reference path) the conv is im2col + sgemm and nothing is absorbed.

@@ -126,13 +126,15 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
             return large && inputShape.c >= ConvolutionalLayer.winograd4MinChannels ? 4 : 2
         }
     }
-    /// Measured with our AVX-512 kernels on yolov3-tiny (ms, one Zen 5 core; im2col / F(2x2) /
-    /// F(4x4)): 16 channels at 208x208: 2.3 / 2.5 / 3.1; 32 at 104x104: 2.0 / 1.6 / 1.8; 64 at
-    /// 52x52: 1.9 / 1.5 / 1.3; 128 at 26x26: 1.9 / 1.4 / 1.2; 384 at 26x26: 5.9 / 4.3 / 3.4;
-    /// 512 at 13x13: 8.0 / 6.1 / -. With few channels the F(4x4) transforms outweigh its
-    /// smaller GEMMs.
+    /// Measured with our AVX-512 kernels and SIMD transforms on yolov3-tiny (ms, one Zen 5 core,
+    /// F(2x2) / F(4x4)): 32 channels at 104x104: 1.21 / 0.91; 64 at 52x52: 1.03 / 0.76; 128 at
+    /// 26x26: 1.15 / 0.63; 384 at 26x26: 3.50 / 1.84; at 13x13 (256 and 512 channels) they tie
+    /// (F(4x4): 1.04, 3.75, 1.10 against 0.99, 3.82, 1.00), and F(4x4) would need 2.25x the
+    /// memory for its kernels, so 13x13 keeps F(2x2). (16 channels at 208x208, with its max pool:
+    /// direct 1.97, F(2x2) 2.05, F(4x4) 1.91: the direct kernel, which needs no full-size
+    /// output, is used.)
     static let winograd4MinSize = 24
-    static let winograd4MinChannels = 64
+    static let winograd4MinChannels = 32
     /// Positions of the tile transform: (tile + 2)².
     var positions: Int { (winogradTile + 2) * (winogradTile + 2) }
     var tilesHigh: Int { winogradTile > 0 ? (outputShape.h + winogradTile - 1) / winogradTile : 0 }
