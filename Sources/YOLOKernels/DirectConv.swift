@@ -1,8 +1,8 @@
-// Direct 3x3 stride-1 pad-1 convolution for layers with few input channels (a network's first
-// layer: 3 channels at full resolution), where im2col + GEMM has a depth of only 27 and the
-// Winograd transforms would cost more than they save. Optionally it also does the 2x2 stride-2
-// max pool that follows, so the full-resolution output (16 x 416 x 416 floats, 11 MB, in
-// yolov3-tiny) never goes to memory: each pair of conv rows is pooled while in registers.
+// Direct 3x3 stride-1 pad-1 convolution + the 2x2 stride-2 max pool after it, for layers with few
+// input channels (a network's first layers: 3 channels at full resolution), where im2col + GEMM
+// has a depth of only 27 and the Winograd transforms would cost more than they save. The
+// full-resolution output (16 x 416 x 416 floats, 11 MB, in yolov3-tiny) never goes to memory:
+// each pair of conv rows is pooled as it is made.
 //
 // The SIMD lanes run along x, split by parity: for W consecutive pairs of output columns
 // (x = 2j and 2j + 1), one vector holds the even columns and one the odd ones. The padded input
@@ -104,8 +104,8 @@ public enum DirectConv3x3<V: SIMD, Tag: GemmISA> where V.Scalar == Float {
         return ((width + 1) / 2 + w - 1) / w * w + w
     }
 
-    /// Floats of scratch `rows` and `pooledRows` need: four split padded input rows of every
-    /// channel and a 16-vector tile.
+    /// Floats of scratch `pooledRows` needs: four split padded input rows of every channel and
+    /// two 16-vector tiles.
     @inlinable public static func scratchSize(channels: Int, width: Int) -> Int {
         4 * channels * 2 * halfWidth(width) + 32 * V.scalarCount
     }
@@ -135,41 +135,6 @@ public enum DirectConv3x3<V: SIMD, Tag: GemmISA> where V.Scalar == Float {
             (o + o0).update(repeating: 0, count: half &- o0)
             let e0 = pairs &+ 1
             (e + e0).update(repeating: 0, count: half &- e0)
-        }
-    }
-
-    /// Output rows `rows` (raw sums, no bias) of every filter, into dst planes of height x width.
-    /// `scratch` holds `scratchSize(channels:width:)` floats.
-    @inlinable public static func rows(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int,
-                                       packed: UnsafePointer<Float>, filters: Int, rows: Range<Int>,
-                                       into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>) {
-        let w = V.scalarCount, half = halfWidth(width), pairs = (width + 1) / 2
-        let split = channels * 2 * half
-        let tile = scratch + 4 * split
-        let plane = height * width
-        for y in rows {
-            for i in 0..<3 {
-                splitRow(src, height: height, width: width, channels: channels, y: y - 1 + i,
-                         into: scratch + i * split, half: half)
-            }
-            for b in 0..<(filters + 7) / 8 {
-                let weights = packed + b * channels * 72
-                var j0 = 0
-                while j0 < pairs {
-                    directConvRow(scratch, scratch + split, scratch + 2 * split, channels: channels, half: half, j0: j0,
-                                  weights: weights, tile: tile, V.self, Tag.self)
-                    for r in 0..<min(8, filters - b * 8) {
-                        let line = dst + (b * 8 + r) * plane + y * width
-                        let even = tile + r * w, odd = tile + (8 + r) * w
-                        for l in 0..<min(w, pairs - j0) {
-                            let x = 2 * (j0 + l)
-                            line[x] = even[l]
-                            if x + 1 < width { line[x + 1] = odd[l] }
-                        }
-                    }
-                    j0 += w
-                }
-            }
         }
     }
 

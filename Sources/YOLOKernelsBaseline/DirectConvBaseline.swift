@@ -1,4 +1,4 @@
-// Direct 3x3 convolution (+ 2x2 max pool) of this level: DirectConv3x3 in YOLOKernels with SIMD4<Float>.
+// Direct 3x3 convolution + 2x2 max pool of this level: DirectConv3x3 in YOLOKernels with SIMD4<Float>.
 
 import YOLOKernels
 
@@ -14,16 +14,11 @@ extension GemmBaseline {
     public static func directConvScratchSize(channels: Int, width: Int) -> Int {
         DirectConvBaseline.scratchSize(channels: channels, width: width)
     }
-    public static func directConv(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int,
-                                  packed: UnsafePointer<Float>, filters: Int, rows: Range<Int>, pooled: Bool,
-                                  into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>) {
-        if pooled {
-            DirectConvBaseline.pooledRows(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
-                                    rows: rows, into: dst, scratch: scratch)
-        } else {
-            DirectConvBaseline.rows(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
-                              rows: rows, into: dst, scratch: scratch)
-        }
+    public static func directConvPooled(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int,
+                                        packed: UnsafePointer<Float>, filters: Int, rows: Range<Int>,
+                                        into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>) {
+        DirectConvBaseline.pooledRows(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
+                                rows: rows, into: dst, scratch: scratch)
     }
 }
 

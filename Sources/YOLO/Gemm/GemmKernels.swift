@@ -90,7 +90,7 @@ import YOLOKernelsAVX512
             GemmBaseline.gemm(m: m, n: n, k: k, packedA: packedA, b: b, ldb: ldb, c: c, ldc: ldc, scratch: scratch, rows: rows)
         }
     }
-    // MARK: Direct 3x3 convolution (DirectConv3x3 in YOLOKernels: few input channels, optional 2x2 max pool)
+    // MARK: Direct 3x3 convolution + 2x2 max pool (DirectConv3x3 in YOLOKernels: few input channels)
 
     /// Floats of packed weights for `filters` 3x3 kernels over `channels`.
     public func directConvPackedSize(filters: Int, channels: Int) -> Int {
@@ -125,24 +125,24 @@ import YOLOKernelsAVX512
         }
     }
 
-    /// Raw sums (no bias) of a 3x3 stride-1 pad-1 convolution for output rows `rows`, or with
-    /// `pooled`, of its 2x2 stride-2 max pool for pooled rows `rows` (even height and width).
-    public func directConv(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int,
-                           packed: UnsafePointer<Float>, filters: Int, rows: Range<Int>, pooled: Bool,
-                           into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>) {
-        precondition(!pooled || (height % 2 == 0 && width % 2 == 0), "GemmKernels.directConv: pooling needs even sizes")
+    /// Raw sums (no bias) of a 3x3 stride-1 pad-1 convolution followed by a 2x2 stride-2 max
+    /// pool, for pooled rows `rows` (even height and width).
+    public func directConvPooled(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int,
+                                 packed: UnsafePointer<Float>, filters: Int, rows: Range<Int>,
+                                 into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>) {
+        precondition(height % 2 == 0 && width % 2 == 0, "GemmKernels.directConvPooled: pooling needs even sizes")
         switch level {
         #if arch(x86_64)
         case .avx2:
-            GemmAVX2.directConv(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
-                                rows: rows, pooled: pooled, into: dst, scratch: scratch)
+            GemmAVX2.directConvPooled(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
+                                      rows: rows, into: dst, scratch: scratch)
         case .avx512:
-            GemmAVX512.directConv(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
-                                  rows: rows, pooled: pooled, into: dst, scratch: scratch)
+            GemmAVX512.directConvPooled(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
+                                        rows: rows, into: dst, scratch: scratch)
         #endif
         default:
-            GemmBaseline.directConv(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
-                                    rows: rows, pooled: pooled, into: dst, scratch: scratch)
+            GemmBaseline.directConvPooled(src, height: height, width: width, channels: channels, packed: packed, filters: filters,
+                                          rows: rows, into: dst, scratch: scratch)
         }
     }
 }

@@ -32,13 +32,14 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     private(set) var winogradTransforms = WinogradTransforms(level: .baseline)
     /// Set at load when the only consumer is a max pool that applies bias + activation.
     private(set) var epilogueDeferred = false
-    /// The kernels of the direct 3x3 convolution, for layers with few input channels when the
-    /// model uses our GEMM kernels (nil: im2col or Winograd).
+    /// The kernels of the direct 3x3 convolution + 2x2 max pool, for layers with few input
+    /// channels when the model uses our GEMM kernels (nil: never direct).
     let directKernels: GemmKernels?
-    /// The weights packed for `directKernels`, set by `load`.
+    /// The weights packed for `directKernels`, set by `load` (next to the GEMM's: passes that
+    /// keep every output run im2col + GEMM).
     private(set) var directWeights: UnsafePointer<Float>?
-    /// Set at load when this layer computes the 2x2 max pool after it (direct convolution only),
-    /// in forward passes that do not keep every output.
+    /// Set at load when this layer computes the 2x2 max pool after it with the direct kernel, in
+    /// forward passes that do not keep every output.
     private(set) var absorbsPool = false
 
     /// `convolution` decides, with the layer's shape, whether and which Winograd variant it uses.
@@ -67,15 +68,16 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         outputShape = Shape(c: filters, h: outH, w: outW)
         let direct = size == 3 && stride == 1 && pad == 1 && inputShape.c <= ConvolutionalLayer.directMaxChannels
         directKernels = direct ? kernels : nil
-        winogradTile = directKernels == nil ? winogradTile(for: convolution) : 0
+        winogradTile = winogradTile(for: convolution)
     }
 
-    /// 3x3 stride-1 layers with at most this many input channels use the direct kernel when the
-    /// model runs our kernels (whatever the `convolution` option): as im2col + GEMM their depth is
-    /// only 9 x channels, and the direct kernel also takes a following 2x2 max pool, so their
-    /// full-size output never exists. Measured on yolov3-tiny (one Zen 5 core, AVX-512, conv +
-    /// pool): 3 channels at 416x416: 2.1 ms im2col + pool, 1.1 ms direct; 16 channels at 208x208:
-    /// 2.6 ms im2col + pool, 1.9 ms direct.
+    /// A 3x3 stride-1 layer with at most this many input channels, followed by a 2x2 stride-2
+    /// max pool, is computed with its pool in one pass by the direct kernel when the model runs
+    /// our kernels (whatever the `convolution` option), so its full-size output never exists. As
+    /// im2col + GEMM such layers have a depth of only 9 x channels. Measured on yolov3-tiny (one
+    /// Zen 5 core, AVX-512, conv + pool): 3 channels at 416x416: 2.1 ms im2col + pool, 1.1 ms
+    /// direct; 16 channels at 208x208: 2.6 ms im2col + pool (F(4x4) + pool: 1.9), 1.9 ms direct.
+    /// Without the pool, the direct kernel lost to im2col (it writes its columns one at a time).
     static let directMaxChannels = 16
 
     var columns: Int { inputShape.c * size * size }
@@ -99,8 +101,8 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     var workspaceCount: Int {
         let im2colBlock = needsIm2col ? columns * blockRows * outputShape.w : 0
         let winogradBlock = winogradTile > 0 ? positions * (inputShape.c + filters) * winogradBlockTileRows * tilesWide : 0
-        if let k = directKernels { return k.directConvScratchSize(channels: inputShape.c, width: inputShape.w) }
-        return max(im2colBlock, winogradBlock)
+        let directScratch = directKernels?.directConvScratchSize(channels: inputShape.c, width: inputShape.w) ?? 0
+        return max(im2colBlock, winogradBlock, directScratch)
     }
 
     // MARK: Winograd F(2x2, 3x3) and F(4x4, 3x3)
@@ -187,7 +189,8 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
             let packed = context.storage.allocate(direct.directConvPackedSize(filters: filters, channels: inputShape.c))
             direct.directConvPack(weights, filters: filters, channels: inputShape.c, into: packed)
             directWeights = UnsafePointer(packed)
-        } else if winogradTile > 0 {
+        }
+        if winogradTile > 0 {
             winogradTransforms = .forKernels(kernels)
             // The transformed kernels; with our kernels only their packed copies are kept.
             let (m, c, p, tile) = (filters, inputShape.c, positions, winogradTile)
@@ -216,8 +219,8 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
 
     func deferEpilogue() { epilogueDeferred = true }
 
-    /// A 2x2 stride-2 max pool of the whole output (even height and width) after a direct
-    /// convolution: the pool is computed on each pair of rows as they are made.
+    /// A 2x2 stride-2 max pool of the whole output (even height and width) after a layer the
+    /// direct kernel can run: the pool is computed on each pair of rows as they are made.
     func absorb(_ next: any Layer) -> Bool {
         guard directKernels != nil, epilogueDeferred, next.kind == .maxpool, next.geometry == (2, 2),
               outputShape.h % 2 == 0, outputShape.w % 2 == 0,
@@ -237,8 +240,8 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         let split = pool.threadCount > 1
         let src = UnsafePointer(input(context)), out = context.buffer(index)
         var gemmTime: UInt64 = 0
-        if let direct = directKernels {
-            forwardDirect(direct, src, context: context)
+        if let direct = directKernels, absorbsPool && context.absorbs {
+            forwardDirectPooled(direct, src, context: context)
         } else if winogradKernels != nil {
             gemmTime = forwardWinograd(src, out, context: context, timed: timed)
         } else if !needsIm2col {
@@ -276,28 +279,22 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
         if let t = context.gemmNanoseconds { context.gemmNanoseconds = t + gemmTime }
     }
 
-    /// The direct path: rows (or pooled rows, writing the max pool's output) split over the threads.
-    private func forwardDirect(_ k: GemmKernels, _ src: UnsafePointer<Float>, context: ForwardContext) {
-        let pooled = absorbsPool && context.absorbs
+    /// The direct path: conv + bias + activation + the 2x2 max pool, written to the pool's
+    /// buffer, pooled rows split over the threads.
+    private func forwardDirectPooled(_ k: GemmKernels, _ src: UnsafePointer<Float>, context: ForwardContext) {
         let (c, h, w, m) = (inputShape.c, inputShape.h, inputShape.w, filters)
-        let dst = pooled ? context.buffer(index + 1) : context.buffer(index)
-        let count = pooled ? outputShape.h / 2 : outputShape.h
-        let rowWidth = pooled ? outputShape.w / 2 : outputShape.w
-        let weights = directWeights!, ctx = context, pool = context.pool
+        let dst = context.buffer(index + 1)
+        let (count, rowWidth) = (outputShape.h / 2, outputShape.w / 2)
+        let weights = directWeights!, bias = biases!, act = activation, ctx = context, pool = context.pool
         let parts = min(pool.threadCount, count)
         pool.run { part in
             guard part < parts else { return }
             let rows = count * part / parts ..< count * (part + 1) / parts
-            k.directConv(src, height: h, width: w, channels: c, packed: weights, filters: m, rows: rows, pooled: pooled,
-                         into: dst, scratch: ctx.workspace(part: part))
-            if pooled {
-                // The pool's bias + activation (taken from this layer), on the pooled rows.
-                biasActivate(dst + rows.lowerBound * rowWidth, bias: self.biases!, channels: 0..<m, spatial: rows.count * rowWidth,
-                             channelStride: count * rowWidth, activation: self.activation, exp: exp)
-            } else if !self.epilogueDeferred {
-                biasActivate(dst + rows.lowerBound * rowWidth, bias: self.biases!, channels: 0..<m, spatial: rows.count * rowWidth,
-                             channelStride: count * rowWidth, activation: self.activation, exp: exp)
-            }
+            k.directConvPooled(src, height: h, width: w, channels: c, packed: weights, filters: m, rows: rows,
+                               into: dst, scratch: ctx.workspace(part: part))
+            // The pool's bias + activation (this layer's, which the pool took), on the pooled rows.
+            biasActivate(dst + rows.lowerBound * rowWidth, bias: bias, channels: 0..<m, spatial: rows.count * rowWidth,
+                         channelStride: count * rowWidth, activation: act, exp: exp)
         }
     }
 
@@ -404,7 +401,7 @@ final class ConvolutionalLayer: Layer, @unchecked Sendable {
     /// The GEMM calls of a forward pass alone, on whatever `columns` holds (for the benchmark's
     /// "GEMM alone" figure): one full-size call per layer, threaded as a forward would thread it.
     func gemmAlone(columns: UnsafeMutablePointer<Float>, context: ForwardContext) -> Bool {
-        guard directKernels == nil else { return false }  // no GEMM
+        guard !absorbsPool else { return false }  // the direct kernel: no GEMM
         let n = outputShape.h * outputShape.w
         let out = context.buffer(index)
         if let u = winogradKernels {
