@@ -90,11 +90,11 @@ final class WorkerPool {
 /// consistent, as is the counter each side then reads), so whoever changes the counter sees
 /// the sleeper and wakes it under the mutex.
 ///
-/// How long to spin adapts (`SpinBudget`): when the other side comes in time the budget grows
-/// back to `SpinBudget.most` pauses (about 90 us on Zen 5); each time it does not, the budget
-/// halves. On an idle machine spinning took yolov3-tiny at 2 threads from 9.3 to 7.4 ms; with
+/// How long to spin adapts (`SpinBudget`): between 256 and 2000 pauses (about 6 to 45 us on
+/// Zen 5). On an idle machine spinning took yolov3-tiny at 2 threads from 9.3 to 7.5 ms; with
 /// another process busy on one of the two cores, a fixed 90 us spin made it 22 ms against 15 ms
-/// without spinning, since the spinner holds the core the thread it waits for needs.
+/// without spinning (the spinner holds the core the thread it waits for needs), 45 us 17 ms,
+/// 7 us 15.4 ms.
 private final class PoolState: @unchecked Sendable {
     let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -205,13 +205,17 @@ private final class PoolState: @unchecked Sendable {
     }
 }
 
-/// How many pauses a thread spins before it sleeps: halved after each wait that outlasted it,
-/// grown back by an eighth after each wait that did not.
+/// How many pauses a thread spins before it sleeps: a quarter less after each wait that
+/// outlasted it (down to `least`), a quarter more after each that did not (up to `most`).
+/// Gently, both ways: a forward has a few legitimately long waits (a thread whose share of a
+/// layer is larger), and halving on each of them collapsed the budget on an idle machine
+/// (2 threads: 9.5 ms instead of 7.5), while under contention most waits miss and the budget
+/// still shrinks within a few dozen hand-offs.
 struct SpinBudget {
-    static let most = 4000, least = 32
+    static let most = 2000, least = 256
     private(set) var limit = SpinBudget.most
-    mutating func caught() { limit = min(SpinBudget.most, limit + limit / 8 + 1) }
-    mutating func missed() { limit = max(SpinBudget.least, limit / 2) }
+    mutating func caught() { limit = min(SpinBudget.most, limit + limit / 4) }
+    mutating func missed() { limit = max(SpinBudget.least, limit - limit / 4) }
 }
 
 private final class WorkerStart {

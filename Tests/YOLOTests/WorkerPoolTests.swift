@@ -60,16 +60,16 @@ final class WorkerPoolTests: XCTestCase {
         }
     }
 
-    func testSpinBudgetHalvesWhenMissedAndGrowsBackWhenCaught() {
+    func testSpinBudgetShrinksWhenMissedAndGrowsBackWhenCaught() {
         var b = SpinBudget()
         XCTAssertEqual(b.limit, SpinBudget.most)
         b.missed()
-        XCTAssertEqual(b.limit, SpinBudget.most / 2)
+        XCTAssertEqual(b.limit, SpinBudget.most - SpinBudget.most / 4)
         for _ in 0..<40 { b.missed() }
         XCTAssertEqual(b.limit, SpinBudget.least, "never below the floor")
         var caught = 0
         while b.limit < SpinBudget.most { b.caught(); caught += 1 }
         XCTAssertEqual(b.limit, SpinBudget.most, "never above the ceiling")
-        XCTAssertLessThan(caught, 60, "grows back within a few dozen quick hand-offs")
+        XCTAssertLessThan(caught, 20, "grows back within a few quick hand-offs")
     }
 }
