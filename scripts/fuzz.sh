@@ -25,7 +25,7 @@ done
 libdirs=()
 for f in $(pkg-config --libs-only-L openblas libjpeg libpng 2>/dev/null); do libdirs+=("$f"); done
 common=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 5 -package-name yolo_swift
-        -I "$B/obj" -I Sources/COpenBLAS -I Sources/CJPEG -I Sources/CPNG -I Sources/CCPUID "${cflags[@]}")
+        -I "$B/obj" -I Sources/COpenBLAS -I Sources/CJPEG -I Sources/CPNG -I Sources/CCPUID -I Sources/CHints "${cflags[@]}")
 
 # module NAME [extra flags]: Sources/NAME/**/*.swift -> $B/obj/NAME.o + NAME.swiftmodule,
 # rebuilt when a source is newer than the object.
