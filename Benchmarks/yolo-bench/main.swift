@@ -195,53 +195,40 @@ do {
         print("\(label), threads \(threads): forward min \(fmt(s.min)) ms, median \(fmt(s.median)) ms, max \(fmt(s.max)) ms over \(options.runs) runs (\(options.warmup) warm-up); \(fmt(1000 / s.median, 1)) fps")
 
         if options.layers {
+            // The plan's steps (a fused step computes several layers), median over profiled runs.
             let layers = convModel.layers
-            var perLayer = [[Double]](repeating: [], count: layers.count)
-            var perGemm = [[Double]](repeating: [], count: layers.count)
+            var perStep: [[Double]] = [], perGemm: [[Double]] = []
             var totals: [Double] = [], gemmTotals: [Double] = []
+            var steps: [(layers: ClosedRange<Int>, algorithm: String)] = []
             for _ in 0..<max(5, options.runs / 2) {
                 let p = network.forwardProfiled()
-                for i in perLayer.indices {
-                    perLayer[i].append(Double(p.layerNanoseconds[i]) / 1e6)
+                steps = p.steps
+                if perStep.isEmpty { perStep = p.steps.map { _ in [] }; perGemm = perStep }
+                for i in perStep.indices {
+                    perStep[i].append(Double(p.stepNanoseconds[i]) / 1e6)
                     perGemm[i].append(Double(p.gemmNanoseconds[i]) / 1e6)
                 }
-                totals.append(Double(p.layerNanoseconds.reduce(0, +)) / 1e6)
+                totals.append(Double(p.stepNanoseconds.reduce(0, +)) / 1e6)
                 gemmTotals.append(Double(p.gemmNanoseconds.reduce(0, +)) / 1e6)
             }
-            let medians = perLayer.map { Stats($0).median }
+            let medians = perStep.map { Stats($0).median }
             let gemmMedians = perGemm.map { Stats($0).median }
             let total = medians.reduce(0, +)
-            print("  \(pad("layer", 16)) \(pad("input", 13)) \(pad("output", 13)) \(lpad("GFLOP", 6)) \(lpad("ms", 7)) \(lpad("sgemm", 8)) \(lpad("GFLOP/s", 8)) \(lpad("share", 6))")
-            for (i, l) in layers.enumerated() {
-                let gflop = Double(l.flops) / 1e9
+            print("  \(pad("layers", 20)) \(pad("algorithm", 17)) \(pad("input", 13)) \(pad("output", 13)) \(lpad("GFLOP", 6)) \(lpad("ms", 7)) \(lpad("gemm", 8)) \(lpad("GFLOP/s", 8)) \(lpad("share", 6))")
+            for (i, step) in steps.enumerated() {
+                let first = layers[step.layers.lowerBound], last = layers[step.layers.upperBound]
+                let gflop = Double(step.layers.map { layers[$0].flops }.reduce(0, +)) / 1e9
                 let rate = medians[i] > 0 && gflop > 0 ? fmt(gflop / medians[i] * 1000, 1) : ""
-                let geom = l.size > 0 ? " \(l.size)x\(l.size)/\(l.stride)" : ""
-                print("  \(pad("\(i < 10 ? " " : "")\(i) \(l.kind.rawValue.prefix(7))\(geom)", 16)) \(pad(l.input.description, 13)) \(pad(l.output.description, 13)) \(lpad(gflop > 0 ? fmt(gflop, 3) : "", 6)) \(lpad(fmt(medians[i], 3), 7)) \(lpad(gemmMedians[i] > 0 ? fmt(gemmMedians[i], 3) : "", 8)) \(lpad(rate, 8)) \(lpad(fmt(100 * medians[i] / max(total, 1e-9), 1) + "%", 6))")
+                let names = step.layers.map { j -> String in
+                    let l = layers[j]
+                    return "\(j) \(l.kind.rawValue.prefix(7))" + (l.size > 0 ? " \(l.size)x\(l.size)/\(l.stride)" : "")
+                }.joined(separator: " + ")
+                print("  \(pad(names, 20)) \(pad(step.algorithm, 17)) \(pad(first.input.description, 13)) \(pad(last.output.description, 13)) \(lpad(gflop > 0 ? fmt(gflop, 3) : "", 6)) \(lpad(fmt(medians[i], 3), 7)) \(lpad(gemmMedians[i] > 0 ? fmt(gemmMedians[i], 3) : "", 8)) \(lpad(rate, 8)) \(lpad(fmt(100 * medians[i] / max(total, 1e-9), 1) + "%", 6))")
             }
             let forward = Stats(totals).median, gemmInForward = Stats(gemmTotals).median
-            // The same GEMM shapes alone (one full-size sgemm per conv layer, same threading),
-            // measured interleaved with plain forwards so both see the same machine.
-            var alone: [Double] = [], plain: [Double] = []
-            var alonePerLayer = [[Double]](repeating: [], count: layers.count)
-            for _ in 0..<max(5, options.runs / 2) {
-                let g = network.gemmOnlyNanoseconds()
-                for i in g.indices { alonePerLayer[i].append(Double(g[i]) / 1e6) }
-                alone.append(Double(g.reduce(0, +)) / 1e6)
-                let t0 = nowSeconds()
-                network.forward()
-                plain.append((nowSeconds() - t0) * 1000)
-            }
-            let gemmAlone = Stats(alone).median, forwardPlain = Stats(plain).median
-            let aloneMedians = alonePerLayer.map { Stats($0).median }
-            let worst = layers.indices.filter { aloneMedians[$0] > 0 }
-                .map { (i: $0, extra: medians[$0] - aloneMedians[$0]) }.sorted { $0.extra > $1.extra }.prefix(4)
-            print("  conv layers' time over their sgemm alone: " + worst.map { "\($0.i): +\(fmt($0.extra)) ms" }.joined(separator: ", "))
-            print("  profiled forward median \(fmt(forward)) ms (sgemm inside it, thread 0: \(fmt(gemmInForward)) ms)")
-            print("  sgemm alone on these shapes: median \(fmt(gemmAlone)) ms; forward median \(fmt(forwardPlain)) ms; forward / sgemm alone = \(fmt(forwardPlain / gemmAlone, 3))")
+            print("  profiled forward median \(fmt(forward)) ms (GEMMs inside it, thread 0: \(fmt(gemmInForward)) ms)")
             entry["profiled_forward_ms"] = forward
             entry["gemm_in_forward_ms"] = gemmInForward
-            entry["gemm_alone_ms"] = gemmAlone
-            entry["forward_over_gemm_alone"] = forwardPlain / gemmAlone
         }
         results.append(entry)
         print("")

@@ -5,68 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// How a model is prepared at load. Everything here is decided once: a model never changes
-/// after it is built, so any number of sessions and threads can share it.
-public struct ModelOptions: Sendable, Equatable {
-    /// How 3x3 stride-1 convolutions with 32 or more input channels are computed.
-    public enum Convolution: String, Sendable, CaseIterable {
-        /// Winograd, the variant chosen per layer by a measured table: F(4x4, 3x3) (4x fewer
-        /// multiplications; its kernels take 4x those layers' weights) on maps of 24x24 and more
-        /// with 64 or more input channels, F(2x2, 3x3) (2.25x fewer; 16/9 the weights) on the
-        /// others (see `ConvolutionalLayer.winogradTile(for:)`).
-        case winograd
-        /// Winograd F(2x2, 3x3) wherever Winograd applies.
-        case winograd2
-        /// im2col + GEMM, like every other convolution.
-        case im2col
-    }
-    public var convolution: Convolution
-    /// When true, a convolution whose only consumer is the max pool right after it leaves its
-    /// bias and activation to that pool, which applies them to its 4x smaller output (the
-    /// results are bit-identical). That convolution's kept output then holds pre-activation
-    /// values; set this to false to inspect every layer's exact output.
-    public var fusesLayers: Bool
-    /// The most activation memory (input, layer outputs, scratch for one thread) one session
-    /// may need; a cfg that asks for more is refused before anything is allocated.
-    public var maxActivationBytes: Int
-    /// The network's input size, overriding the cfg's [net] width and height (nil: the cfg's).
-    /// Both must be multiples of 32, as YOLO networks downsample by 32.
-    public var inputSize: InputSize?
-
-    /// Which GEMM kernels run the convolutions.
-    public enum GemmBackend: String, Sendable, CaseIterable {
-        /// Ours at the CPU's level (`KernelLevel.selected`: AVX-512, AVX2 + FMA or NEON),
-        /// OpenBLAS where only the x86-64 baseline (SSE2) is available.
-        case automatic
-        /// Ours at `KernelLevel.selected`, whatever it is.
-        case kernels
-        /// OpenBLAS's `cblas_sgemm` (the reference path).
-        case openBLAS = "openblas"
-    }
-    public var gemm: GemmBackend
-    /// The level of our kernels for this model (nil: `KernelLevel.selected`, the process's);
-    /// for tests and benchmarks that compare levels. One the CPU cannot run is an error.
-    public var kernelLevel: KernelLevel?
-
-    /// An input width and height in pixels.
-    public struct InputSize: Sendable, Equatable, CustomStringConvertible {
-        public var width: Int
-        public var height: Int
-        public init(width: Int, height: Int) { self.width = width; self.height = height }
-        public var description: String { "\(width)x\(height)" }
-    }
-
-    public init(convolution: Convolution = .winograd, fusesLayers: Bool = true, maxActivationBytes: Int = 2 << 30,
-                inputSize: InputSize? = nil, gemm: GemmBackend = .automatic, kernelLevel: KernelLevel? = nil) {
-        self.convolution = convolution
-        self.fusesLayers = fusesLayers
-        self.maxActivationBytes = maxActivationBytes
-        self.inputSize = inputSize
-        self.gemm = gemm
-        self.kernelLevel = kernelLevel
-    }
-}
+import YOLOKernels
 
 /// Memory a model owns: its parameters and what it computes from them at load. Freed with the
 /// model; never written after load.
@@ -85,10 +24,16 @@ final class ModelStorage: @unchecked Sendable {
     deinit { for b in blocks { b.deallocate() } }
 }
 
-/// A Darknet network loaded from a `.cfg` and `.weights`: its layers, folded parameters and
-/// everything derived from them at load (Winograd kernels). Immutable once built and
-/// `Sendable`: share one model between any number of `Session`s (or `Detector`s), one per
-/// thread or task; each session holds only its activations and scratch.
+/// A pointer into a model's parameters, safe to share between threads: nothing writes through
+/// it once the model is loaded.
+struct ParameterPointer: @unchecked Sendable {
+    let base: UnsafePointer<Float>
+}
+
+/// A Darknet network loaded from a `.cfg` and `.weights`: its layers, and the plan that computes
+/// them with the parameters prepared for it (folded batch norm, packed and transformed weights).
+/// Immutable once built and `Sendable`: share one model between any number of `Session`s (or
+/// `Detector`s), one per thread or task; each session holds only its activations and scratch.
 public final class Model: Sendable {
     public let inputWidth: Int
     public let inputHeight: Int
@@ -102,24 +47,29 @@ public final class Model: Sendable {
     public let flops: Int
     /// Floats read from the weights file.
     public let parameterCount: Int
+    /// How the inference plan computes each step, and why.
+    public let plan: PlanReport
 
     let impl: [any Layer]
+    /// The plan of forward passes, and the plan of sessions that keep every layer's output.
+    let inference: Plan
+    let inspection: Plan
+    /// Biases (the kernels own the rest of the prepared parameters).
     let storage: ModelStorage
-    /// Floats of scratch one thread of a session needs (at least 1).
-    let workspacePerThread: Int
-    /// The GEMM kernels the layers were prepared for (nil: OpenBLAS).
-    let kernels: GemmKernels?
+    /// The kernel set the plans run, and whether OpenBLAS computes their GEMMs.
+    let kernelSet: KernelSet
+    let usesOpenBLAS: Bool
     /// Floats of GEMM scratch one thread of a session needs.
     let gemmScratchPerThread: Int
 
     /// What runs the GEMMs: "OpenBLAS" or our kernels' level ("avx512", "avx2", "neon", "baseline").
-    public var gemmKernels: String { kernels?.level.rawValue ?? "OpenBLAS" }
+    public var gemmKernels: String { usesOpenBLAS ? "OpenBLAS" : kernelSet.name }
 
     /// Loads a model from files.
     public convenience init(cfgPath: String, weightsPath: String, options: ModelOptions = ModelOptions()) throws(YOLOError) {
         let cfg = try DarknetConfig(path: cfgPath)
-        // The parameters are read from the file straight into the model's storage: the file's
-        // bytes are never held twice (for YOLOv3, 237 MiB less at the load's peak).
+        // The parameters are read from the file one layer at a time: the file's bytes are never
+        // held whole (for YOLOv3, 237 MiB less at the load's peak).
         try self.init(config: cfg, source: .file(weightsPath), weightsName: weightsPath, options: options)
     }
 
@@ -152,12 +102,12 @@ public final class Model: Sendable {
             (inputWidth, inputHeight) = (cfgWidth, cfgHeight)
         }
         guard config.sections.count > 1 else { throw net.error("the cfg has no layers after [net]") }
+        if let t = options.tuningThreads, t < 1 { throw .invalidArgument("ModelOptions.tuningThreads must be at least 1") }
         self.options = options
 
         // 1. Layers and shapes, checked section by section; nothing is allocated yet. Every
         //    key of a section must be read by its layer or have no effect at inference.
         let inputShape = Shape(c: inputChannels, h: inputHeight, w: inputWidth)
-        let kernels = try Gemm.kernels(for: options)
         var layers: [any Layer] = []
         var shapes: [Shape] = []
         for (i, cfgSection) in config.sections.dropFirst().enumerated() {
@@ -166,7 +116,7 @@ public final class Model: Sendable {
             let layer: any Layer
             do {
                 layer = try Model.makeLayer(section, index: i, input: i == 0 ? inputShape : shapes[i - 1], shapes: shapes,
-                                            previousKind: layers.last?.kind, options: options, kernels: kernels)
+                                            previousKind: layers.last?.kind)
             } catch {
                 // A cfg size that is not a multiple of 32 shows up as a shape mismatch deep
                 // in the network: say what is wrong.
@@ -179,38 +129,90 @@ public final class Model: Sendable {
             shapes.append(layer.outputShape)
         }
 
-        // 2. Memory limits, before the weights are even looked at.
-        workspacePerThread = max(layers.map { $0.workspaceCount }.max() ?? 0, 1)
-        self.kernels = kernels
-        gemmScratchPerThread = Gemm.scratchPerThread(kernels)
-        let plan = ActivationPlan(layers: layers, input: inputShape, keepingAll: false)
-        let needed = 4 * (plan.floats + workspacePerThread + gemmScratchPerThread)
-        guard needed <= options.maxActivationBytes else {
-            throw .invalidArgument("\(config.file): a forward pass at \(inputWidth)x\(inputHeight) needs \(needed >> 20) MiB of activations, over the limit of \(options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
+        // 2. The plan's nodes, and the activations' memory limit before the weights are even
+        //    looked at (every layer its own buffer where it is live: a bound of any plan's).
+        let (kernelSet, openBLAS) = try Gemm.kernels(for: options)
+        let gemm = openBLAS ? nil : kernelSet.gemm
+        self.kernelSet = kernelSet
+        usesOpenBLAS = openBLAS
+        gemmScratchPerThread = Gemm.scratchPerThread(gemm)
+        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS)
+        let order = layers.filter { $0.head == nil } + layers.filter { $0.head != nil }
+        let bound = ActivationPlan(writes: order.map { ($0.index, $0.sources) }, deferred: Model.heads(layers).count,
+                                   layers: layers, input: inputShape, keepingAll: false)
+        guard 4 * (bound.floats + gemmScratchPerThread) <= options.maxActivationBytes else {
+            throw .invalidArgument("\(config.file): a forward pass at \(inputWidth)x\(inputHeight) needs \(4 * bound.floats >> 20) MiB of activations, over the limit of \(options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
         }
 
-        // 3. Parameters: the weights file after its header, checked against the cfg, then
-        //    handed to the layers in order, which fold and transform them.
+        // 3. How choices are made: measured now, read from the plan cache, or by the table.
+        let tuningThreads = options.tuningThreads ?? availableCores()
+        var warnings: [String] = []
+        var cached: [CachedChoice] = []
+        var measuring = false
+        var cacheFile: String? = nil, cacheKey = "", cacheDirectory: String? = nil
+        if case .measure(let directory) = options.planning {
+            measuring = true
+            cacheKey = PlanCache.key(config: config, input: inputShape, kernelSet: kernelSet.name, openBLAS: openBLAS,
+                                     threads: tuningThreads, options: options)
+            if let directory {
+                cacheDirectory = directory
+                cacheFile = PlanCache.path(directory: directory, key: cacheKey)
+                switch PlanCache.read(directory: directory, key: cacheKey) {
+                case .success(let choices)?:
+                    if let problem = PlanBuilder.validate(choices, nodes: planner.inferenceNodes()) {
+                        warnings.append("ignored the plan cache entry \(cacheFile!): \(problem); measuring again")
+                    } else {
+                        cached = choices
+                        measuring = false
+                    }
+                case .failure(let problem)?:
+                    warnings.append("ignored the plan cache entry: \(problem.message); measuring again")
+                case nil: break
+                }
+            }
+        }
+        let loadPool = WorkerPool(threads: availableCores())
+        let tuner = measuring ? Tuner(pool: tuningThreads == loadPool.threadCount ? loadPool : WorkerPool(threads: tuningThreads),
+                                      rounds: 5, gemmScratchPerThread: gemmScratchPerThread) : nil
+        var builder = try PlanBuilder(planner: planner, kernelSet: kernelSet, gemm: gemm, loadPool: loadPool, tuner: tuner,
+                                      cached: cached)
+
+        // 4. Parameters: the weights file after its header, checked against the cfg, then handed
+        //    to the layers in order: each convolution folds batch norm and the planner prepares
+        //    its kernels. One layer's floats at a time: the file is never held whole.
         let counts = layers.map { $0.parameterCount }
         let floats = counts.reduce(0, +)
         storage = ModelStorage()
         var reader = try WeightsReader(source, name: weightsName, cfg: config.file, floats: floats)
-        let loading = LoadContext(options: options, weightsName: weightsName, pool: WorkerPool(threads: availableCores()),
-                                  storage: storage, kernels: kernels)
-        // One layer's floats at a time: each layer keeps (folded, packed) copies of what it
-        // needs, so the file is never held whole next to them.
         let largest = max(1, counts.max() ?? 0)
         let buffer = UnsafeMutablePointer<Float>.allocate(capacity: largest)
         defer { buffer.deallocate() }
         for i in layers.indices where counts[i] > 0 {
             try reader.next(counts[i], into: buffer)
-            try layers[i].load(parameters: buffer, context: loading)
+            guard let conv = layers[i].convolution else { continue }
+            let (bias, weights) = try conv.fold(buffer, weightsName: weightsName, storage: storage)
+            builder.load(conv, bias: bias, weights: weights)
         }
-        if options.fusesLayers { Model.fuse(layers) }
+
+        // 5. The plans, what they chose, and the measurements stored for the next load.
+        let built = builder.build(input: inputShape)
+        inference = built.inference
+        inspection = built.inspection
+        if tuner != nil, let cacheDirectory, let problem = PlanCache.write(directory: cacheDirectory, key: cacheKey,
+                                                                          choices: built.choices) {
+            warnings.append("could not store the measured plan: \(problem)")
+        }
+        plan = PlanReport(entries: built.entries, kernels: kernelSet.name + (openBLAS ? " + OpenBLAS" : ""),
+                          measuredThreads: options.planning == .table ? nil : tuningThreads, cacheFile: cacheFile,
+                          tuningSeconds: Double(builder.tuningNanoseconds) / 1e9, warnings: warnings)
+        let needed = 4 * (inference.activations.floats + inference.workspacePerThread + gemmScratchPerThread)
+        guard needed <= options.maxActivationBytes else {
+            throw .invalidArgument("\(config.file): a forward pass at \(inputWidth)x\(inputHeight) needs \(needed >> 20) MiB of activations and scratch, over the limit of \(options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
+        }
 
         impl = layers
         parameterCount = floats
-        heads = layers.compactMap { $0.head }
+        heads = Model.heads(layers)
         flops = layers.reduce(0) { $0 + $1.flops }
         self.layers = layers.map { l in
             LayerInfo(index: l.index, kind: l.kind, input: l.inputShape, output: l.outputShape,
@@ -218,14 +220,28 @@ public final class Model: Sendable {
         }
     }
 
-    /// Bytes of the parameters and what was derived from them at load (shared by all sessions).
-    public var parameterBytes: Int { 4 * storage.floats }
+    /// Bytes of the parameters and what was derived from them at load (shared by all sessions):
+    /// the kernels of both plans, each counted once, and the biases.
+    public var parameterBytes: Int {
+        var seen: [ObjectIdentifier] = []
+        var bytes = 4 * storage.floats
+        for step in inference.steps + inspection.steps {
+            guard let kernel = step.convKernel, !seen.contains(ObjectIdentifier(kernel)) else { continue }
+            seen.append(ObjectIdentifier(kernel))
+            bytes += kernel.parameterBytes
+        }
+        return bytes
+    }
+
+    static func heads(_ layers: [any Layer]) -> [HeadInfo] { layers.compactMap { $0.head } }
+
+    /// The plan a session runs.
+    func plan(keepingAll: Bool) -> Plan { keepingAll ? inspection : inference }
 
     /// Bytes one session with `threads` threads allocates: activations and scratch.
     public func sessionBytes(threads: Int, keepingAllOutputs: Bool = false) -> Int {
-        let plan = ActivationPlan(layers: impl, input: Shape(c: inputChannels, h: inputHeight, w: inputWidth),
-                                  keepingAll: keepingAllOutputs)
-        return 4 * (plan.floats + (workspacePerThread + gemmScratchPerThread) * max(1, threads))
+        let p = plan(keepingAll: keepingAllOutputs)
+        return 4 * (p.activations.floats + (p.workspacePerThread + gemmScratchPerThread) * max(1, threads))
     }
 
     /// `count` sessions that will run at the same time, sharing this model and the cores:
@@ -242,11 +258,10 @@ public final class Model: Sendable {
     /// Darknet's cfg-to-layer switch: builds layer `index` from its section. `input` is the
     /// previous layer's output shape (or the network's); `shapes` are the earlier layers'.
     static func makeLayer(_ section: DarknetConfig.Section, index i: Int, input: Shape, shapes: [Shape],
-                          previousKind: LayerKind?, options: ModelOptions, kernels: GemmKernels?) throws(YOLOError) -> any Layer {
+                          previousKind: LayerKind?) throws(YOLOError) -> any Layer {
         switch section.name {
         case "convolutional", "conv":
-            return try ConvolutionalLayer(section: section, index: i, inputShape: input, convolution: options.convolution,
-                                          kernels: kernels)
+            return try ConvolutionalLayer(section: section, index: i, inputShape: input)
         case "maxpool", "max":
             return try MaxPoolLayer(section: section, index: i, inputShape: input)
         case "upsample":
@@ -273,23 +288,6 @@ public final class Model: Sendable {
         }
     }
 
-    /// Lets each layer whose only consumer is the next layer hand its bias + activation to it,
-    /// when the next layer takes them.
-    static func fuse(_ layers: [any Layer]) {
-        var readers = [Int](repeating: 0, count: layers.count)
-        for l in layers { for s in l.sources where s >= 0 { readers[s] += 1 } }
-        for l in layers { if let h = l.head, h.inputLayer >= 0 { readers[h.inputLayer] += 1 } }  // the decoder reads it
-        for i in 0..<layers.count - 1 {
-            guard let e = layers[i].deferrableEpilogue, readers[i] == 1, layers[i + 1].sources == [i] else { continue }
-            if layers[i + 1].takeEpilogue(e) {
-                layers[i].deferEpilogue()
-                // Sessions that do not keep every output may let the layer compute the next one's
-                // output directly (a convolution its 2x2 max pool), skipping its own.
-                if layers[i].absorb(layers[i + 1]) { layers[i + 1].absorbedByPrevious() }
-            }
-        }
-    }
-
     /// Checks a weights file's header (its first 20 bytes or fewer) and total size against the
     /// cfg; returns the header's size.
     static func checkWeightsHeader(_ bytes: [UInt8], size: Int, name: String, cfg: String,
@@ -311,51 +309,5 @@ public final class Model: Sendable {
             throw .weights(file: name, message: "is \(size) bytes but \(cfg) needs \(expected) (a \(header)-byte header for version \(major).\(minor).\(revision) + \(floats) floats): \(what) by \(abs(expected - size)) bytes")
         }
         return header
-    }
-}
-
-/// Where each layer's output lives in a session's arena. The network input comes first and
-/// is kept; with `keepingAll` every layer has its own buffer (for inspecting any layer after a
-/// forward); otherwise a buffer is reused once no later layer reads it, except the heads'
-/// inputs, which the decoder reads after the forward, and the last layer's output.
-struct ActivationPlan {
-    /// Per layer, the float offset of its output.
-    var offsets: [Int] = []
-    /// Whether layer i's output is still intact after a forward.
-    var kept: [Bool] = []
-    /// Total floats.
-    var floats = 0
-
-    init(layers: [any Layer], input: Shape, keepingAll: Bool) {
-        @inline(__always) func aligned(_ n: Int) -> Int { (n + 15) & ~15 }
-        let inputFloats = aligned(input.count)
-        var lastUse = [Int](repeating: -1, count: layers.count)
-        for l in layers { for s in l.sources where s >= 0 { lastUse[s] = max(lastUse[s], l.index) } }
-        for (i, l) in layers.enumerated() {
-            if keepingAll || !l.runsInForward { lastUse[i] = Int.max }  // inspection-only layers: kept
-            if let h = l.head, h.inputLayer >= 0 { lastUse[h.inputLayer] = Int.max }
-        }
-        if let last = layers.indices.last { lastUse[last] = Int.max }  // the network's output
-        kept = lastUse.map { $0 == Int.max }
-        // Greedy first fit over live intervals: (offset, size, last use).
-        var live: [(offset: Int, size: Int, until: Int)] = []
-        var top = inputFloats
-        for (i, l) in layers.enumerated() {
-            // A layer that computes the next layer's output in its place writes no output of its
-            // own, and writes that one while it still reads its inputs: the buffer of layer i must
-            // not reuse one that layer i - 1 reads.
-            let absorbed = !keepingAll && i > 0 && layers[i - 1].writesNextOutput
-            live.removeAll { $0.until < (absorbed ? i - 1 : i) }
-            let size = !keepingAll && l.writesNextOutput ? 0 : aligned(l.outputShape.count)
-            var offset = inputFloats
-            for b in live.sorted(by: { $0.offset < $1.offset }) {
-                if b.offset - offset >= size { break }
-                offset = max(offset, b.offset + b.size)
-            }
-            live.append((offset, size, lastUse[i]))
-            offsets.append(offset)
-            top = max(top, offset + size)
-        }
-        floats = top
     }
 }

@@ -1,7 +1,8 @@
 /// The state of forward passes over one shared `Model`: the input, every activation, scratch
-/// memory and the worker threads. Cheap next to the model (yolov3-tiny at 416x416: about
-/// 17 MiB plus 1 MiB of scratch per thread, against 34 MiB of weights), allocated once;
-/// `forward` allocates nothing.
+/// memory and the worker threads; it runs the model's plan (`Model.plan`), or with
+/// `keepsAllOutputs` the plan that computes every layer on its own and keeps its output. Cheap
+/// next to the model (yolov3-tiny at 416x416: about 13 MiB with one thread, against 34-69 MiB
+/// of weights), allocated once; `forward` allocates nothing.
 ///
 /// One session runs one forward at a time. For frames in flight, or one detector per thread
 /// or task, make a session each from the same model. Calls from two threads at once on the
@@ -19,9 +20,9 @@ public final class Session {
     /// Fill it and call `forward()`, or pass an input to `forward(_:)`.
     public let input: UnsafeMutableBufferPointer<Float>
 
+    private let plan: Plan
     private let arena: UnsafeMutablePointer<Float>
     private let offsets: UnsafeMutablePointer<Int>
-    private let kept: [Bool]
     private let workspace: UnsafeMutablePointer<Float>
     private let pool: WorkerPool
     private let lock = Lock()
@@ -36,21 +37,22 @@ public final class Session {
     public init(model: Model, threads: Int? = nil, keepsAllOutputs: Bool = false) throws(YOLOError) {
         let threads = max(1, threads ?? availableCores())
         let inputShape = Shape(c: model.inputChannels, h: model.inputHeight, w: model.inputWidth)
-        let plan = ActivationPlan(layers: model.impl, input: inputShape, keepingAll: keepsAllOutputs)
-        let (scratch, o1) = (model.workspacePerThread + model.gemmScratchPerThread).multipliedReportingOverflow(by: threads)
-        let bytes = 4 * (plan.floats + scratch)
+        let plan = model.plan(keepingAll: keepsAllOutputs)
+        let floats = plan.activations.floats
+        let (scratch, o1) = (plan.workspacePerThread + model.gemmScratchPerThread).multipliedReportingOverflow(by: threads)
+        let bytes = 4 * (floats + scratch)
         // The limit counts one thread's scratch, as the model's check does.
-        guard !o1, 4 * (plan.floats + model.workspacePerThread + model.gemmScratchPerThread) <= model.options.maxActivationBytes else {
+        guard !o1, 4 * (floats + plan.workspacePerThread + model.gemmScratchPerThread) <= model.options.maxActivationBytes else {
             throw .invalidArgument("a session with \(threads) threads\(keepsAllOutputs ? " keeping every layer's output" : "") needs \(bytes >> 20) MiB of activations, over the limit of \(model.options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
         }
         self.model = model
         self.threads = threads
         self.keepsAllOutputs = keepsAllOutputs
-        arena = .allocate(capacity: plan.floats)
-        arena.initialize(repeating: 0, count: plan.floats)
-        offsets = .allocate(capacity: max(1, plan.offsets.count))
-        offsets.initialize(from: plan.offsets, count: plan.offsets.count)
-        kept = plan.kept
+        self.plan = plan
+        arena = .allocate(capacity: floats)
+        arena.initialize(repeating: 0, count: floats)
+        offsets = .allocate(capacity: max(1, plan.activations.offsets.count))
+        offsets.initialize(from: plan.activations.offsets, count: plan.activations.offsets.count)
         workspace = .allocate(capacity: scratch)
         pool = WorkerPool(threads: threads)
         input = UnsafeMutableBufferPointer(start: arena, count: inputShape.count)
@@ -63,24 +65,22 @@ public final class Session {
         workspace.deallocate()
     }
 
-    private func makeContext() -> ForwardContext {
-        ForwardContext(arena: arena, offsets: offsets, workspace: workspace, workspacePerThread: model.workspacePerThread,
-                       gemmScratch: GemmScratch(base: workspace + threads * model.workspacePerThread,
-                                                perThread: model.gemmScratchPerThread),
-                       pool: pool, absorbs: !keepsAllOutputs)
+    private func makeContext() -> StepContext {
+        StepContext(arena: arena, offsets: offsets, workspace: workspace, workspacePerThread: plan.workspacePerThread,
+                    gemmScratch: GemmScratch(base: workspace + threads * plan.workspacePerThread,
+                                             perThread: model.gemmScratchPerThread),
+                    pool: pool)
     }
 
-    private func run(_ context: inout ForwardContext) {
-        for layer in model.impl where layer.runsInForward { layer.forward(&context) }
+    private func run() {
+        let context = makeContext()
+        for step in plan.steps { _ = step.run(context) }
         headsActivated = false
     }
 
     /// Runs the network on the contents of `input`.
     public func forward() {
-        lock.withLock {
-            var context = makeContext()
-            run(&context)
-        }
+        lock.withLock { run() }
     }
 
     /// Copies `data` (CHW floats) into the input buffer and runs the network.
@@ -90,8 +90,7 @@ public final class Session {
         }
         lock.withLock {
             _ = input.update(fromContentsOf: data)
-            var context = makeContext()
-            run(&context)
+            run()
         }
     }
 
@@ -107,55 +106,30 @@ public final class Session {
     }
 
     /// `forward()` for a caller already inside `exclusively`.
-    func forwardLocked() {
-        var context = makeContext()
-        run(&context)
-    }
+    func forwardLocked() { run() }
 
-    /// Per-layer wall time of one forward pass, with the part of each conv spent in GEMMs.
+    /// Per-step wall time of one forward pass, with the part of each step spent in GEMMs.
     public struct Profile: Sendable {
-        public var layerNanoseconds: [UInt64]
+        /// The plan's steps in order: the layers each computes and how.
+        public var steps: [(layers: ClosedRange<Int>, algorithm: String)]
+        public var stepNanoseconds: [UInt64]
         public var gemmNanoseconds: [UInt64]
     }
 
-    /// Runs a forward pass and times each layer (0 for layers a forward pass skips).
+    /// Runs a forward pass and times each step.
     public func forwardProfiled() -> Profile {
         lock.withLock {
             var context = makeContext()
-            var profile = Profile(layerNanoseconds: [], gemmNanoseconds: [])
-            for layer in model.impl {
-                guard layer.runsInForward else {
-                    profile.layerNanoseconds.append(0)
-                    profile.gemmNanoseconds.append(0)
-                    continue
-                }
-                context.gemmNanoseconds = 0
+            context.timesGemm = true
+            var profile = Profile(steps: plan.steps.map { ($0.layers, $0.algorithm) }, stepNanoseconds: [], gemmNanoseconds: [])
+            for step in plan.steps {
                 let start = monotonicNanoseconds()
-                layer.forward(&context)
-                profile.layerNanoseconds.append(monotonicNanoseconds() - start)
-                profile.gemmNanoseconds.append(context.gemmNanoseconds ?? 0)
+                let gemm = step.run(context)
+                profile.stepNanoseconds.append(monotonicNanoseconds() - start)
+                profile.gemmNanoseconds.append(gemm)
             }
             headsActivated = false
             return profile
-        }
-    }
-
-    /// Runs only the GEMMs of a forward pass, one full-size call per conv layer, threaded as
-    /// `forward` would thread them, and returns each layer's nanoseconds (0 for layers
-    /// without a GEMM). For benchmarks: the floor that the convolutions cannot beat.
-    public func gemmOnlyNanoseconds() -> [UInt64] {
-        lock.withLock {
-            let context = makeContext()
-            let size = max(model.impl.map { $0.gemmAloneScratch }.max() ?? 0, 1)
-            let columns = UnsafeMutablePointer<Float>.allocate(capacity: size)
-            columns.initialize(repeating: 0.5, count: size)
-            defer { columns.deallocate() }
-            let times = model.impl.map { layer in
-                let start = monotonicNanoseconds()
-                return layer.gemmAlone(columns: columns, context: context) ? monotonicNanoseconds() - start : 0
-            }
-            headsActivated = false
-            return times
         }
     }
 
@@ -165,17 +139,17 @@ public final class Session {
         guard model.impl.indices.contains(index) else {
             throw .invalidArgument("layer \(index) does not exist (the network has layers 0..<\(model.impl.count))")
         }
-        guard kept[index] else {
+        guard plan.activations.kept[index] else {
             throw .invalidArgument("layer \(index)'s output is not kept after a forward: make the session with keepsAllOutputs: true")
         }
-        if !model.impl[index].runsInForward { lock.withLock { activateHeads() } }
+        if plan.deferred.contains(where: { $0.output == index }) { lock.withLock { activateHeads() } }
         return UnsafeBufferPointer(start: arena + offsets[index], count: model.impl[index].outputShape.count)
     }
 
     private func activateHeads() {
         guard !headsActivated else { return }
-        var context = makeContext()
-        for layer in model.impl where !layer.runsInForward { layer.forward(&context) }
+        let context = makeContext()
+        for step in plan.deferred { _ = step.run(context) }
         headsActivated = true
     }
 

@@ -1,6 +1,6 @@
 /// [route]: concatenates earlier layers' outputs along channels, in the listed order.
 /// `groups`/`group_id` (AlexeyAB) take one slice of each input's channels.
-final class RouteLayer: Layer, @unchecked Sendable {
+final class RouteLayer: ComputedLayer {
     let kind = LayerKind.route
     let index: Int
     let sources: [Int]
@@ -46,7 +46,7 @@ final class RouteLayer: Layer, @unchecked Sendable {
         outputShape = Shape(c: channels, h: first.h, w: first.w)
     }
 
-    func forward(_ context: inout ForwardContext) {
+    func forward(_ context: StepContext) {
         var dst = context.buffer(index)
         for (source, slice) in zip(sources, slices) {
             dst.update(from: context.buffer(source) + slice.offset, count: slice.count)

@@ -13,7 +13,7 @@ import YOLOKernels
 /// both have (the smaller count): with more channels its extra ones are ignored, with fewer
 /// the previous layer's extra channels pass through unchanged. Heights and widths must match
 /// (Darknet would add by flat index, mixing rows; no cfg relies on that).
-final class ShortcutLayer: Layer, @unchecked Sendable {
+final class ShortcutLayer: ComputedLayer {
     let kind = LayerKind.shortcut
     let index: Int
     let sources: [Int]
@@ -52,7 +52,7 @@ final class ShortcutLayer: Layer, @unchecked Sendable {
         outputShape = inputShape
     }
 
-    func forward(_ context: inout ForwardContext) {
+    func forward(_ context: StepContext) {
         let (a, dst, act) = (UnsafePointer(context.buffer(sources[0])), context.buffer(index), activation)
         let adds = zip(sources.dropFirst(), addCounts).map { (UnsafePointer(context.buffer($0.0)), $0.1) }
         context.pool.parallelFor(outputShape.count) { range in

@@ -1,7 +1,7 @@
 import YOLOKernels
 
 /// [upsample]: nearest neighbour by an integer stride (default 2), times `scale` (default 1).
-final class UpsampleLayer: Layer, @unchecked Sendable {
+final class UpsampleLayer: ComputedLayer {
     let kind = LayerKind.upsample
     let index: Int
     let sources: [Int]
@@ -22,7 +22,7 @@ final class UpsampleLayer: Layer, @unchecked Sendable {
         outputShape = Shape(c: inputShape.c, h: inputShape.h * s, w: inputShape.w * s)
     }
 
-    func forward(_ context: inout ForwardContext) {
+    func forward(_ context: StepContext) {
         let (src, dst, h, w, s, scale) = (UnsafePointer(input(context)), context.buffer(index), inputShape.h, inputShape.w, stride, scale)
         context.pool.parallelFor(inputShape.c) { range in
             upsampleNearest(src, height: h, width: w, stride: s, scale: scale, channels: range, into: dst)

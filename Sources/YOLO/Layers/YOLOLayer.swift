@@ -10,7 +10,7 @@ import Darwin
 /// x, y, objectness and the class scores of each anchor (tw, th stay raw; none with
 /// new_coords=1), then x and y scaled by scale_x_y, as in AlexeyAB's Darknet.
 /// Only for inspection: the decoder reads the raw input, so a forward pass skips this layer.
-final class YOLOLayer: Layer, @unchecked Sendable {
+final class YOLOLayer: ComputedLayer {
     let kind = LayerKind.yolo
     let index: Int
     let sources: [Int]
@@ -68,9 +68,8 @@ final class YOLOLayer: Layer, @unchecked Sendable {
     }
 
     var head: HeadInfo? { info }
-    var runsInForward: Bool { false }
 
-    func forward(_ context: inout ForwardContext) {
+    func forward(_ context: StepContext) {
         let plane = inputShape.h * inputShape.w
         let entries = info.classes + 5
         let (src, dst) = (UnsafePointer(input(context)), context.buffer(index))

@@ -1,4 +1,7 @@
+// The engine's matrix products: weights prepared at load for our kernels or OpenBLAS, and the
+// split of a product over a session's threads.
 import COpenBLAS
+import YOLOKernels
 
 /// A weight matrix (rows x columns, row-major) prepared once, at model load, for the GEMM
 /// backend the model uses: packed for our kernels, or as it is for OpenBLAS. Points into the
@@ -10,7 +13,7 @@ struct GemmWeights: @unchecked Sendable {
     let data: UnsafePointer<Float>?
     /// Packed by `kernels.packA` (our kernels), or nil.
     let packed: UnsafePointer<Float>?
-    let kernels: GemmKernels?
+    let kernels: GemmFunctions?
 }
 
 /// Per-thread scratch of the GEMM kernels (where they pack blocks of B): `perThread` floats
@@ -34,34 +37,34 @@ enum Gemm {
     /// Called by every model before it loads (cheap after the first time).
     static func setUpProcess() { _ = processSetUp }
 
-    /// The kernels a model with `backend` uses (nil: OpenBLAS). The one place that picks them:
-    /// automatically, our kernels at the process's level (`KernelLevel.selected`: the CPU's
-    /// best, or lower by YOLO_KERNEL_LEVEL) except at the x86 baseline (SSE2), where OpenBLAS's
-    /// own kernels are about 3.5x faster.
-    static func kernels(for options: ModelOptions) throws(YOLOError) -> GemmKernels? {
-        var chosen = GemmKernels.selected
+    /// The kernel set a model uses (`ModelOptions.kernelLevel`, else the process's
+    /// `KernelLevel.selected`: the CPU's best, or lower by YOLO_KERNEL_LEVEL) and whether its GEMMs
+    /// run in OpenBLAS instead: with `.automatic`, at the x86 baseline (SSE2), where OpenBLAS's
+    /// own kernels are about 3.5x faster. The one place that picks them.
+    static func kernels(for options: ModelOptions) throws(YOLOError) -> (set: KernelSet, openBLAS: Bool) {
+        var chosen = KernelLevel.selectedKernels
         if let level = options.kernelLevel {
-            guard let k = GemmKernels.forLevel(level) else {
+            guard let k = level.kernelSet else {
                 let names = KernelLevel.supported.map { $0.rawValue }.joined(separator: ", ")
                 throw .invalidArgument("kernel level \(level.rawValue) cannot run on this CPU (it can: \(names))")
             }
             chosen = k
         }
         switch options.gemm {
-        case .openBLAS: return nil
-        case .kernels: return chosen
-        case .automatic: return chosen.level == .baseline ? nil : chosen
+        case .openBLAS: return (chosen, true)
+        case .kernels: return (chosen, false)
+        case .automatic: return (chosen, chosen.name == KernelLevel.baseline.rawValue)
         }
     }
 
     /// Floats of per-thread scratch `multiply` needs with `kernels` (any shape).
-    static func scratchPerThread(_ kernels: GemmKernels?) -> Int {
+    static func scratchPerThread(_ kernels: GemmFunctions?) -> Int {
         kernels.map { $0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) } ?? 0
     }
 
     /// Prepares a weight matrix: packs it into `storage` for our kernels, or keeps it for
     /// OpenBLAS (copied into `storage` when `data` does not outlive the load).
-    static func prepare(_ data: UnsafePointer<Float>, rows: Int, columns: Int, kernels: GemmKernels?,
+    static func prepare(_ data: UnsafePointer<Float>, rows: Int, columns: Int, kernels: GemmFunctions?,
                         storage: ModelStorage, dataOutlivesLoad: Bool) -> GemmWeights {
         if let kernels {
             let packed = storage.allocate(kernels.packedASize(m: rows, k: columns))
