@@ -148,27 +148,29 @@ public final class Model: Sendable {
         let tuningThreads = options.tuningThreads ?? availableCores()
         var warnings: [String] = []
         var cached: [CachedChoice] = []
-        var measuring = false
-        var cacheFile: String? = nil, cacheKey = "", cacheDirectory: String? = nil
-        if case .measure(let directory) = options.planning {
-            measuring = true
+        var measuring = false, reads = true
+        switch options.planning {
+        case .measure: measuring = true
+        case .remeasure: (measuring, reads) = (true, false)
+        case .table, .cached: break
+        }
+        var cacheFile: String? = nil, cacheKey = ""
+        if let directory = options.planning.cacheDirectory {
             cacheKey = PlanCache.key(config: config, input: inputShape, kernelSet: kernelSet.name, openBLAS: openBLAS,
                                      threads: tuningThreads, options: options)
-            if let directory {
-                cacheDirectory = directory
-                cacheFile = PlanCache.path(directory: directory, key: cacheKey)
-                switch PlanCache.read(directory: directory, key: cacheKey) {
-                case .success(let choices)?:
-                    if let problem = PlanBuilder.validate(choices, nodes: planner.inferenceNodes()) {
-                        warnings.append("ignored the plan cache entry \(cacheFile!): \(problem); measuring again")
-                    } else {
-                        cached = choices
-                        measuring = false
-                    }
-                case .failure(let problem)?:
-                    warnings.append("ignored the plan cache entry: \(problem.message); measuring again")
-                case nil: break
+            cacheFile = PlanCache.path(directory: directory, key: cacheKey)
+            switch reads ? PlanCache.read(directory: directory, key: cacheKey) : nil {
+            case .success(let choices)?:
+                if let problem = PlanBuilder.validate(choices, nodes: planner.inferenceNodes()) {
+                    warnings.append("ignored the plan cache entry \(cacheFile!): \(problem)")
+                } else {
+                    cached = choices
+                    measuring = false
                 }
+            case .failure(let problem)?:
+                warnings.append("ignored the plan cache entry: \(problem.message)")
+            case nil:
+                if case .cached = options.planning { cacheFile = nil }
             }
         }
         let loadPool = WorkerPool(threads: availableCores())
@@ -198,12 +200,12 @@ public final class Model: Sendable {
         let built = builder.build(input: inputShape)
         inference = built.inference
         inspection = built.inspection
-        if tuner != nil, let cacheDirectory, let problem = PlanCache.write(directory: cacheDirectory, key: cacheKey,
-                                                                          choices: built.choices) {
+        if tuner != nil, let directory = options.planning.cacheDirectory,
+           let problem = PlanCache.write(directory: directory, key: cacheKey, choices: built.choices) {
             warnings.append("could not store the measured plan: \(problem)")
         }
         plan = PlanReport(entries: built.entries, kernels: kernelSet.name + (openBLAS ? " + OpenBLAS" : ""),
-                          measuredThreads: options.planning == .table ? nil : tuningThreads, cacheFile: cacheFile,
+                          measuredThreads: tuner != nil || !cached.isEmpty ? tuningThreads : nil, cacheFile: cacheFile,
                           tuningSeconds: Double(builder.tuningNanoseconds) / 1e9, warnings: warnings)
         let needed = 4 * (inference.activations.floats + inference.workspacePerThread + gemmScratchPerThread)
         guard needed <= options.maxActivationBytes else {
@@ -223,11 +225,11 @@ public final class Model: Sendable {
     /// Bytes of the parameters and what was derived from them at load (shared by all sessions):
     /// the kernels of both plans, each counted once, and the biases.
     public var parameterBytes: Int {
-        var seen: [ObjectIdentifier] = []
+        // Both plans share a kernel where they use the same algorithm for the same layer.
+        var seen: Set<String> = []
         var bytes = 4 * storage.floats
         for step in inference.steps + inspection.steps {
-            guard let kernel = step.convKernel, !seen.contains(ObjectIdentifier(kernel)) else { continue }
-            seen.append(ObjectIdentifier(kernel))
+            guard let kernel = step.convKernel, seen.insert("\(step.layers.lowerBound) \(kernel.algorithm)").inserted else { continue }
             bytes += kernel.parameterBytes
         }
         return bytes

@@ -21,6 +21,7 @@ Example: yolo detect samples/astronaut.png
 Commands:
   detect    find objects in JPEG/PNG images (Darknet's text, JSON, COCO results, annotated images)
   stream    find objects in every frame of a video (ffmpeg input, JSON lines, annotated video)
+  tune      measure the fastest algorithm of each layer on this CPU and store the plan
   heads     run the network on a raw float32 tensor and write its raw YOLO heads
 
 Run 'yolo <command> --help' for a command's options and defaults.
@@ -35,6 +36,7 @@ func runMain(_ argv: [String]) -> Int32 {
         case "detect": return try DetectCommand.run(rest)
         case "heads": return try HeadsCommand.run(rest)
         case "stream": return try StreamCommand.run(rest)
+        case "tune": return try TuneCommand.run(rest)
         case "-h", "--help", "help": print(mainUsage); return 0
         default: throw UsageError("unknown command '\(command)'")
         }

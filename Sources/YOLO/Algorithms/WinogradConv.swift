@@ -3,13 +3,6 @@
 // (16 or 36: M[xi] = U[xi] · V[xi], U the transformed kernels, packed at load), and the output
 // transform (Aᵀ m A) into the output rows, then the epilogue. The transforms are the kernel set's
 // SIMD ones, bit-identical to the scalar references of YOLOKernels.
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import YOLOKernels
 
 final class WinogradConv: ConvKernel {

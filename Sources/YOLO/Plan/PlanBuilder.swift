@@ -51,7 +51,10 @@ struct PlanBuilder {
         self.tuner = tuner
         inference = planner.inferenceNodes()
         inspection = planner.lowered()
-        self.cached = Dictionary(cached.map { ($0.layers.lowerBound, $0) }, uniquingKeysWith: { a, _ in a })
+        // (A loop: Dictionary(_:uniquingKeysWith:) casts dynamically, which Embedded Swift cannot.)
+        var byLayer: [Int: CachedChoice] = [:]
+        for c in cached where byLayer[c.layers.lowerBound] == nil { byLayer[c.layers.lowerBound] = c }
+        self.cached = byLayer
         for n in inference { if let c = n.conv { inferenceNode[c.index] = n } }
         for n in inspection { if let c = n.conv { inspectionNode[c.index] = n } }
         for (layer, algorithm) in planner.options.algorithms.sorted(by: { $0.key < $1.key }) {
@@ -90,8 +93,6 @@ struct PlanBuilder {
         let options = planner.options
         if let forced = options.algorithms[i] {
             chosen[i] = (forced, .override, [])
-        } else if case .table = options.planning {
-            chosen[i] = (ConvAlgorithm.table(for: conv, candidates: node.choices), .table, [])
         } else if let c = cached[i] {
             chosen[i] = (c.chosen, .cache, c.timings)
         } else if let tuner {

@@ -107,6 +107,7 @@ public enum PlanCache {
         let file = path(directory: directory, key: key)
         switch readRegularFile(file, maxBytes: 1 << 20) {
         case .failure(.notFound): return nil
+        case .failure(.system(let reason)) where reason == errnoText(ENOTDIR): return nil  // reported by `write`
         case .failure(let failure): return .failure(.init("\(file): \(failure.reason)"))
         case .success(let bytes):
             return decode(String(decoding: bytes, as: UTF8.self), key: key).mapError { .init("\(file): \($0.message)") }

@@ -10,6 +10,21 @@ public enum Planning: Sendable, Equatable {
     /// (`PlanCache.defaultDirectory` for the usual place), a plan measured earlier for the same
     /// CPU, kernel level, threads, cfg and input size is reused, and a new one stored there.
     case measure(cacheDirectory: String?)
+    /// The plan stored in the cache directory by an earlier measurement (`yolo tune`) when there
+    /// is one for this CPU, kernel level, threads, cfg and input size; else the table. Never
+    /// measures, so loading stays fast and predictable.
+    case cached(cacheDirectory: String)
+    /// Measures, whatever the cache holds, and stores the new plan there (`yolo tune`).
+    case remeasure(cacheDirectory: String?)
+
+    /// The cache directory, if any.
+    var cacheDirectory: String? {
+        switch self {
+        case .table: return nil
+        case .measure(let d), .remeasure(let d): return d
+        case .cached(let d): return d
+        }
+    }
 }
 
 public struct PlanReport: Sendable, CustomStringConvertible {

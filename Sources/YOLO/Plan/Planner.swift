@@ -3,6 +3,7 @@
 // Each convolution node carries the algorithms that can compute it; which one runs is decided
 // afterwards (by the table, by an override, from the plan cache or by measuring: PlanChoice.swift)
 // and the steps are built from the nodes and the decisions (PlanBuilder.swift).
+import YOLOKernels
 
 /// One node of a plan being made.
 enum PlanNode {

@@ -1,5 +1,6 @@
 // Measuring the candidate algorithms of one plan node on this CPU, at model load: each prepared
 // candidate runs on input of the layer's real shape with the threads the sessions will use.
+import YOLOKernels
 
 struct Tuner {
     /// The threads the measurements run on (those of the sessions that will run the model).
