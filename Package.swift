@@ -30,8 +30,9 @@ let avx512Settings: [SwiftSetting] = [optimized]
 let package = Package(
     name: "yolo-swift",
     products: [
-        // Public API
+        // Public API: YOLO (the engine, detection and the shared types; each also on its own)
         .library(name: "YOLO", targets: ["YOLO"]),
+        .library(name: "YOLOEngine", targets: ["YOLOEngine"]),
         .library(name: "YOLOImage", targets: ["YOLOImage"]),
         .executable(name: "yolo", targets: ["yolo"]),
         .executable(name: "yolo-bench", targets: ["yolo-bench"]),
@@ -53,15 +54,25 @@ let package = Package(
         .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CHints"], swiftSettings: avx512Settings),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
-        .target(name: "YOLO", dependencies: ["YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2", "YOLOKernelsAVX512",
-                                             "CCPUID", "CHints", "COpenBLAS"], swiftSettings: engineSettings),
-        .target(name: "YOLOImage", dependencies: ["YOLO", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
+        // Shared types and the platform: detections, pixel formats, hardened file access, locks,
+        // threads. Imports only the C library (the Embedded build too).
+        .target(name: "YOLOCore", swiftSettings: engineSettings),
+        // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
+        .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2",
+                                                   "YOLOKernelsAVX512", "CCPUID", "CHints", "COpenBLAS"],
+                swiftSettings: engineSettings),
+        // Detection: letterbox, decoding, NMS, Detector.
+        .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),
+        // The umbrella: re-exports the three above.
+        .target(name: "YOLO", dependencies: ["YOLOCore", "YOLOEngine", "YOLODetection"], swiftSettings: engineSettings),
+        .target(name: "YOLOImage", dependencies: ["YOLOCore", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOKernels", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",
                           swiftSettings: cpuFlags),
 
         // Tests
-        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOKernels"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOCore", "YOLOEngine", "YOLODetection", "YOLOKernels"],
+                    resources: [.copy("Fixtures")]),
         .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO"], resources: [.copy("Fixtures")]),
         .testTarget(name: "yoloTests", dependencies: ["yolo"]),
         // End to end: image files through the engine, checked against Darknet's outputs.

@@ -1,4 +1,4 @@
-import YOLO
+import YOLOCore
 
 /// A distinct colour for each class, for any number of classes: hues step by the golden ratio
 /// (neighbouring classes get far-apart hues) and brightness cycles through three levels, so

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// Bad cfgs, weights and inputs give a thrown error whose message names the problem.
 final class BadInputTests: XCTestCase {

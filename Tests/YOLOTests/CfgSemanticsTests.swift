@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 import YOLOKernels
 
 /// The Darknet semantics beyond yolov3-tiny: every activation, shortcuts of unequal channel

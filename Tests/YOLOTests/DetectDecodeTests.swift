@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// A hand-built [yolo] head: set the activated entries of chosen cells, the rest stay 0.
 fileprivate final class TestHead {

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// Each layer type against a naive, obviously correct implementation, over tables of shapes.
 /// Networks are built from cfg text and random weights, so the cfg parser, the weights

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// The planner: fusion rewrites, the choice of algorithms (table, override, measurement), the
 /// plan cache (reused when it fits, ignored with a warning when it does not).

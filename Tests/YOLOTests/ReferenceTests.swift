@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// The whole network against the original Darknet's outputs (compact fixtures derived from
 /// ../shared/reference by scripts/make-fixtures.py), and sessions sharing one model.

@@ -1,5 +1,7 @@
 import XCTest
-@testable @_spi(Kernels) import YOLO
+@testable @_spi(Kernels) import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 import YOLOKernels
 
 /// The SIMD Winograd transforms of every kernel level this CPU can run against the scalar

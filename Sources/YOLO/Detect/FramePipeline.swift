@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import YOLOCore
 
 /// One video frame handed to a `FramePipeline`.
 public struct VideoFrame: Sendable {
