@@ -7,13 +7,16 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 
 extension XCTestCase {
     /// The `yolo` executable: SwiftPM builds it next to the test bundle.
-    func yoloBinary() throws -> String {
+    func yoloBinary() throws -> String { try builtExecutable("yolo") }
+
+    /// An executable product of this package (`yolo`, `yolo-bench`), built next to the test bundle.
+    func builtExecutable(_ name: String) throws -> String {
         var dirs = Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent().path }
         dirs.append(Bundle.main.bundlePath)
         dirs.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path)
-        for dir in dirs where FileManager.default.isExecutableFile(atPath: dir + "/yolo") { return dir + "/yolo" }
-        XCTFail("no yolo executable next to the test bundle (looked in \(Set(dirs).sorted()))")
-        throw XCTSkip("no yolo binary")
+        for dir in dirs where FileManager.default.isExecutableFile(atPath: dir + "/" + name) { return dir + "/" + name }
+        XCTFail("no \(name) executable next to the test bundle (looked in \(Set(dirs).sorted()))")
+        throw XCTSkip("no \(name) binary")
     }
 
     /// A new directory, removed when the test ends.
