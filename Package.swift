@@ -74,7 +74,7 @@ let package = Package(
         .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOCore", "YOLOEngine", "YOLODetection", "YOLOKernels"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "yoloTests", dependencies: ["yolo"]),
+        .testTarget(name: "yoloTests", dependencies: ["yolo", "yolo-bench"]),
         // End to end: image files through the engine, checked against Darknet's outputs.
         .testTarget(name: "IntegrationTests", dependencies: ["YOLO", "YOLOImage"], resources: [.copy("Fixtures")]),
     ],

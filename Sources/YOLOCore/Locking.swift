@@ -27,13 +27,19 @@ package final class Condition: @unchecked Sendable {
     package func broadcast() { pthread_cond_broadcast(raw) }
 }
 
-/// State that is reachable only while its lock is held: `withLock` hands it to the body.
+/// A value owned by a mutex: the only way to it is `withLock`, which holds the lock for the
+/// whole body. It is `@unchecked Sendable` for that reason: every access is serialised by the
+/// lock, and what a body returns must be `Sendable`, so no reference into the state (a pointer
+/// to its buffers) leaves it. The one rule the compiler does not check (`Mutex` checks it with
+/// `inout sending`, which would also refuse a body that reads a caller's buffer into the
+/// state's buffers): a body must not store a reference it was given into the state.
 package final class Locked<State>: @unchecked Sendable {
-    private let mutex = PThreadMutex()
+    fileprivate let mutex = PThreadMutex()
     private var state: State
-    package init(_ state: State) { self.state = state }
+    package init(_ state: sending State) { self.state = state }
+    /// Runs `body` with the state to itself.
     @inline(__always)
-    package func withLock<T, E: Error>(_ body: (inout State) throws(E) -> T) throws(E) -> T {
+    package func withLock<T: Sendable, E: Error>(_ body: (inout State) throws(E) -> T) throws(E) -> T {
         mutex.lock()
         defer { mutex.unlock() }
         return try body(&state)
@@ -42,9 +48,11 @@ package final class Locked<State>: @unchecked Sendable {
 
 extension Locked where State == Void {
     package convenience init() { self.init(()) }
-    /// Serialises `body` with every other call on this lock.
+    /// Serialises `body` with every other call on this lock (no state: any result).
     @inline(__always)
     package func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        try withLock { (_: inout Void) throws(E) -> T in try body() }
+        mutex.lock()
+        defer { mutex.unlock() }
+        return try body()
     }
 }

@@ -57,25 +57,38 @@ public struct DetectionTiming: Sendable, Equatable {
 /// decodes its [yolo] heads and applies NMS, reproducing the original Darknet.
 ///
 /// A detector owns one `Session` of a (possibly shared) `Model` and its scratch buffers;
-/// preprocessing allocates nothing after the first frame of a given size. One detector runs
-/// one frame at a time: calls from two threads at once are served one after the other. For
-/// frames in parallel, make one detector per thread or task from one shared model.
-public final class Detector {
+/// preprocessing allocates nothing after the first frame of a given size. It is `Sendable`:
+/// share one between threads and tasks, and calls from several at once are served one after
+/// the other (each gets its own frame's detections). For frames in parallel, make one detector
+/// per thread or task from one shared model, or let `Model.detectAll` do it.
+public final class Detector: Sendable {
     public let model: Model
     public let session: Session
     /// Class names, one per class (empty when none were given: classes are then "class N").
     public let classNames: [String]
     /// The number of classes the network's heads predict.
     public let classCount: Int
-    public var options: DetectorOptions
-    /// Timing of the last `detect` (or `detectFromInput`).
-    public private(set) var lastTiming = DetectionTiming()
+    /// What `detect` reports; a change applies from the next call on (a call under way keeps
+    /// the options it started with).
+    public var options: DetectorOptions {
+        get { state.withLock { $0.options } }
+        set { state.withLock { $0.options = newValue } }
+    }
+    /// Timing of the last `detect` (or `detectFromInput`) that finished, whichever thread made it.
+    public var lastTiming: DetectionTiming { state.withLock { $0.timing } }
 
-    private var part: UnsafeMutablePointer<Float>
-    private var partCapacity: Int
-    private let byteTable: UnsafeMutablePointer<Float>
-    private var postprocessor = Postprocessor()
-    private let lock = Locked<Void>()
+    /// Everything a call changes, owned by the detector's lock.
+    private struct State {
+        var options: DetectorOptions
+        var timing = DetectionTiming()
+        /// The frame resized horizontally (letterbox's first pass), grown as frames need.
+        var part: UnsafeMutablePointer<Float>
+        var partCapacity = 0
+        /// Byte value to float in 0...1.
+        let byteTable: UnsafeMutablePointer<Float>
+        var postprocessor = Postprocessor()
+    }
+    private let state: Locked<State>
 
     /// Loads a model and, when `namesPath` is given, its class names (one per line).
     public convenience init(cfgPath: String, weightsPath: String, namesPath: String? = nil,
@@ -116,17 +129,12 @@ public final class Detector {
         session = try Session(model: model, threads: threads)
         self.classNames = classNames
         self.classCount = classes
-        self.options = options
-        partCapacity = 0
-        part = .allocate(capacity: 1)
-        byteTable = .allocate(capacity: 256)
+        let byteTable = UnsafeMutablePointer<Float>.allocate(capacity: 256)
         fillUnitByteTable(byteTable)
+        state = Locked(State(options: options, part: .allocate(capacity: 1), byteTable: byteTable))
     }
 
-    deinit {
-        part.deallocate()
-        byteTable.deallocate()
-    }
+    deinit { state.withLock { s in s.part.deallocate(); s.byteTable.deallocate() } }
 
     /// Reads a Darknet names file: one class name per line (a final newline is optional;
     /// carriage returns before newlines are dropped).
@@ -150,14 +158,14 @@ public final class Detector {
                        format: PixelFormat = .rgb) throws(YOLOError) -> [Detection] {
         // The detector's lock guards its own state; the session's keeps anyone else's use of
         // the session out from the filled input to the decoded heads.
-        try lock.withLock { () throws(YOLOError) in
+        try state.withLock { (s: inout State) throws(YOLOError) -> [Detection] in
             try session.exclusively { () throws(YOLOError) in
-                try validateOptions()
+                try validate(s.options)
                 let start = monotonicNanoseconds()
-                try preprocessLocked(pixels: pixels, width: width, height: height, rowStride: rowStride, format: format)
+                try preprocess(&s, pixels: pixels, width: width, height: height, rowStride: rowStride, format: format)
                 let prepared = monotonicNanoseconds()
-                let detections = try runAndDecode(imageWidth: width, imageHeight: height)
-                lastTiming.preprocess = prepared - start
+                let detections = try runAndDecode(&s, imageWidth: width, imageHeight: height)
+                s.timing.preprocess = prepared - start
                 return detections
             }
         }
@@ -176,15 +184,16 @@ public final class Detector {
     /// frame is taller or wider than any before.
     public func preprocess(pixels: UnsafeRawBufferPointer, width: Int, height: Int, rowStride: Int? = nil,
                            format: PixelFormat = .rgb) throws(YOLOError) {
-        try lock.withLock { () throws(YOLOError) in
+        try state.withLock { (s: inout State) throws(YOLOError) in
             try session.exclusively { () throws(YOLOError) in
-                try preprocessLocked(pixels: pixels, width: width, height: height, rowStride: rowStride, format: format)
+                try preprocess(&s, pixels: pixels, width: width, height: height, rowStride: rowStride, format: format)
             }
         }
     }
 
-    private func preprocessLocked(pixels: UnsafeRawBufferPointer, width: Int, height: Int, rowStride: Int?,
-                                  format: PixelFormat) throws(YOLOError) {
+    /// Inside the detector's lock and `session.exclusively`.
+    private func preprocess(_ s: inout State, pixels: UnsafeRawBufferPointer, width: Int, height: Int, rowStride: Int?,
+                            format: PixelFormat) throws(YOLOError) {
         let bpp = format.bytesPerPixel
         guard width > 0, height > 0 else {
             throw .invalidArgument("image size \(width)x\(height): width and height must be positive")
@@ -202,20 +211,20 @@ public final class Detector {
         }
         let src = base.assumingMemoryBound(to: UInt8.self)
         let netW = model.inputWidth, netH = model.inputHeight
-        let (newW, newH) = options.resize == .letterbox
+        let (newW, newH) = s.options.resize == .letterbox
             ? letterboxSize(width: width, height: height, netWidth: netW, netHeight: netH)
             : (netW, netH)
         let needPart = 3 * height * newW
-        if needPart > partCapacity {
-            part.deallocate()
-            part = .allocate(capacity: needPart)
-            partCapacity = needPart
+        if needPart > s.partCapacity {
+            s.part.deallocate()
+            s.part = .allocate(capacity: needPart)
+            s.partCapacity = needPart
         }
         let x0 = (netW - newW) / 2, y0 = (netH - newH) / 2
         let input = session.input.baseAddress!
         resizeHorizontal(src, width: width, height: height, rowStride: stride, layout: format.layout,
-                         table: byteTable, outWidth: newW, into: part)
-        resizeVertical(part, width: newW, height: height, outHeight: newH, into: input,
+                         table: s.byteTable, outWidth: newW, into: s.part)
+        resizeVertical(s.part, width: newW, height: height, outHeight: newH, into: input,
                        dstWidth: netW, dstHeight: netH, x0: x0, y0: y0)
         fillOutside(input, width: netW, height: netH, x0: x0, y0: y0, boxWidth: newW, boxHeight: newH, value: 0.5)
     }
@@ -224,23 +233,23 @@ public final class Detector {
     /// `imageWidth` x `imageHeight` preprocessed as `options.resize` says, e.g. by `preprocess`)
     /// and returns its detections.
     public func detectFromInput(imageWidth: Int, imageHeight: Int) throws(YOLOError) -> [Detection] {
-        try lock.withLock { () throws(YOLOError) in
+        try state.withLock { (s: inout State) throws(YOLOError) -> [Detection] in
             try session.exclusively { () throws(YOLOError) in
-                try validateOptions()
+                try validate(s.options)
                 try checkImageSize(imageWidth, imageHeight)
-                lastTiming.preprocess = 0
-                return try runAndDecode(imageWidth: imageWidth, imageHeight: imageHeight)
+                s.timing.preprocess = 0
+                return try runAndDecode(&s, imageWidth: imageWidth, imageHeight: imageHeight)
             }
         }
     }
 
     /// Decodes the heads of the session's last forward pass, for a frame of the given size.
     public func decodeHeads(imageWidth: Int, imageHeight: Int) throws(YOLOError) -> [Detection] {
-        try lock.withLock { () throws(YOLOError) in
+        try state.withLock { (s: inout State) throws(YOLOError) -> [Detection] in
             try session.exclusively { () throws(YOLOError) in
-                try validateOptions()
+                try validate(s.options)
                 try checkImageSize(imageWidth, imageHeight)
-                return try decode(imageWidth: imageWidth, imageHeight: imageHeight)
+                return try decode(&s, imageWidth: imageWidth, imageHeight: imageHeight)
             }
         }
     }
@@ -251,19 +260,18 @@ public final class Detector {
         }
     }
 
-    /// Inside `session.exclusively`.
-    private func runAndDecode(imageWidth: Int, imageHeight: Int) throws(YOLOError) -> [Detection] {
+    /// Inside the detector's lock and `session.exclusively`.
+    private func runAndDecode(_ s: inout State, imageWidth: Int, imageHeight: Int) throws(YOLOError) -> [Detection] {
         let start = monotonicNanoseconds()
         session.forwardLocked()
         let inferred = monotonicNanoseconds()
-        let detections = try decode(imageWidth: imageWidth, imageHeight: imageHeight)
-        lastTiming.inference = inferred - start
-        lastTiming.postprocess = monotonicNanoseconds() - inferred
+        let detections = try decode(&s, imageWidth: imageWidth, imageHeight: imageHeight)
+        s.timing.inference = inferred - start
+        s.timing.postprocess = monotonicNanoseconds() - inferred
         return detections
     }
 
-    private func validateOptions() throws(YOLOError) {
-        let o = options
+    private func validate(_ o: DetectorOptions) throws(YOLOError) {
         guard o.threshold.isFinite, (0...1).contains(o.threshold) else {
             throw .invalidArgument("threshold \(o.threshold): expected a number in 0...1")
         }
@@ -278,7 +286,7 @@ public final class Detector {
         }
     }
 
-    private func decode(imageWidth: Int, imageHeight: Int) throws(YOLOError) -> [Detection] {
+    private func decode(_ s: inout State, imageWidth: Int, imageHeight: Int) throws(YOLOError) -> [Detection] {
         let heads = session.rawHeads
         // A NaN or infinity in a head would decode to boxes with no place (or to none at all):
         // report it instead of a silently wrong answer.
@@ -287,9 +295,9 @@ public final class Detector {
                 throw .numeric("layer \(head.info.inputLayer) (the input of the [yolo] layer \(head.layerIndex)) holds \(head.raw[i]) at index \(i): the weights or the input give non-finite values, so there are no detections to report")
             }
         }
-        return postprocessor.run(heads: heads, netWidth: model.inputWidth, netHeight: model.inputHeight,
-                                 imageWidth: imageWidth, imageHeight: imageHeight, options: options,
-                                 classCount: classCount, names: classNames)
+        return s.postprocessor.run(heads: heads, netWidth: model.inputWidth, netHeight: model.inputHeight,
+                                   imageWidth: imageWidth, imageHeight: imageHeight, options: s.options,
+                                   classCount: classCount, names: classNames)
     }
 }
 

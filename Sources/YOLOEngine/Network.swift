@@ -3,7 +3,7 @@ import YOLOCore
 /// A `Model` and one `Session` of it, for the simple case of one network run by one caller.
 /// The session keeps every layer's output, so any layer can be inspected after a forward.
 /// To run several frames at once, share `model` between several `Session`s instead.
-public final class Network {
+public final class Network: Sendable {
     public let model: Model
     public let session: Session
 

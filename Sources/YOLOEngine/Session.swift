@@ -10,7 +10,14 @@ import YOLOCore
 /// or task, make a session each from the same model. Calls from two threads at once on the
 /// same session are served one after the other (never interleaved), but the results of the
 /// first may be overwritten by the second before its caller reads them.
-public final class Session {
+///
+/// `Sendable`, unchecked: whatever a call changes (the activations, the heads' activation, the
+/// worker pool's hand-offs) is changed under the session's lock, and the rest is immutable after
+/// `init`. What it lends as unsafe pointers (`input`, `output(ofLayer:)`, `heads`) stays valid
+/// until the next forward from any thread: callers sharing a session must order their writes to
+/// `input` and reads of outputs with the others' forwards (`Detector` holds the session from the
+/// filled input to the decoded heads).
+public final class Session: @unchecked Sendable {
     public let model: Model
     /// Threads of this session's forward passes (the calling thread included).
     public let threads: Int

@@ -1,15 +1,10 @@
 import Foundation
 import YOLO
 
-/// The directory of the default cfg, weights and names: $YOLO_WEIGHTS, else weights/ (relative
-/// to the current directory).
-let weightsDirectory: String = {
-    guard let dir = ProcessInfo.processInfo.environment["YOLO_WEIGHTS"], !dir.isEmpty else { return "weights" }
-    return dir.hasSuffix("/") ? String(dir.dropLast()) : dir
-}()
-let defaultCfg = "\(weightsDirectory)/yolov3-tiny.cfg"
-let defaultWeights = "\(weightsDirectory)/yolov3-tiny.weights"
-let defaultNames = "\(weightsDirectory)/coco.names"
+/// The default cfg, weights and names: in $YOLO_WEIGHTS, else weights/ (as for yolo-bench).
+let defaultCfg = DefaultModelFiles.cfg
+let defaultWeights = DefaultModelFiles.weights
+let defaultNames = DefaultModelFiles.names
 
 let mainUsage = """
 Usage:   yolo <command> [options]
@@ -25,7 +20,7 @@ Commands:
   heads     run the network on a raw float32 tensor and write its raw YOLO heads
 
 Run 'yolo <command> --help' for a command's options and defaults.
-The default cfg, weights and names are read from $YOLO_WEIGHTS (a directory), else weights/.
+\(DefaultModelFiles.hint)
 """
 
 func runMain(_ argv: [String]) -> Int32 {

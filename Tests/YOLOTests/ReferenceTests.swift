@@ -200,7 +200,7 @@ final class ReferenceTests: XCTestCase {
         let frames = (0..<2).map { _ in (0..<200 * 150 * 3).map { _ in UInt8(truncatingIfNeeded: rng.next()) } }
         let expected = try frames.map { try detector.detect(rgb: $0, width: 200, height: 150) }
         let sessionInput = try readGzipFloats(fixturePath("dog_input_416.f32.gz"))
-        nonisolated(unsafe) let shared = (detector, frames)
+        let shared = (detector, frames)
         nonisolated(unsafe) var got = [[Detection]](repeating: [], count: 20)
         let lock = NSLock()
         DispatchQueue.concurrentPerform(iterations: 20) { i in
