@@ -35,6 +35,12 @@ if os.path.exists("weights/yolov3-tiny.cfg"):
     shutil.copy("weights/yolov3-tiny.cfg", f"{out}/cfg/yolov3-tiny.cfg")
 
 rng = random.Random(1)
+# Line ends and byte-order marks from other systems (the parser splits LF, CRLF and CR alike).
+small = cfgs[0].encode()
+open(f"{out}/cfg/small0_crlf.cfg", "wb").write(small.replace(b"\n", b"\r\n"))
+open(f"{out}/cfg/small0_cr.cfg", "wb").write(small.replace(b"\n", b"\r"))
+open(f"{out}/cfg/small0_bom.cfg", "wb").write(b"\xef\xbb\xbf" + small)
+open(f"{out}/cfg/small0_bom_crlf.cfg", "wb").write(b"\xef\xbb\xbf" + small.replace(b"\n", b"\r\n"))
 for i, cfg in enumerate(cfgs):
     n = params(cfg)
     assert n == counts[i], (i, n, counts[i])  # keep WeightsFuzzer.swift's counts in step

@@ -132,6 +132,16 @@ func readTextFile(_ path: String, maxBytes: Int = FileLimits.textBytes) throws(Y
 /// Writes `bytes` to `path` atomically: into a new temporary file in the same directory
 /// (`.<name>.tmp-<pid>-<n>`), flushed to disk, then renamed over `path`. A failure leaves any old
 /// file at `path` as it was and no temporary file behind. Returns nil or strerror's text.
+/// The lines of a cfg or names file, split at LF, CRLF or a lone CR, so that a file saved on
+/// Windows (or an old Mac) reads as on Unix with the same line numbers; a UTF-8 byte-order mark
+/// at the start is dropped. A final line break leaves an empty last line. ("\r\n" is one
+/// Character in Swift: splitting at "\n" alone would not split it.)
+func textLines(_ text: String) -> [Substring] {
+    var body = Substring(text)
+    if body.first == "\u{FEFF}" { body = body.dropFirst() }
+    return body.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }
+}
+
 package func writeFileAtomically(_ bytes: UnsafeRawBufferPointer, to path: String) -> String? {
     let slash = path.lastIndex(of: "/")
     let dir = slash.map { String(path[...$0]) } ?? ""

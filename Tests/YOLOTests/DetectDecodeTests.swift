@@ -409,6 +409,18 @@ final class DetectDecodeTests: XCTestCase {
         XCTAssertEqual(try Detector.readClassNames(path: repoRoot + "/weights/coco.names").count, 80)
     }
 
+    /// Issue #16, case 3: names files with CRLF, CR or mixed line ends and a UTF-8 byte-order
+    /// mark give the same names (class 0 is "person", not "\u{FEFF}person").
+    func testClassNamesLineEndsAndByteOrderMark() throws {
+        let path = NSTemporaryDirectory() + "detect-names3-\(getpid()).txt"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for text in ["person\ncar\n", "person\r\ncar\r\n", "person\rcar\r", "person\r\ncar", "\u{FEFF}person\ncar\n",
+                     "\u{FEFF}person\r\ncar\r\n", "\u{FEFF}person\rcar"] {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            XCTAssertEqual(try Detector.readClassNames(path: path), ["person", "car"], text.debugDescription)
+        }
+    }
+
     func testTinyNetworkDetectsOnOddSizesWithoutCrashing() throws {
         // Biases: objectness and class 0 high: every cell reports class 0, NMS keeps few.
         let detector = try Detector(model: tinyModel(width: 8, height: 8), classNames: ["thing", "other"])

@@ -165,13 +165,10 @@ public final class Detector {
         byteTable.deallocate()
     }
 
-    /// Reads a Darknet names file: one class name per line (a final newline is optional;
-    /// carriage returns before newlines are dropped).
+    /// Reads a Darknet names file: one class name per line (LF, CRLF or CR; a final line break
+    /// is optional; a UTF-8 byte-order mark at the start is dropped, see `textLines`).
     public static func readClassNames(path: String) throws(YOLOError) -> [String] {
-        let text = try readTextFile(path)
-        // "\r\n" is one Character in Swift, so both line ends are separators here.
-        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
-            .map(String.init)
+        var lines = textLines(try readTextFile(path)).map(String.init)
         if lines.last == "" { lines.removeLast() }
         return lines
     }
