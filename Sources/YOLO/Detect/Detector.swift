@@ -321,7 +321,7 @@ public final class Detector {
                 throw .numeric("layer \(head.info.inputLayer) (the input of the [yolo] layer \(head.layerIndex)) holds \(head.raw[i]) at index \(i): the weights or the input give non-finite values, so there are no detections to report")
             }
         }
-        return postprocessor.run(heads: heads, netWidth: model.inputWidth, netHeight: model.inputHeight,
+        return try postprocessor.run(heads: heads, netWidth: model.inputWidth, netHeight: model.inputHeight,
                                  imageWidth: imageWidth, imageHeight: imageHeight, options: options,
                                  classCount: classCount, names: classNames)
     }
@@ -334,9 +334,10 @@ struct Postprocessor {
     private var scratch: [Int] = []
 
     /// The detections in `heads` for a frame of `imageWidth` x `imageHeight`, one per (box, class)
-    /// above the threshold, boxes in Darknet's order after NMS. `names` may be empty.
+    /// above the threshold, boxes in Darknet's order after NMS. `names` may be empty. Throws when
+    /// a decoded box is not finite (see `checkDecodedBoxes`).
     mutating func run(heads: [HeadView], netWidth: Int, netHeight: Int, imageWidth: Int, imageHeight: Int,
-                      options o: DetectorOptions, classCount: Int, names: [String]) -> [Detection] {
+                      options o: DetectorOptions, classCount: Int, names: [String]) throws(YOLOError) -> [Detection] {
         var allowed: [Bool]? = nil
         var classes = Array(0..<classCount)
         if let filter = o.classFilter {
@@ -352,6 +353,7 @@ struct Postprocessor {
                 undoLetterbox(&boxes, range: first..<boxes.count, imageWidth: imageWidth, imageHeight: imageHeight,
                               netWidth: netWidth, netHeight: netHeight)
             }
+            try checkDecodedBoxes(boxes, range: first..<boxes.count, head: head, imageWidth: imageWidth, imageHeight: imageHeight)
         }
         // Darknet takes nms_kind and beta_nms from the network's last layer (its last [yolo]).
         let rule = heads.last.map { Suppression(kind: $0.info.nmsKind, beta: $0.info.betaNMS) } ?? Suppression()
