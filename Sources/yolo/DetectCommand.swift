@@ -157,6 +157,8 @@ enum DetectCommand {
             if !dir.isEmpty, made.insert(dir).inserted { try makeDirectories(dir) }
         }
 
+        removeTemporaryFilesOnSignals()
+
         let detector = try Detector(cfgPath: cfgPath, weightsPath: weightsPath, namesPath: namesPath,
                                     options: options, threads: threads, modelOptions: modelOptions)
         if let list = a.string("classes") { detector.options.classFilter = try classFilter(list, names: detector) }

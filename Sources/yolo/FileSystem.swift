@@ -1,3 +1,5 @@
+// The file system for the commands: file identities (no output may replace an input), the
+// search of directories for images, output directories and files, temporary files on signals.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -83,5 +85,22 @@ func readInputFile(_ path: String, maxBytes: Int) throws -> [UInt8] {
     switch readRegularFile(path, maxBytes: maxBytes) {
     case .success(let bytes): return bytes
     case .failure(let failure): throw FileError(path: path, what: failure.reason)
+    }
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP remove the temporary files of the outputs being written
+/// before they end the process (as they would have: same exit status). A signal that is
+/// ignored (e.g. SIGHUP under nohup) stays ignored.
+func removeTemporaryFilesOnSignals() {
+    removeTemporaryFilesInFlight()  // sets up its state now, not in the handler
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        let previous = signal(sig) { sig in
+            removeTemporaryFilesInFlight()
+            signal(sig, SIG_DFL)
+            raise(sig)
+        }
+        if let previous, unsafeBitCast(previous, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self) {
+            signal(sig, SIG_IGN)
+        }
     }
 }

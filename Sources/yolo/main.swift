@@ -30,6 +30,9 @@ The default cfg, weights and names are read from $YOLO_WEIGHTS (a directory), el
 func runMain(_ argv: [String]) -> Int32 {
     guard let command = argv.first else { printError(mainUsage); return 64 }
     let rest = Array(argv.dropFirst())
+    // Past `ulimit -f`, a write fails with EFBIG (reported, its temporary file removed) instead
+    // of SIGXFSZ killing the process and leaving the temporary file behind.
+    signal(SIGXFSZ, SIG_IGN)
     do {
         switch command {
         case "detect": return try DetectCommand.run(rest)
