@@ -31,8 +31,11 @@ enum Fixtures {
 
     /// Pseudo-random pixels (they do not compress: the annotated image is about 3 bytes a pixel).
     static func noise(_ x: Int, _ y: Int) -> [UInt8] {
-        let v = UInt32(truncatingIfNeeded: (x &* 7919 &+ y &* 104729) &* 2654435761)
-        return [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF)]
+        var z = UInt64(y << 20 | x) &* 0x9E37_79B9_7F4A_7C15  // SplitMix64's finaliser
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return [UInt8(z & 0xFF), UInt8(z >> 8 & 0xFF), UInt8(z >> 16 & 0xFF)]
     }
 
     static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
