@@ -1,5 +1,7 @@
 // Hardened file access shared by every module: caps on file sizes, reading only regular files
-// (checked before a byte is read), and atomic writes (temporary file, fsync, rename).
+// (checked before a byte is read), text lines, and atomic writes (temporary file, fsync, rename;
+// the temporary files in flight are recorded, for a signal handler to remove).
+import Synchronization
 
 /// Size caps on the files the engine reads. A file over its cap is refused before anything is
 /// allocated for it; so are FIFOs, devices, sockets and directories (only regular files are read).
@@ -109,6 +111,16 @@ package func readRegularFile(_ path: String, maxBytes: Int) -> Result<[UInt8], F
     }
 }
 
+/// The lines of a cfg or names file, split at LF, CRLF or a lone CR, so that a file saved on
+/// Windows (or an old Mac) reads as on Unix with the same line numbers; a UTF-8 byte-order mark
+/// at the start is dropped. A final line break leaves an empty last line. ("\r\n" is one
+/// Character in Swift: splitting at "\n" alone would not split it.)
+package func textLines(_ text: String) -> [Substring] {
+    var body = Substring(text)
+    if body.first == "\u{FEFF}" { body = body.dropFirst() }
+    return body.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }
+}
+
 /// Writes `bytes` to `path` atomically: into a new temporary file in the same directory
 /// (`.<name>.tmp-<pid>-<n>`), flushed to disk, then renamed over `path`. A failure leaves any old
 /// file at `path` as it was and no temporary file behind. Returns nil or strerror's text.
@@ -119,8 +131,12 @@ package func writeFileAtomically(_ bytes: UnsafeRawBufferPointer, to path: Strin
     guard !name.isEmpty else { return errnoText(EISDIR) }
     var fd: Int32 = -1
     var temporary = ""
+    // Registered before it exists, so that a signal at any moment removes it (see TemporaryFiles).
+    let slot = TemporaryFiles.shared.claim()
+    defer { if let slot { TemporaryFiles.shared.release(slot) } }
     for attempt in 0..<100 {
         temporary = "\(dir).\(name).tmp-\(getpid())-\(attempt)"
+        if let slot { TemporaryFiles.shared.record(temporary, in: slot) }
         fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         if fd >= 0 || errno != EEXIST { break }
     }
@@ -151,4 +167,69 @@ package func writeFileAtomically(_ bytes: UnsafeRawBufferPointer, to path: Strin
         return errnoText(code)
     }
     return nil
+}
+
+/// The temporary files `writeFileAtomically` is writing right now, so that a signal handler can
+/// remove them (`removeTemporaryFilesInFlight`). Up to 64 at once, each path in a slot of
+/// memory allocated once: the handler only loads an atomic mask and calls unlink, both safe in
+/// a signal handler. A write that finds every slot taken is not covered (it still cleans up
+/// after its own errors).
+final class TemporaryFiles: @unchecked Sendable {
+    static let shared = TemporaryFiles()
+    static let slotBytes = 4096
+
+    /// Slots owned by a writer (one bit per slot).
+    private let claimed = Atomic<UInt64>(0)
+    /// Slots whose path is complete: what the handler removes.
+    private let recorded = Atomic<UInt64>(0)
+    /// 64 slots of `slotBytes`: NUL-terminated paths.
+    private let paths: UnsafeMutablePointer<UInt8>
+
+    private init() {
+        paths = .allocate(capacity: 64 * Self.slotBytes)
+        paths.initialize(repeating: 0, count: 64 * Self.slotBytes)
+    }
+
+    private func path(_ slot: Int) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(paths + slot * Self.slotBytes).assumingMemoryBound(to: CChar.self)
+    }
+
+    /// A free slot, or nil when all 64 are taken.
+    func claim() -> Int? {
+        var mask = claimed.load(ordering: .relaxed)
+        while mask != .max {
+            let slot = (~mask).trailingZeroBitCount
+            let (exchanged, original) = claimed.compareExchange(expected: mask, desired: mask | 1 << slot,
+                                                                  ordering: .acquiringAndReleasing)
+            if exchanged { return slot }
+            mask = original
+        }
+        return nil
+    }
+
+    /// Makes `path` the slot's file to remove on a signal (a path too long for a slot is not recorded).
+    func record(_ path: String, in slot: Int) {
+        recorded.bitwiseAnd(~(1 << slot), ordering: .releasing)
+        let bytes = Array(path.utf8) + [0]
+        guard bytes.count <= Self.slotBytes else { return }
+        (paths + slot * Self.slotBytes).update(from: bytes, count: bytes.count)
+        recorded.bitwiseOr(1 << slot, ordering: .releasing)
+    }
+
+    func release(_ slot: Int) {
+        recorded.bitwiseAnd(~(1 << slot), ordering: .releasing)
+        claimed.bitwiseAnd(~(1 << slot), ordering: .releasing)
+    }
+
+    /// Unlinks every recorded file; async-signal-safe.
+    func removeAll() {
+        let mask = recorded.load(ordering: .acquiring)
+        for slot in 0..<64 where mask & 1 << slot != 0 { unlink(path(slot)) }
+    }
+}
+
+/// Removes the temporary files `writeFileAtomically` is writing at this moment: for a signal
+/// handler (async-signal-safe: an atomic load and unlink), which then lets the signal end the process.
+package func removeTemporaryFilesInFlight() {
+    TemporaryFiles.shared.removeAll()
 }

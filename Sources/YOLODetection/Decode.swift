@@ -111,3 +111,24 @@ func undoLetterbox(_ boxes: inout CandidateBoxes, range: Range<Int>, imageWidth:
         boxes.h[i] *= growY
     }
 }
+
+/// Throws when a box in `range` (decoded from `head`, its letterbox undone) or its scores are not
+/// finite numbers, or its edges in the image's pixels (as `Detection` reports them) are not.
+/// The raw heads are finite by then (checked before decoding), so this happens only when a
+/// box's size overflows: exp(tw) of a raw value over about 88, which no network whose weights
+/// fit its cfg gives. Such boxes have no place in the image (JSON would say null, COCO's
+/// clamping would turn them into whole-image boxes): the frame fails, naming the head, rather
+/// than reporting boxes that are not there or silently dropping what the network said.
+func checkDecodedBoxes(_ boxes: CandidateBoxes, range: Range<Int>, head: HeadView,
+                       imageWidth: Int, imageHeight: Int) throws(YOLOError) {
+    let iw = Float(imageWidth), ih = Float(imageHeight)
+    for i in range {
+        let x = boxes.x[i], y = boxes.y[i], w = boxes.w[i], h = boxes.h[i]
+        let left = (x - w / 2) * iw, right = (x + w / 2) * iw, top = (y - h / 2) * ih, bottom = (y + h / 2) * ih
+        var finite = x.isFinite && y.isFinite && w.isFinite && h.isFinite && boxes.objectness[i].isFinite
+            && left.isFinite && right.isFinite && top.isFinite && bottom.isFinite
+        for k in (i * boxes.classes)..<((i + 1) * boxes.classes) where !boxes.probs[k].isFinite { finite = false }
+        if finite { continue }
+        throw .numeric("the [yolo] layer \(head.layerIndex) decodes a box to x \(x), y \(y), width \(w), height \(h) (relative to the image): its raw values overflow, so the weights do not fit this network and there are no detections to report")
+    }
+}

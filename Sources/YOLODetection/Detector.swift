@@ -136,13 +136,10 @@ public final class Detector: Sendable {
 
     deinit { state.withLock { s in s.part.deallocate(); s.byteTable.deallocate() } }
 
-    /// Reads a Darknet names file: one class name per line (a final newline is optional;
-    /// carriage returns before newlines are dropped).
+    /// Reads a Darknet names file: one class name per line (LF, CRLF or CR; a final line break
+    /// is optional; a UTF-8 byte-order mark at the start is dropped, see `textLines`).
     public static func readClassNames(path: String) throws(YOLOError) -> [String] {
-        let text = try readTextFile(path)
-        // "\r\n" is one Character in Swift, so both line ends are separators here.
-        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
-            .map(String.init)
+        var lines = textLines(try readTextFile(path)).map(String.init)
         if lines.last == "" { lines.removeLast() }
         return lines
     }
@@ -295,9 +292,9 @@ public final class Detector: Sendable {
                 throw .numeric("layer \(head.info.inputLayer) (the input of the [yolo] layer \(head.layerIndex)) holds \(head.raw[i]) at index \(i): the weights or the input give non-finite values, so there are no detections to report")
             }
         }
-        return s.postprocessor.run(heads: heads, netWidth: model.inputWidth, netHeight: model.inputHeight,
-                                   imageWidth: imageWidth, imageHeight: imageHeight, options: s.options,
-                                   classCount: classCount, names: classNames)
+        return try s.postprocessor.run(heads: heads, netWidth: model.inputWidth, netHeight: model.inputHeight,
+                                       imageWidth: imageWidth, imageHeight: imageHeight, options: s.options,
+                                       classCount: classCount, names: classNames)
     }
 }
 
@@ -308,9 +305,10 @@ struct Postprocessor {
     private var scratch: [Int] = []
 
     /// The detections in `heads` for a frame of `imageWidth` x `imageHeight`, one per (box, class)
-    /// above the threshold, boxes in Darknet's order after NMS. `names` may be empty.
+    /// above the threshold, boxes in Darknet's order after NMS. `names` may be empty. Throws when
+    /// a decoded box is not finite (see `checkDecodedBoxes`).
     mutating func run(heads: [HeadView], netWidth: Int, netHeight: Int, imageWidth: Int, imageHeight: Int,
-                      options o: DetectorOptions, classCount: Int, names: [String]) -> [Detection] {
+                      options o: DetectorOptions, classCount: Int, names: [String]) throws(YOLOError) -> [Detection] {
         var allowed: [Bool]? = nil
         var classes = Array(0..<classCount)
         if let filter = o.classFilter {
@@ -326,6 +324,7 @@ struct Postprocessor {
                 undoLetterbox(&boxes, range: first..<boxes.count, imageWidth: imageWidth, imageHeight: imageHeight,
                               netWidth: netWidth, netHeight: netHeight)
             }
+            try checkDecodedBoxes(boxes, range: first..<boxes.count, head: head, imageWidth: imageWidth, imageHeight: imageHeight)
         }
         // Darknet takes nms_kind and beta_nms from the network's last layer (its last [yolo]).
         let rule = heads.last.map { Suppression(kind: $0.info.nmsKind, beta: $0.info.betaNMS) } ?? Suppression()

@@ -178,7 +178,7 @@ final class CfgSemanticsTests: XCTestCase {
         try n.forward(raw)
         var p = Postprocessor()
         let netSize = 416
-        let found = p.run(heads: n.heads, netWidth: netSize, netHeight: netSize, imageWidth: netSize, imageHeight: netSize,
+        let found = try p.run(heads: n.heads, netWidth: netSize, netHeight: netSize, imageWidth: netSize, imageHeight: netSize,
                           options: DetectorOptions(), classCount: 2, names: [])
         XCTAssertEqual(found.count, 3)
         let scale: Float = 1.05, shift = Float(-0.5 * (Double(Float(1.05)) - 1))
@@ -214,7 +214,7 @@ final class CfgSemanticsTests: XCTestCase {
         raw[5 * 13 + 7] = 1.3; raw[169 + 5 * 13 + 7] = -0.7; raw[4 * 169 + 5 * 13 + 7] = 3; raw[5 * 169 + 5 * 13 + 7] = 3
         try n.forward(raw)
         var p = Postprocessor()
-        let d = p.run(heads: n.heads, netWidth: 416, netHeight: 416, imageWidth: 416, imageHeight: 416,
+        let d = try p.run(heads: n.heads, netWidth: 416, netHeight: 416, imageWidth: 416, imageHeight: 416,
                       options: DetectorOptions(), classCount: 2, names: [])
         XCTAssertEqual(d.count, 1)
         XCTAssertEqual(d[0].x, (7 + Self.logistic(1.3)) / 13)
@@ -231,7 +231,7 @@ final class CfgSemanticsTests: XCTestCase {
         raw[base + 4 * 169] = 0.8; raw[base + 6 * 169] = 0.7
         try n.forward(raw)
         var p = Postprocessor()
-        let d = p.run(heads: n.heads, netWidth: 416, netHeight: 416, imageWidth: 416, imageHeight: 416,
+        let d = try p.run(heads: n.heads, netWidth: 416, netHeight: 416, imageWidth: 416, imageHeight: 416,
                       options: DetectorOptions(), classCount: 2, names: [])
         XCTAssertEqual(d.count, 1)
         XCTAssertEqual(d[0].classIndex, 1)

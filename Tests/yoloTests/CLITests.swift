@@ -62,7 +62,8 @@ final class CLITests: XCTestCase {
         let detect = try yolo(["detect", "--help"])
         XCTAssertEqual(detect.status, 0)
         for text in ["Usage:", "Example:", "--thresh", "default 0.25", "--nms", "default 0.45", "--json", "--coco",
-                     "--output", "predictions.png", "--no-draw", "--agnostic", "--stretch", "--no-exif", "--threads"] {
+                     "--output", "predictions.png", "--no-draw", "--agnostic", "--stretch", "--no-exif", "--threads",
+                     "--save-txt", "--save-conf", "--ext-output"] {
             XCTAssertTrue(detect.stdout.contains(text), "detect --help lacks \(text)")
         }
         XCTAssertEqual(try yolo(["detect", "-h"]).status, 0)
@@ -230,7 +231,7 @@ final class CLITests: XCTestCase {
         let r = try yolo(["detect", coffee, motorcycle, "--json", "--thresh", "0.1", "--output", dir + "/annotated",
                           "--coco", coco] + modelArgs, in: dir)
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertEqual(r.stderr, "")
+        XCTAssertEqual(r.stderr, "yolo: 2 annotated images in \(dir)/annotated/\n")
         let objects = try jsonLines(r.stdout)
         XCTAssertEqual(objects.count, 2)
         XCTAssertEqual(objects.map { $0["image"] as? String }, [coffee, motorcycle])

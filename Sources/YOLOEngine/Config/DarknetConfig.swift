@@ -1,7 +1,8 @@
 import YOLOCore
 
 /// A parsed Darknet `.cfg` file: `[section]` headers followed by `key=value` lines.
-/// Comments start with `#` or `;`; blank lines and spaces are ignored, as in Darknet.
+/// Comments start with `#` or `;`; blank lines and spaces are ignored, as in Darknet. Lines end
+/// with LF, CRLF or CR (see `textLines`); a UTF-8 byte-order mark at the start is ignored.
 public struct DarknetConfig: Sendable {
     public struct Option: Sendable {
         public let key: String
@@ -115,7 +116,7 @@ public struct DarknetConfig: Sendable {
         self.file = file
         var sections: [Section] = []
         var lineNo = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for rawLine in textLines(text) {
             lineNo += 1
             // Darknet strips every whitespace character from a line, not only the ends.
             var line = String(rawLine.filter { !$0.isWhitespace })
