@@ -18,8 +18,13 @@ options:
   --threads LIST   thread counts to measure, comma-separated (default: 1,<cores>)
   --runs N         timed forward passes per thread count (default: 50)
   --warmup N       untimed passes before timing (default: 5)
-  --conv LIST      3x3 convolutions: winograd (F(4x4) or F(2x2) per layer), winograd2 (F(2x2)
-                   only), im2col (default: winograd,im2col); one model per algorithm and --gemm
+  --conv LIST      which algorithms the plan may use: winograd (all), winograd2 (no F(4x4)),
+                   im2col (no Winograd) (default: winograd,im2col); one model per entry and --gemm
+  --plan P         how each layer's algorithm is chosen: cached (default: the plan 'yolo tune'
+                   stored for this CPU, threads and model, else the table), table, measure
+                   (measured now unless cached; stored)
+  --tune           measure every layer's candidates now (as 'yolo tune'), store the plan and
+                   print its table for each thread count before timing
   --gemm LIST      GEMM kernels: automatic (ours at this CPU's level; YOLO_KERNEL_LEVEL lowers
                    it), kernels, openblas (default: automatic)
   --no-layers      skip the per-layer table
@@ -52,6 +57,7 @@ struct Options {
     var input: String? = nil
     var serve = false
     var conv: [ModelOptions.Convolution] = [.winograd, .im2col]
+    var plan = "cached"
     var gemm: [ModelOptions.GemmBackend] = [.automatic]
 }
 
@@ -88,6 +94,10 @@ func parse(_ args: [String]) -> Options {
                 guard let c = ModelOptions.Convolution(rawValue: String($0)) else { fail("--conv \($0): expected winograd or im2col") }
                 return c
             }
+        case "--plan":
+            o.plan = value()
+            guard ["cached", "table", "measure"].contains(o.plan) else { fail("--plan \(o.plan): expected cached, table or measure") }
+        case "--tune": o.plan = "tune"
         case "--no-layers": o.layers = false
         case "--json": o.json = true
         case "--image": o.image = value()
@@ -149,6 +159,35 @@ func loadInput(_ path: String, count: Int) -> [Float] {
     }
 }
 
+/// The planning `--plan` asks for, measured for sessions of `threads` threads.
+@MainActor func modelOptions(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend, threads: Int) -> ModelOptions {
+    let directory = PlanCache.defaultDirectory
+    let planning: Planning
+    switch options.plan {
+    case "table": planning = .table
+    case "measure": planning = .measure(cacheDirectory: directory)
+    case "tune": planning = .remeasure(cacheDirectory: directory)
+    default: planning = directory.map { .cached(cacheDirectory: $0) } ?? .table
+    }
+    return ModelOptions(convolution: conv, gemm: gemm, planning: planning, tuningThreads: threads)
+}
+
+/// A model per (algorithms, GEMM, threads): plans are made for a thread count.
+var models: [String: Model] = [:]
+@MainActor func loadModel(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend, threads: Int) throws -> Model {
+    let key = "\(conv) \(gemm) \(options.plan == "table" ? 0 : threads)"
+    if let m = models[key] { return m }
+    let m = try Model(cfgPath: options.cfg, weightsPath: options.weights, options: modelOptions(conv, gemm, threads: threads))
+    models[key] = m
+    let sources = Set(m.plan.entries.compactMap { $0.source?.rawValue }).sorted().joined(separator: ", ")
+    say("plan (\(conv.rawValue), \(m.gemmKernels), \(threads) thread\(threads == 1 ? "" : "s")): \(sources)"
+        + (m.plan.tuningSeconds > 0 ? "; measured in \(fmt(m.plan.tuningSeconds, 2)) s" : "")
+        + (m.plan.cacheFile.map { "; cache \($0)" } ?? ""))
+    if options.plan == "tune" { say(m.plan.description) }
+    for w in m.plan.warnings { warn(w) }
+    return m
+}
+
 let runStart = LoadSample.now()
 do {
     if options.serve {
@@ -161,8 +200,8 @@ do {
     }
 
     // 1. Start-up: load the network and a photo, detect. This is what a CLI user waits for.
-    let detector = try Detector(cfgPath: options.cfg, weightsPath: options.weights, threads: options.threads.last!,
-                                modelOptions: ModelOptions(convolution: options.conv[0], gemm: options.gemm[0]))
+    let detector = try Detector(model: loadModel(options.conv[0], options.gemm[0], threads: options.threads.last!),
+                                threads: options.threads.last!)
     var photo: RGBImage
     var photoName = options.image
     if FileManager.default.fileExists(atPath: options.image) {
@@ -207,9 +246,8 @@ do {
     // 3. Latency per thread count, and the per-layer profile.
     var results: [[String: Any]] = []
     for conv in options.conv { for gemm in options.gemm {
-      let convModel = conv == model.options.convolution && gemm == model.options.gemm
-          ? model : try Model(cfgPath: options.cfg, weightsPath: options.weights, options: ModelOptions(convolution: conv, gemm: gemm))
       for threads in options.threads {
+        let convModel = try loadModel(conv, gemm, threads: threads)
         let network = try Session(model: convModel, threads: threads)
         try network.forward(input)
         for _ in 0..<options.warmup { network.forward() }
