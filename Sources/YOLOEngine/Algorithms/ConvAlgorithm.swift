@@ -115,17 +115,40 @@ func applyEpilogue(_ epilogue: Epilogue?, _ output: UnsafeMutablePointer<Float>,
     }
 }
 
-/// Runs `body(part, block)` for every block in 0..<blockCount, the blocks dealt out to the
-/// pool's threads round-robin, each block on one thread (its own scratch). The count is rounded
-/// up to a multiple of the threads and `body` maps a block to its share of rows, so no thread
-/// waits for another's larger block. Returns thread 0's summed result (GEMM time).
-func runBlocksPerThread(_ pool: WorkerPool, blocks: Int, _ body: (_ part: Int, _ block: Int, _ of: Int) -> UInt64) -> UInt64 {
+/// Where one block of a blocked algorithm runs: its scratch, and the pool to spread it over
+/// (nil: the calling thread alone, with that thread's GEMM scratch).
+struct BlockPlace {
+    let workspace: UnsafeMutablePointer<Float>
+    let pool: WorkerPool?
+    let scratch: GemmScratch
+    let timed: Bool
+}
+
+/// Runs `block(range, place)` over 0..<total (output rows, tile rows) in `count` blocks of
+/// `size`. With several threads and at least as many blocks, each thread takes whole blocks
+/// round-robin (the count rounded up to a multiple of the threads and the rows spread evenly,
+/// so no thread waits for another's larger block), each on its own scratch; otherwise one block
+/// at a time, each spread over all threads. Returns thread 0's summed result (GEMM time).
+func runInBlocks(total: Int, size: Int, count: Int, context: StepContext,
+                 _ block: (Range<Int>, BlockPlace) -> UInt64) -> UInt64 {
+    let pool = context.pool
+    guard pool.threadCount > 1 && count >= pool.threadCount else {
+        var sum: UInt64 = 0
+        let place = BlockPlace(workspace: context.workspace, pool: pool, scratch: context.gemmScratch, timed: context.timesGemm)
+        for b in 0..<count { sum &+= block(b * size ..< min(total, (b + 1) * size), place) }
+        return sum
+    }
     let parts = pool.threadCount
-    let rounded = (blocks + parts - 1) / parts * parts
+    let rounded = (count + parts - 1) / parts * parts
+    let ctx = context
     return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: parts) { times in
         times.initialize(repeating: 0)
         pool.run { part in
-            for b in Swift.stride(from: part, to: rounded, by: parts) { times[part] &+= body(part, b, rounded) }
+            let place = BlockPlace(workspace: ctx.workspace(part: part), pool: nil, scratch: ctx.gemmScratch.only(part),
+                                   timed: ctx.timesGemm)
+            for b in Swift.stride(from: part, to: rounded, by: parts) {
+                times[part] &+= block(total * b / rounded ..< total * (b + 1) / rounded, place)
+            }
         }
         return times[0]
     }

@@ -34,31 +34,16 @@ final class Im2colGemm: ConvKernel {
 
     func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
              context: StepContext) -> UInt64 {
-        let pool = context.pool, oh = conv.outputShape.h
-        if pool.threadCount > 1 && blockCount >= pool.threadCount {
-            // Each thread takes whole blocks: im2col, GEMM and epilogue of a block on one core.
-            let ctx = context
-            return runBlocksPerThread(pool, blocks: blockCount) { part, b, of in
-                self.block(src, out, rows: oh * b / of ..< oh * (b + 1) / of, epilogue: epilogue,
-                           workspace: ctx.workspace(part: part), pool: nil, scratch: ctx.gemmScratch.only(part),
-                           timed: ctx.timesGemm)
-            }
+        runInBlocks(total: conv.outputShape.h, size: blockRows, count: blockCount, context: context) { rows, place in
+            block(src, out, rows: rows, epilogue: epilogue, place)
         }
-        // One block at a time, each spread over all threads (im2col rows, then the GEMM).
-        var gemmTime: UInt64 = 0
-        for b in 0..<blockCount {
-            let rows = b * blockRows ..< min(oh, (b + 1) * blockRows)
-            gemmTime &+= block(src, out, rows: rows, epilogue: epilogue, workspace: context.workspace, pool: pool,
-                               scratch: context.gemmScratch, timed: context.timesGemm)
-        }
-        return gemmTime
     }
 
-    /// im2col + GEMM + epilogue for output rows `rows` (at most `blockRows`). With a pool the
-    /// work is spread over its threads; without, it runs on the calling thread.
+    /// im2col + GEMM + epilogue for output rows `rows` (at most `blockRows`), spread over the
+    /// place's pool or on the calling thread.
     private func block(_ src: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, rows: Range<Int>,
-                       epilogue: Epilogue?, workspace: UnsafeMutablePointer<Float>, pool: WorkerPool?,
-                       scratch: GemmScratch, timed isTimed: Bool) -> UInt64 {
+                       epilogue: Epilogue?, _ place: BlockPlace) -> UInt64 {
+        let (workspace, pool) = (place.workspace, place.pool)
         let (h, w, k, s, p) = (conv.inputShape.h, conv.inputShape.w, conv.size, conv.stride, conv.pad)
         let (oh, ow, columns) = (conv.outputShape.h, conv.outputShape.w, conv.columns)
         if let pool {
@@ -71,9 +56,9 @@ final class Im2colGemm: ConvKernel {
                    rows: 0..<columns, into: workspace)
         }
         let n = rows.count * ow
-        let elapsed = timed(isTimed) {
+        let elapsed = timed(place.timed) {
             Gemm.multiply(weights, workspace, n: n, ldb: n, into: out + rows.lowerBound * ow, ldc: oh * ow, pool: pool,
-                          scratch: scratch)
+                          scratch: place.scratch)
         }
         applyEpilogue(epilogue, out, shape: conv.outputShape, rows: rows, pool: pool)
         return elapsed

@@ -60,29 +60,16 @@ final class WinogradConv: ConvKernel {
 
     func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
              context: StepContext) -> UInt64 {
-        let pool = context.pool
-        if pool.threadCount > 1 && blockCount >= pool.threadCount {
-            let ctx = context, th = tilesHigh
-            return runBlocksPerThread(pool, blocks: blockCount) { part, b, of in
-                self.block(src, out, tileRows: th * b / of ..< th * (b + 1) / of, epilogue: epilogue,
-                           workspace: ctx.workspace(part: part), pool: nil, scratch: ctx.gemmScratch.only(part),
-                           timed: ctx.timesGemm)
-            }
+        runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
+            block(src, out, tileRows: tileRows, epilogue: epilogue, place)
         }
-        var total: UInt64 = 0
-        for b in 0..<blockCount {
-            let rows = b * blockTileRows ..< min(tilesHigh, (b + 1) * blockTileRows)
-            total &+= block(src, out, tileRows: rows, epilogue: epilogue, workspace: context.workspace, pool: pool,
-                            scratch: context.gemmScratch, timed: context.timesGemm)
-        }
-        return total
     }
 
-    /// Input transform -> GEMMs -> output transform -> epilogue for tile rows `tileRows`. With a
-    /// pool the work is spread over its threads; without, it runs on the calling thread.
+    /// Input transform -> GEMMs -> output transform -> epilogue for tile rows `tileRows`, spread
+    /// over the place's pool or on the calling thread.
     private func block(_ src: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, tileRows: Range<Int>,
-                       epilogue: Epilogue?, workspace: UnsafeMutablePointer<Float>, pool: WorkerPool?,
-                       scratch: GemmScratch, timed isTimed: Bool) -> UInt64 {
+                       epilogue: Epilogue?, _ place: BlockPlace) -> UInt64 {
+        let (workspace, pool) = (place.workspace, place.pool)
         let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)
         let (oh, ow) = (conv.outputShape.h, conv.outputShape.w)
         let tiles = tileRows.count * tw
@@ -97,9 +84,9 @@ final class WinogradConv: ConvKernel {
                               outWidth: ow, into: out)
         }
         if let pool { pool.parallelFor(c, input) } else { input(0..<c) }
-        let elapsed = timed(isTimed) {
+        let elapsed = timed(place.timed) {
             Gemm.multiplyBatch(kernels, v, bStride: c * tiles, n: tiles, into: mo, cStride: m * tiles, pool: pool,
-                               scratch: scratch)
+                               scratch: place.scratch)
         }
         if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
         applyEpilogue(epilogue, out, shape: conv.outputShape,

@@ -6,18 +6,12 @@ import YOLOKernels
 /// [convolutional]: convolution + batch norm (folded into weights and biases at load) + activation.
 final class ConvolutionalLayer: Layer {
     let kind = LayerKind.convolutional
-    let index: Int
-    let sources: [Int]
-    let inputShape: Shape
-    let outputShape: Shape
+    let place: LayerPlace
     let filters: Int, size: Int, stride: Int, pad: Int
     let batchNormalize: Bool
     let activation: Activation
 
     init(section: DarknetConfig.Section, index: Int, inputShape: Shape) throws(YOLOError) {
-        self.index = index
-        sources = [index - 1]
-        self.inputShape = inputShape
         filters = try section.positive("filters", section.int("filters", default: 1))
         size = try section.positive("size", section.int("size", default: 1))
         stride = try section.positive("stride", section.int("stride", default: 1))
@@ -35,7 +29,8 @@ final class ConvolutionalLayer: Layer {
         }
         let outH = (inputShape.h + 2 * pad - size) / stride + 1
         let outW = (inputShape.w + 2 * pad - size) / stride + 1
-        outputShape = Shape(c: filters, h: outH, w: outW)
+        place = LayerPlace(index: index, sources: [index - 1], input: inputShape,
+                           output: Shape(c: filters, h: outH, w: outW))
     }
 
     /// Depth of the GEMM: input channels x kernel taps.

@@ -14,6 +14,17 @@ public enum LayerKind: String, Sendable {
     case convolutional, maxpool, upsample, route, shortcut, yolo
 }
 
+/// Where a layer sits in a network: its index, the outputs it reads, its input and output shapes.
+struct LayerPlace: Sendable {
+    /// The layer's index in the network (0-based, after [net]).
+    let index: Int
+    /// The layers whose outputs it reads (-1: the network input).
+    let sources: [Int]
+    /// Shape of the (first) input, and of the output.
+    let input: Shape
+    let output: Shape
+}
+
 /// One layer of a network as the cfg describes it: shapes, the earlier layers it reads and how
 /// many parameters it takes from the weights file. Layers are built from their cfg section and
 /// never change afterwards; how they are computed (which algorithm, fused with which neighbour)
@@ -22,13 +33,7 @@ public enum LayerKind: String, Sendable {
 /// Layers are classes: Embedded Swift allows existentials of class-bound protocols only.
 protocol Layer: AnyObject, Sendable {
     var kind: LayerKind { get }
-    /// This layer's index in the network (0-based, after [net]).
-    var index: Int { get }
-    var outputShape: Shape { get }
-    /// Shape of the (first) input.
-    var inputShape: Shape { get }
-    /// The layers whose outputs this layer reads (-1: the network input).
-    var sources: [Int] { get }
+    var place: LayerPlace { get }
     /// Multiply-adds x 2 per forward (0 for layers that do no arithmetic worth counting).
     var flops: Int { get }
     /// Kernel size and stride, for summaries (0 when they do not apply).
@@ -45,6 +50,10 @@ protocol Layer: AnyObject, Sendable {
 }
 
 extension Layer {
+    var index: Int { place.index }
+    var sources: [Int] { place.sources }
+    var inputShape: Shape { place.input }
+    var outputShape: Shape { place.output }
     var flops: Int { 0 }
     var geometry: (size: Int, stride: Int) { (0, 0) }
     var parameterCount: Int { 0 }

@@ -6,24 +6,19 @@ import YOLOKernels
 /// taps that exist.
 final class MaxPoolLayer: ComputedLayer {
     let kind = LayerKind.maxpool
-    let index: Int
-    let sources: [Int]
-    let inputShape: Shape
-    let outputShape: Shape
+    let place: LayerPlace
     let size: Int, stride: Int, padding: Int
 
     init(section: DarknetConfig.Section, index: Int, inputShape: Shape) throws(YOLOError) {
-        self.index = index
-        sources = [index - 1]
-        self.inputShape = inputShape
         stride = try section.positive("stride", section.int("stride", default: 1))
         size = try section.positive("size", section.int("size", default: stride))
         padding = try section.positive("padding", section.int("padding", default: size - 1), minimum: 0)
         guard inputShape.h + padding >= size, inputShape.w + padding >= size else {
             throw section.error("size=\(size) is larger than the padded input \(inputShape)")
         }
-        outputShape = Shape(c: inputShape.c, h: (inputShape.h + padding - size) / stride + 1,
-                            w: (inputShape.w + padding - size) / stride + 1)
+        let output = Shape(c: inputShape.c, h: (inputShape.h + padding - size) / stride + 1,
+                           w: (inputShape.w + padding - size) / stride + 1)
+        place = LayerPlace(index: index, sources: [index - 1], input: inputShape, output: output)
     }
 
     var geometry: (size: Int, stride: Int) { (size, stride) }

@@ -4,10 +4,7 @@ import YOLOCore
 /// `groups`/`group_id` (AlexeyAB) take one slice of each input's channels.
 final class RouteLayer: ComputedLayer {
     let kind = LayerKind.route
-    let index: Int
-    let sources: [Int]
-    let inputShape: Shape
-    let outputShape: Shape
+    let place: LayerPlace
     /// Per source: the float offset of the group's channels in its output, and the count.
     let slices: [(offset: Int, count: Int)]
 
@@ -41,11 +38,8 @@ final class RouteLayer: ComputedLayer {
             slices.append((offset: groupID * part * plane, count: part * plane))
             channels += part
         }
-        self.index = index
-        self.sources = sources
         self.slices = slices
-        inputShape = first
-        outputShape = Shape(c: channels, h: first.h, w: first.w)
+        place = LayerPlace(index: index, sources: sources, input: first, output: Shape(c: channels, h: first.h, w: first.w))
     }
 
     func forward(_ context: StepContext) {

@@ -9,10 +9,7 @@ import YOLOKernels
 /// (Darknet would add by flat index, mixing rows; no cfg relies on that).
 final class ShortcutLayer: ComputedLayer {
     let kind = LayerKind.shortcut
-    let index: Int
-    let sources: [Int]
-    let inputShape: Shape
-    let outputShape: Shape
+    let place: LayerPlace
     let activation: Activation
     /// Per `from` layer (sources[1...]): how many leading floats of the output it adds to.
     let addCounts: [Int]
@@ -39,11 +36,8 @@ final class ShortcutLayer: ComputedLayer {
             }
         }
         activation = try Activation(name: section.string("activation", default: "linear"), section: section)
-        self.index = index
-        sources = [index - 1] + froms
         addCounts = counts
-        self.inputShape = inputShape
-        outputShape = inputShape
+        place = LayerPlace(index: index, sources: [index - 1] + froms, input: inputShape, output: inputShape)
     }
 
     func forward(_ context: StepContext) {

@@ -6,17 +6,11 @@ import YOLOCore
 /// Only for inspection: the decoder reads the raw input, so a forward pass skips this layer.
 final class YOLOLayer: ComputedLayer {
     let kind = LayerKind.yolo
-    let index: Int
-    let sources: [Int]
-    let inputShape: Shape
-    let outputShape: Shape
+    let place: LayerPlace
     let info: HeadInfo
 
     init(section: DarknetConfig.Section, index: Int, inputShape: Shape, previousKind: LayerKind?) throws(YOLOError) {
-        self.index = index
-        sources = [index - 1]
-        self.inputShape = inputShape
-        outputShape = inputShape
+        place = LayerPlace(index: index, sources: [index - 1], input: inputShape, output: inputShape)
         let classes = try section.positive("classes", section.int("classes", default: 20))
         let num = try section.positive("num", section.int("num", default: 1))
         // The anchors first: they bound num (a huge num without anchors must not allocate).
