@@ -30,9 +30,6 @@ from pathlib import Path
 import darknet
 import runtimes
 
-# FP32 peers, the default set (the low-precision ones are asked for by name).
-DEFAULT_PEERS = ("onnxruntime", "openvino", "opencv", "ncnn")
-
 HZ = os.sysconf("SC_CLK_TCK")
 OURS = "ours"
 # Our engine in a low precision: `ours-P` starts it with `--precision P`.
@@ -272,6 +269,7 @@ def bench(threads, names, args, input_path, x, models):
             "forwards": len(kept), "dropped_rounds": sum(rd["dropped"] for rd in rounds[rt.name]),
             "retries": sum(rd["attempts"] - 1 for rd in rounds[rt.name]),
             "all_rounds_dropped": all_dropped,
+            "median_other_cores": statistics.median(rd["other_cores"] for rd in rounds[rt.name]),
             "max_abs_diff": None if rt.name == ref else runtimes.max_abs_diff(heads[ref], heads[rt.name]),
             "rounds": rounds[rt.name],
         }
@@ -288,14 +286,15 @@ def print_table(run, rounds):
     width = max([16, len(ratio_head)] + [len(n) for n in run["runtimes"]])
     print(f"\n== threads {run['threads']}  ({rounds} rounds; diff = max |heads - {ref} heads|, both heads)")
     print(f"{'runtime':<{width}} {'min ms':>8} {'median':>8} {'max':>8} {ratio_head:>{max(9, len(ratio_head))}} "
-          f"{'max diff':>9} {'dropped':>8} {'retries':>7}")
+          f"{'max diff':>9} {'dropped':>8} {'retries':>7} {'load':>5}")
     for name, res in run["runtimes"].items():
         ratio = f"{res['ours_over_theirs']:.2f}" if "ours_over_theirs" in res else "-"
         diff = "-" if res["max_abs_diff"] is None else f"{res['max_abs_diff']:.1e}"
         flag = "*" if res["all_rounds_dropped"] else ""
         print(f"{name:<{width}} {res['min_ms']:>8.2f} {res['median_ms']:>8.2f} {res['max_ms']:>8.2f} "
               f"{ratio:>{max(9, len(ratio_head))}} {diff:>9} {res['dropped_rounds']:>5}/{rounds}{flag:<1} "
-              f"{res['retries']:>6}")
+              f"{res['retries']:>6} {res['median_other_cores']:>5.2f}")
+    print("load: median cores other processes used during its batches (last attempt of each round)")
     if any(res["all_rounds_dropped"] for res in run["runtimes"].values()):
         print("* every round was disturbed: figures are from all rounds")
     for name, why in run["skipped"].items():
@@ -320,7 +319,7 @@ def main(argv=None):
     ap.add_argument("--per-round", type=int, default=10, help="forwards per runtime per round")
     ap.add_argument("--warmup", type=int, default=5, help="forwards per runtime before the rounds")
     ap.add_argument("--input", help="CHW 3x416x416 float32 tensor (default: made from samples/ or noise)")
-    ap.add_argument("--runtimes", default=",".join([OURS, *DEFAULT_PEERS]),
+    ap.add_argument("--runtimes", default=",".join([OURS, *runtimes.FP32_PEERS]),
                     help=f"comma list from {','.join(OURS_NAMES + tuple(runtimes.PEER_RUNNERS))} (default: %(default)s)")
     ap.add_argument("--engine", default=".build/release/yolo-bench serve",
                     help="our engine's command, run from the repo root (default: %(default)s)")

@@ -322,6 +322,8 @@ class OpenVINOBF16(OpenVINO):
 
 
 PEER_RUNNERS = {r.name: r for r in (OnnxRuntime, OpenVINO, OpenCV, Ncnn, OpenVINOInt8, OnnxRuntimeInt8, OpenVINOBF16)}
+# The FP32 peers: the default set of compare.py and check_converters.py (low precision by name).
+FP32_PEERS = ("onnxruntime", "openvino", "opencv", "ncnn")
 
 
 def max_abs_diff(a_heads, b_heads):
