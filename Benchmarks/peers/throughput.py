@@ -8,7 +8,9 @@ rounds of the same length, on the same input.
         [--ours fp32,int8] [--peers openvino,openvino-int8] [--engine-args "..."]
 
 `--ours int8` runs yolo-bench with `--precision int8`; an engine that refuses it is skipped
-with its message (fp32 passes no --precision, so today's engine runs it).
+with its message (fp32 passes no --precision, so today's engine runs it). Each figure comes with
+the load: the cores other processes used meanwhile (/proc/stat less this process and its
+finished children, as compare.py counts).
 """
 import argparse
 import json
@@ -20,7 +22,19 @@ import time
 
 import numpy as np
 
+import compare
 import runtimes
+
+
+def loaded(measure):
+    """measure() -> (result, cores other processes used meanwhile)."""
+    def own():
+        return sum(int(v) for v in compare._stat_fields("self")[11:15])  # utime stime cutime cstime
+
+    busy0, own0, t0 = compare._machine_busy(), own(), time.monotonic()
+    result = measure()
+    own1, busy1, t1 = own(), compare._machine_busy(), time.monotonic()
+    return result, max(0, (busy1 - busy0) - (own1 - own0)) / compare.HZ / max(t1 - t0, 1e-6)
 
 def _nncf_model(models):
     import quantize
@@ -91,26 +105,30 @@ def main():
     x, _ = runtimes.default_input()
     paths = {name: PEERS[name][0](models) for name in peer_names}
     fps = {f"ours-{p}": [] for p in ours_names} | {name: [] for name in peer_names}
-    skipped = {}
+    skipped, load = {}, []
     for r in range(args.rounds):
         line = []
         for p in ours_names:
             if f"ours-{p}" in skipped:
                 continue
             try:
-                fps[f"ours-{p}"].append(ours_fps(args.engine, p, shlex.split(args.engine_args), args.sessions,
-                                                 args.seconds))
-                line.append(f"ours-{p} {fps[f'ours-{p}'][-1]:.1f} fps ({args.sessions} sessions)")
+                value, cores = loaded(lambda: ours_fps(args.engine, p, shlex.split(args.engine_args), args.sessions,
+                                                       args.seconds))
+                fps[f"ours-{p}"].append(value)
+                load.append(cores)
+                line.append(f"ours-{p} {value:.1f} fps ({args.sessions} sessions; load {cores:.2f})")
             except Refused as e:
                 skipped[f"ours-{p}"] = str(e)
                 print(f"skipped ours-{p}: {e}", file=sys.stderr)
         for name in peer_names:
-            value, settings = openvino_fps(paths[name], PEERS[name][1], x, args.seconds)
+            (value, settings), cores = loaded(lambda: openvino_fps(paths[name], PEERS[name][1], x, args.seconds))
             fps[name].append(value)
-            line.append(f"{name} {value:.1f} fps (THROUGHPUT hint, {settings})")
+            load.append(cores)
+            line.append(f"{name} {value:.1f} fps (THROUGHPUT hint, {settings}; load {cores:.2f})")
         print(f"round {r + 1}: " + "; ".join(line), flush=True)
     medians = {name: float(np.median(v)) for name, v in fps.items() if v}
-    print("median: " + ", ".join(f"{name} {v:.1f} fps" for name, v in medians.items()))
+    print("median: " + ", ".join(f"{name} {v:.1f} fps" for name, v in medians.items())
+          + f"; load: other processes used {np.median(load):.2f} cores (median of the measurements)")
     for ours in (n for n in medians if n.startswith("ours-")):
         print(f"{ours}: " + ", ".join(f"{medians[ours] / medians[n]:.2f}x {n}" for n in peer_names))
     for name, why in skipped.items():
