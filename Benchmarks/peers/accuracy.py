@@ -119,13 +119,15 @@ def main():
     known = {OURS, *REFERENCE, *runtimes.PEER_RUNNERS}
     if set(asked) - known:
         ap.error(f"unknown runtimes {sorted(set(asked) - known)}; choose from {','.join(sorted(known))}")
-    have_ours = Path(args.yolo).exists()
-    if not have_ours and any(n == OURS or n.startswith(OURS + "-") for n in asked):
-        sys.exit(f"{args.yolo} not found: build it (swift build -c release --product yolo) or leave ours* out")
+    skipped = {}
     names = []
-    for n in ([OURS] if have_ours else []) + [REFERENCE.get(n, n) for n in asked] + asked:
+    for n in [OURS] + [REFERENCE.get(n, n) for n in asked] + asked:
         if n not in names:
             names.append(n)
+    if not Path(args.yolo).exists():
+        for n in [n for n in names if n == OURS or n.startswith(OURS + "-")]:
+            names.remove(n)
+            skipped[n] = f"{args.yolo} not found (swift build -c release --product yolo)"
     paths = [p for folder in args.images for p in photos.photos_in(folder)]
 
     models = runtimes.ensure_models()
@@ -133,7 +135,7 @@ def main():
     model = darknet.load(models["cfg"], models["weights"])
     shapes = [model.layers[i].shape for i in model.heads]
 
-    dets, heads0, skipped = {}, {}, {}
+    dets, heads0 = {}, {}
     for name in names:
         try:
             rt = (Ours(name, args.yolo, args.threads, models) if name == OURS or name.startswith(OURS + "-")

@@ -104,7 +104,8 @@ def calibration_photos():
 def photos_in(directory):
     directory = Path(directory)
     if not directory.is_dir():
-        raise SystemExit(f"{directory}: no such folder of photos")
+        raise SystemExit(f"{directory}: no such folder of photos (Darknet's are in ../shared/images beside "
+                         "a checkout; pass --images DIR)")
     paths = sorted(p for p in directory.iterdir() if p.suffix.lower() in EXTENSIONS)
     if not paths:
         raise SystemExit(f"{directory}: no photos (.jpg, .png, .bmp)")
