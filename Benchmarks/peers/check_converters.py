@@ -18,7 +18,7 @@ import runtimes
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("prefixes", nargs="+", help="e.g. ../shared/reference/darknet/dog")
-    ap.add_argument("--runtimes", default=",".join(runtimes.PEER_RUNNERS))
+    ap.add_argument("--runtimes", default=",".join(runtimes.FP32_PEERS))
     ap.add_argument("--tolerance", type=float, default=1e-3)
     args = ap.parse_args(argv)
 

@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Time our engine against onnxruntime, OpenVINO, OpenCV DNN and ncnn on one input.
+"""Time our engine against onnxruntime, OpenVINO, OpenCV DNN and ncnn on one input, in FP32
+and in the peers' low-precision modes (openvino-int8, onnxruntime-int8, openvino-bf16).
 
 Rounds are interleaved: in round r each runtime in turn (order rotated by r) runs
 --per-round forwards. A batch is disturbed when, meanwhile, processes outside this one and
 the engine's tree used more than --max-other of a core (from /proc/stat and
 /proc/<pid>/stat); it is re-run up to --retries times, then the round is dropped for that
 runtime. Our engine runs as a subprocess
-(`--engine CMD --threads N --input PATH`) speaking the protocol in mock_engine.py.
+(`--engine CMD --threads N --input PATH [--precision P] [--engine-args]`) speaking the protocol in
+mock_engine.py; `ours-int8` (`ours-bf16`, `ours-fp16`) starts it with `--precision int8` (...), and
+is skipped, saying why, when the engine refuses that. A peer this machine cannot run (openvino-bf16
+without AVX512_BF16 or AMX) is skipped the same way.
 """
 
 import argparse
@@ -28,22 +32,36 @@ import runtimes
 
 HZ = os.sysconf("SC_CLK_TCK")
 OURS = "ours"
+# Our engine in a low precision: `ours-P` starts it with `--precision P`.
+OURS_PRECISIONS = ("int8", "bf16", "fp16")
+OURS_NAMES = (OURS, *(f"{OURS}-{p}" for p in OURS_PRECISIONS))
 
 
 class Engine:
     """Our engine behind the line protocol."""
 
-    name = OURS
-
-    def __init__(self, cmd, threads, input_path, model_args, timeout):
+    def __init__(self, name, cmd, threads, input_path, model_args, timeout):
+        self.name = name
         self.timeout = timeout
+        precision = name[len(OURS) + 1:]
         argv = shlex.split(cmd) + ["--threads", str(threads), "--input", str(input_path)] + model_args
+        if precision:
+            argv += ["--precision", precision]
         self.proc = subprocess.Popen(argv, cwd=runtimes.ROOT, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
         self.lines = queue.Queue()
+        self.errors = []  # the engine's stderr lines, also passed on to ours
         threading.Thread(target=self._pump, daemon=True).start()
-        while (line := self._read()) != "ready":
-            print(f"[engine] {line}", file=sys.stderr)
+        self.error_pump = threading.Thread(target=self._pump_errors, daemon=True)
+        self.error_pump.start()
+        try:
+            while (line := self._read()) != "ready":
+                print(f"[{name}] {line}", file=sys.stderr)
+        except EngineExited as e:
+            if not precision:
+                sys.exit(str(e))
+            raise runtimes.Skip(f"the engine did not start with --precision {precision} ({e}): "
+                                f"build one that has it (the int8 work) or leave {name} out") from None
         self.version = f"engine {argv[0]}"
         self.settings = " ".join(argv)
 
@@ -52,14 +70,22 @@ class Engine:
             self.lines.put(line.rstrip("\n"))
         self.lines.put(None)
 
+    def _pump_errors(self):
+        for line in self.proc.stderr:
+            self.errors.append(line.rstrip("\n"))
+            print(f"[{self.name} stderr] {line}", end="", file=sys.stderr)
+
     def _read(self):
         try:
             line = self.lines.get(timeout=self.timeout)
         except queue.Empty:
             self.close()
-            sys.exit(f"engine sent nothing for {self.timeout}s")
+            sys.exit(f"{self.name}: engine sent nothing for {self.timeout}s")
         if line is None:
-            sys.exit(f"engine exited (status {self.proc.wait()})")
+            status = self.proc.wait()
+            self.error_pump.join(timeout=5)  # its last stderr lines
+            said = next((e for e in reversed(self.errors) if not e.startswith("Run '")), "")
+            raise EngineExited(f"engine exited with status {status}" + (f": {said}" if said else ""))
         return line
 
     def _ask(self, command, prefix):
@@ -90,6 +116,10 @@ class Engine:
             except (BrokenPipeError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
+
+
+class EngineExited(Exception):
+    pass
 
 
 def check_engine(cmd):
@@ -174,21 +204,31 @@ def timed_batch(rt, k, own_pids):
     return times, other, other / HZ / max(t1 - t0, 1e-6)
 
 
+def start(name, threads, args, input_path, x, models):
+    """The runtime `name` set up for `threads` threads; runtimes.Skip when it cannot run here."""
+    if name in OURS_NAMES:
+        model_args = shlex.split(args.engine_args)
+        if args.cfg:
+            model_args += ["--cfg", str(models["cfg"])]
+        if args.weights:
+            model_args += ["--weights", str(models["weights"])]
+        return Engine(name, args.engine, threads, input_path, model_args, args.engine_timeout)
+    rt = Peer(runtimes.PEER_RUNNERS[name](models, threads))
+    rt.runner.set_input(x)
+    return rt
+
+
 def bench(threads, names, args, input_path, x, models):
-    model_args = []
-    if args.cfg:
-        model_args += ["--cfg", str(models["cfg"])]
-    if args.weights:
-        model_args += ["--weights", str(models["weights"])]
-    rts = []
+    rts, skipped = [], {}
     try:
         for name in names:
-            if name == OURS:
-                rts.append(Engine(args.engine, threads, input_path, model_args, args.engine_timeout))
-            else:
-                rt = Peer(runtimes.PEER_RUNNERS[name](models, threads))
-                rt.runner.set_input(x)
-                rts.append(rt)
+            try:
+                rts.append(start(name, threads, args, input_path, x, models))
+            except runtimes.Skip as e:
+                skipped[name] = str(e)
+                print(f"skipped {name}: {e}", file=sys.stderr)
+        if not rts:
+            sys.exit("every runtime was skipped")
         own_pids = [os.getpid()] + [p for rt in rts for p in rt.pids()]
 
         layers = darknet.load(models["cfg"], models["weights"])
@@ -229,28 +269,36 @@ def bench(threads, names, args, input_path, x, models):
             "forwards": len(kept), "dropped_rounds": sum(rd["dropped"] for rd in rounds[rt.name]),
             "retries": sum(rd["attempts"] - 1 for rd in rounds[rt.name]),
             "all_rounds_dropped": all_dropped,
+            "median_other_cores": statistics.median(rd["other_cores"] for rd in rounds[rt.name]),
             "max_abs_diff": None if rt.name == ref else runtimes.max_abs_diff(heads[ref], heads[rt.name]),
             "rounds": rounds[rt.name],
         }
-    if OURS in results:
+    base = args.baseline if args.baseline in results else None
+    if base:
         for name, res in results.items():
-            res["ours_over_theirs"] = results[OURS]["median_ms"] / res["median_ms"]
-    return {"threads": threads, "diff_reference": ref, "runtimes": results}
+            res["ours_over_theirs"] = results[base]["median_ms"] / res["median_ms"]
+    return {"threads": threads, "diff_reference": ref, "baseline": base, "runtimes": results, "skipped": skipped}
 
 
 def print_table(run, rounds):
     ref = run["diff_reference"]
+    ratio_head = f"{run['baseline'] or 'ours'}/them"
+    width = max([16, len(ratio_head)] + [len(n) for n in run["runtimes"]])
     print(f"\n== threads {run['threads']}  ({rounds} rounds; diff = max |heads - {ref} heads|, both heads)")
-    print(f"{'runtime':<12} {'min ms':>8} {'median':>8} {'max':>8} {'ours/them':>9} {'max diff':>9} "
-          f"{'dropped':>8} {'retries':>7}")
+    print(f"{'runtime':<{width}} {'min ms':>8} {'median':>8} {'max':>8} {ratio_head:>{max(9, len(ratio_head))}} "
+          f"{'max diff':>9} {'dropped':>8} {'retries':>7} {'load':>5}")
     for name, res in run["runtimes"].items():
         ratio = f"{res['ours_over_theirs']:.2f}" if "ours_over_theirs" in res else "-"
         diff = "-" if res["max_abs_diff"] is None else f"{res['max_abs_diff']:.1e}"
         flag = "*" if res["all_rounds_dropped"] else ""
-        print(f"{name:<12} {res['min_ms']:>8.2f} {res['median_ms']:>8.2f} {res['max_ms']:>8.2f} "
-              f"{ratio:>9} {diff:>9} {res['dropped_rounds']:>5}/{rounds}{flag:<1} {res['retries']:>6}")
+        print(f"{name:<{width}} {res['min_ms']:>8.2f} {res['median_ms']:>8.2f} {res['max_ms']:>8.2f} "
+              f"{ratio:>{max(9, len(ratio_head))}} {diff:>9} {res['dropped_rounds']:>5}/{rounds}{flag:<1} "
+              f"{res['retries']:>6} {res['median_other_cores']:>5.2f}")
+    print("load: median cores other processes used during its batches (last attempt of each round)")
     if any(res["all_rounds_dropped"] for res in run["runtimes"].values()):
         print("* every round was disturbed: figures are from all rounds")
+    for name, why in run["skipped"].items():
+        print(f"skipped {name}: {why}")
 
 
 def cpu_model():
@@ -271,9 +319,13 @@ def main(argv=None):
     ap.add_argument("--per-round", type=int, default=10, help="forwards per runtime per round")
     ap.add_argument("--warmup", type=int, default=5, help="forwards per runtime before the rounds")
     ap.add_argument("--input", help="CHW 3x416x416 float32 tensor (default: made from samples/ or noise)")
-    ap.add_argument("--runtimes", default=",".join([OURS, *runtimes.PEER_RUNNERS]))
+    ap.add_argument("--runtimes", default=",".join([OURS, *runtimes.FP32_PEERS]),
+                    help=f"comma list from {','.join(OURS_NAMES + tuple(runtimes.PEER_RUNNERS))} (default: %(default)s)")
     ap.add_argument("--engine", default=".build/release/yolo-bench serve",
                     help="our engine's command, run from the repo root (default: %(default)s)")
+    ap.add_argument("--engine-args", default="",
+                    help="more arguments for every ours* engine, e.g. \"--conv im2col\" (ours-int8 adds --precision int8)")
+    ap.add_argument("--baseline", default=OURS, help="the runtime the ratio column divides (default: %(default)s)")
     ap.add_argument("--engine-timeout", type=float, default=300, help="seconds to wait for an engine reply")
     ap.add_argument("--cfg", help=f"default {runtimes.CFG.relative_to(runtimes.ROOT)}")
     ap.add_argument("--weights", help=f"default {runtimes.WEIGHTS.relative_to(runtimes.ROOT)}")
@@ -288,11 +340,11 @@ def main(argv=None):
     sys.stdout.reconfigure(line_buffering=True)
 
     names = [n.strip() for n in args.runtimes.split(",") if n.strip()]
-    unknown = set(names) - {OURS, *runtimes.PEER_RUNNERS}
+    unknown = set(names) - {*OURS_NAMES, *runtimes.PEER_RUNNERS}
     if unknown:
-        ap.error(f"unknown runtimes {sorted(unknown)}; choose from {OURS},{','.join(runtimes.PEER_RUNNERS)}")
+        ap.error(f"unknown runtimes {sorted(unknown)}; choose from {','.join(OURS_NAMES + tuple(runtimes.PEER_RUNNERS))}")
     thread_counts = [int(t) for t in args.threads.split(",")]
-    if OURS in names:
+    if any(n in OURS_NAMES for n in names):
         check_engine(args.engine)
 
     models = runtimes.ensure_models(args.cfg or runtimes.CFG, args.weights or runtimes.WEIGHTS)
@@ -312,7 +364,7 @@ def main(argv=None):
         run = bench(threads, names, args, input_path, x, models)
         if not runs:
             for name, res in run["runtimes"].items():
-                print(f"{name:<12} {res['version']}")
+                print(f"{name:<16} {res['version']}")
         for name, res in run["runtimes"].items():
             print(f"  [{threads}t] {name}: {res['settings']}")
         print_table(run, args.rounds)

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Stand-in for `yolo-bench serve`, speaking the same line protocol, backed by onnxruntime.
 
-    mock_engine.py [serve] --threads N --input PATH.f32 [--cfg F --weights F]
+    mock_engine.py [serve] --threads N --input PATH.f32 [--cfg F --weights F] [--precision fp32|int8]
+
+(--precision int8 runs the onnxruntime-int8 peer's model; any other precision is refused, as
+an engine without it would.)
 
 Prints `ready` once loaded, then per stdin line:
     run K      -> K forwards, prints `ms t1 ... tK` (milliseconds per forward)
@@ -26,9 +29,11 @@ def main(argv=None):
     ap.add_argument("--input", required=True)
     ap.add_argument("--cfg", default=str(runtimes.CFG))
     ap.add_argument("--weights", default=str(runtimes.WEIGHTS))
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "int8"])
     args = ap.parse_args(argv)
 
-    runner = runtimes.OnnxRuntime(runtimes.ensure_models(args.cfg, args.weights), args.threads)
+    kind = runtimes.OnnxRuntimeInt8 if args.precision == "int8" else runtimes.OnnxRuntime
+    runner = kind(runtimes.ensure_models(args.cfg, args.weights), args.threads)
     runner.set_input(runtimes.load_tensor(args.input))
     print("ready", flush=True)
     for line in sys.stdin:

@@ -57,23 +57,13 @@ def head_names(cfg=CFG):
 
 
 def default_input(size=416):
-    """A deterministic input: a letterboxed sample image if the repo has one, else seeded noise."""
+    """A deterministic input: a sample photo letterboxed as Darknet does if the repo has one, else seeded noise."""
+    import photos
+
     for name in ("horse.png", "astronaut.png", "chelsea.png"):
         path = ROOT / "samples" / name
         if path.exists():
-            import cv2
-
-            img = cv2.imread(str(path), cv2.IMREAD_COLOR)
-            if img is not None:
-                h, w = img.shape[:2]
-                scale = min(size / w, size / h)
-                nw, nh = int(w * scale), int(h * scale)
-                resized = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_LINEAR)
-                canvas = np.full((size, size, 3), 127.5, dtype=np.float32)
-                top, left = (size - nh) // 2, (size - nw) // 2
-                canvas[top:top + nh, left:left + nw] = resized
-                chw = canvas[:, :, ::-1].transpose(2, 0, 1) / 255.0  # BGR -> RGB, CHW
-                return np.ascontiguousarray(chw, dtype=np.float32), f"samples/{name} letterboxed"
+            return photos.load(path, size, size)[0], f"samples/{name} letterboxed"
     rng = np.random.default_rng(0)
     return rng.random((3, size, size), dtype=np.float32), "uniform noise [0,1), seed 0"
 
@@ -85,6 +75,21 @@ def load_tensor(path, shape=(3, 416, 416)):
     return x.reshape(shape)
 
 
+class Skip(Exception):
+    """A runtime this machine or build cannot run; the message says why (compare.py skips it)."""
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
 class Runner:
     def prepare(self):
         pass
@@ -92,6 +97,9 @@ class Runner:
 
 class OnnxRuntime(Runner):
     name = "onnxruntime"
+
+    def model_path(self, models):
+        return models["onnx"]
 
     def __init__(self, models, threads):
         import onnxruntime as ort
@@ -102,9 +110,11 @@ class OnnxRuntime(Runner):
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(str(models["onnx"]), so, providers=["CPUExecutionProvider"])
+        path = self.model_path(models)
+        self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
         self.outputs = [o.name for o in self.session.get_outputs()]
-        self.settings = f"CPU EP, intra_op={threads}, inter_op=1, sequential, ORT_ENABLE_ALL"
+        self.settings = (f"{Path(path).name}, {'+'.join(self.session.get_providers())}, intra_op={threads}, "
+                         f"inter_op=1, sequential, ORT_ENABLE_ALL")
 
     def set_input(self, x):
         self.feed = {"data": np.ascontiguousarray(x[None])}
@@ -118,6 +128,10 @@ class OnnxRuntime(Runner):
 
 class OpenVINO(Runner):
     name = "openvino"
+    precision = "f32"  # INFERENCE_PRECISION_HINT; None leaves the plugin's default
+
+    def model_path(self, models):
+        return models["onnx"]
 
     def __init__(self, models, threads):
         import openvino as ov
@@ -125,17 +139,23 @@ class OpenVINO(Runner):
         self.version = ov.get_version()
         core = ov.Core()
         default_precision = core.get_property("CPU", "INFERENCE_PRECISION_HINT").to_string()
-        self.compiled = core.compile_model(str(models["onnx"]), "CPU", {
-            "INFERENCE_PRECISION_HINT": "f32",
-            "INFERENCE_NUM_THREADS": threads,
-            "PERFORMANCE_HINT": "LATENCY",
-        })
+        self.check(core)
+        config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"}
+        if self.precision:
+            config["INFERENCE_PRECISION_HINT"] = self.precision
+        path = self.model_path(models)
+        self.compiled = core.compile_model(str(path), "CPU", config)
         used = self.compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
         streams = self.compiled.get_property("NUM_STREAMS")
         nthreads = self.compiled.get_property("INFERENCE_NUM_THREADS")
-        self.settings = (f"CPU plugin, precision {used} (plugin default {default_precision}), "
-                         f"threads={nthreads}, streams={streams}, LATENCY hint")
+        self.settings = (f"{Path(path).name}, CPU plugin, precision hint {used} "
+                         f"({'set' if self.precision else 'unset'}; plugin default {default_precision}), "
+                         f"threads={nthreads}, streams={streams}, LATENCY hint; "
+                         f"convolutions compiled to {openvino_conv_precisions(self.compiled)}")
         self.request = self.compiled.create_infer_request()
+
+    def check(self, core):
+        pass
 
     def set_input(self, x):
         import openvino as ov
@@ -227,7 +247,83 @@ class Ncnn(Runner):
         return [np.array(m).copy() for m in self.forward()]
 
 
-PEER_RUNNERS = {r.name: r for r in (OnnxRuntime, OpenVINO, OpenCV, Ncnn)}
+def openvino_conv_precisions(compiled):
+    """What the CPU plugin compiled the convolutions to, e.g. "13 x u8 (brgconv_avx512_I8, ...)"
+    (from the runtime model: each node's layerType, runtimePrecision and primitiveType)."""
+    kinds = {}
+    for op in compiled.get_runtime_model().get_ops():
+        info = {k: info.astype(str) for k, info in op.get_rt_info().items()
+                if k in ("layerType", "runtimePrecision", "primitiveType")}
+        if info.get("layerType") == "Convolution":
+            count, prims = kinds.get(info["runtimePrecision"], (0, set()))
+            kinds[info["runtimePrecision"]] = (count + 1, prims | {info["primitiveType"]})
+    return "; ".join(f"{n} x {p} ({', '.join(sorted(prims))})" for p, (n, prims) in kinds.items()) or "none found"
+
+
+def onnxruntime_convs(path, threads=1):
+    """The convolutions of the graph ONNX Runtime's CPU EP actually runs (ORT_ENABLE_ALL, saved
+    and read back): [(op_type, name)], e.g. ("QLinearConv", "conv0_token_63") for an int8 kernel,
+    ("Conv", "conv14") for a float one."""
+    import tempfile
+
+    import onnx
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory() as tmp:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.log_severity_level = 3  # its warning that such a saved graph is machine-specific
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.optimized_model_filepath = str(Path(tmp) / "optimized.onnx")
+        ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        return [(n.op_type, n.name) for n in onnx.load(so.optimized_model_filepath).graph.node if "Conv" in n.op_type]
+
+
+class OnnxRuntimeInt8(OnnxRuntime):
+    name = "onnxruntime-int8"
+
+    def model_path(self, models):
+        import quantize
+
+        return quantize.onnxruntime_int8(models)
+
+    def __init__(self, models, threads):
+        super().__init__(models, threads)
+        convs = onnxruntime_convs(self.model_path(models), threads)
+        int8 = [name for op, name in convs if op.startswith("QLinear") or "Integer" in op]
+        fp = [name for op, name in convs if not (op.startswith("QLinear") or "Integer" in op)]
+        self.settings += (f"; static QDQ int8 (per-channel, MinMax); the CPU EP runs {len(int8)} of "
+                          f"{len(convs)} convolutions as int8 (QLinearConv)")
+        if fp:
+            self.settings += f", {len(fp)} in float over dequantized weights ({', '.join(fp)})"
+
+
+class OpenVINOInt8(OpenVINO):
+    name = "openvino-int8"
+    precision = None  # as NNCF's model runs by default: quantized ops in int8, the rest at the plugin default
+
+    def model_path(self, models):
+        import quantize
+
+        return quantize.openvino_int8(models)
+
+
+class OpenVINOBF16(OpenVINO):
+    name = "openvino-bf16"
+    precision = "bf16"
+
+    def check(self, core):
+        flags = cpu_flags() & {"avx512_bf16", "amx_bf16"}
+        caps = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        if not flags or "BF16" not in caps:
+            raise Skip(f"needs a CPU with AVX512_BF16 or AMX-BF16 (/proc/cpuinfo has {sorted(flags) or 'neither'}; "
+                       f"OpenVINO's CPU capabilities: {', '.join(caps)}): without them a bf16 figure is not "
+                       "native bf16 arithmetic")
+
+
+PEER_RUNNERS = {r.name: r for r in (OnnxRuntime, OpenVINO, OpenCV, Ncnn, OpenVINOInt8, OnnxRuntimeInt8, OpenVINOBF16)}
+# The FP32 peers: the default set of compare.py and check_converters.py (low precision by name).
+FP32_PEERS = ("onnxruntime", "openvino", "opencv", "ncnn")
 
 
 def max_abs_diff(a_heads, b_heads):
