@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import YOLOReference
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,11 +44,8 @@ extension CLITests {
         let cfg = "[net]\nwidth=32\nheight=32\nchannels=3\n\n" + String(repeating: conv, count: 3)
             + "[convolutional]\nfilters=24\nsize=1\nstride=1\npad=1\nactivation=linear\n\n"
             + "[yolo]\nmask=0,1,2\nanchors=10,14,23,27,37,58\nclasses=3\nnum=3\n"
-        var state: UInt64 = 16
-        let floats = (0..<(64 + 64 * 27 + 2 * (64 + 64 * 576) + 24 + 24 * 64)).map { _ -> Float in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return Float(state >> 40) / Float(1 << 24) * 0.05
-        }
+        var rng = SeededRandom(seed: 16)
+        let floats = rng.floats(64 + 64 * 27 + 2 * (64 + 64 * 576) + 24 + 24 * 64, 0, 0.05)
         let model = try Fixtures.model(in: dir, cfg: cfg, floats: floats, names: "a\nb\nc\n")
         try Fixtures.png(width: 76, height: 57, Fixtures.noise).write(to: URL(fileURLWithPath: dir + "/frame.png"))
         let r = try yolo(["detect", "frame.png", "--json", "--no-draw", "--coco", "coco.json"] + model, in: dir)
