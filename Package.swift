@@ -71,12 +71,16 @@ let package = Package(
                           swiftSettings: cpuFlags),
 
         // Tests
-        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOCore", "YOLOEngine", "YOLODetection", "YOLOKernels"],
+        // The naive references, seeded random inputs, fixture parsers and comparisons of the test
+        // suites and of scripts/arm-check.sh's aarch64 harness; imports nothing (Embedded Swift
+        // builds it too). Optimized in debug builds as well: the references are long loops.
+        .target(name: "YOLOReference", swiftSettings: [optimized]),
+        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOCore", "YOLOEngine", "YOLODetection", "YOLOKernels", "YOLOReference"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "yoloTests", dependencies: ["yolo", "yolo-bench"]),
+        .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO", "YOLOReference"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "yoloTests", dependencies: ["yolo", "yolo-bench", "YOLOReference"]),
         // End to end: image files through the engine, checked against Darknet's outputs.
-        .testTarget(name: "IntegrationTests", dependencies: ["YOLO", "YOLOImage"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "IntegrationTests", dependencies: ["YOLO", "YOLOImage", "YOLOReference"], resources: [.copy("Fixtures")]),
     ],
     swiftLanguageModes: [.v6]
 )

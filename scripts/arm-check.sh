@@ -3,10 +3,14 @@
 # engine (module YOLO) for aarch64 with Embedded Swift (target aarch64-none-none-elf, NEON),
 # links them statically against Debian's arm64 glibc and OpenBLAS, and runs under
 # qemu-aarch64-static, once as a Cortex-A72 (Raspberry Pi 4) and once as a Cortex-A76 (Pi 5):
-#   1. scripts/arm/KernelCheck.swift: every kernel against naive references on generated
-#      inputs; its output bits are also compared with the same program built for this host;
+#   1. scripts/arm/KernelCheck.swift: every kernel against the naive references of
+#      Sources/YOLOReference (the module the XCTest suites check against too: seeded random
+#      inputs, references in double after Darknet's definitions, the comparisons), over its
+#      tables of shapes; its output bits are also compared with the same program built for
+#      this host;
 #   2. scripts/arm/Forward.swift: yolov3-tiny on the dog input fixture, both raw heads against
-#      Darknet's (max abs diff <= 1e-3, channel means <= 1e-4), 1 and 2 threads: with the
+#      Darknet's (YOLOReference's SampledTensor parses the .samples fixtures and compares: max
+#      abs diff <= 1e-3, channel means <= 1e-4), 1 and 2 threads: with the
 #      engine's own GEMM kernels (the default on aarch64) every convolution algorithm, with
 #      OpenBLAS's sgemm the default one (and on the A76 once more with OpenBLAS's Cortex-A72
 #      kernels forced).
@@ -66,6 +70,8 @@ say "tools: $(swiftc --version 2>&1 | head -1); $(qemu-aarch64-static --version 
 
 # --- Build (skipped when no input changed since the last successful build) ---------------------
 kernel_sources=(Sources/YOLOKernels/*.swift)
+# The naive references (imports nothing), linked into both programs.
+reference_sources=(Sources/YOLOReference/*.swift)
 # Per-ISA kernel targets (Sources/YOLOKernels<Level>/, each its own module over YOLOKernels): all
 # are built; those for other architectures compile to nothing here.
 level_modules=()
@@ -80,7 +86,7 @@ for m in "${engine_modules[@]}"; do
     while IFS= read -r f; do engine_sources+=("$f"); done < <(find "Sources/$m" -name '*.swift' | LC_ALL=C sort)
 done
 [ ${#kernel_sources[@]} -gt 0 ] && [ -f "${kernel_sources[0]}" ] || fail "no Sources/YOLOKernels/*.swift"
-stamp=$( (cat "$0" "${kernel_sources[@]}" "${level_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/* Sources/CHints/*;
+stamp=$( (cat "$0" "${kernel_sources[@]}" "${reference_sources[@]}" "${level_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/* Sources/CHints/*;
           swiftc --version 2>&1; ls -l "$blas") | sha256sum | cut -d' ' -f1)
 emb=(swiftc -target aarch64-none-none-elf -enable-experimental-feature Embedded -wmo -parse-as-library -O
      -Xcc -isystem -Xcc /usr/aarch64-linux-gnu/include -I scripts/arm/Glibc -I Sources/CHints -I "$out")
@@ -88,12 +94,14 @@ if [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$out/kernel-check" 
     say "build: up to date ($out)"
 else
     rm -f "$out/stamp"
-    say "build: Embedded Swift, aarch64-none-none-elf: Glibc stand-in, YOLOKernels (${#kernel_sources[@]} files), ${level_modules[*]:-no kernel levels}, ${engine_modules[*]} (${#engine_sources[@]} files), checks"
+    say "build: Embedded Swift, aarch64-none-none-elf: Glibc stand-in, YOLOKernels (${#kernel_sources[@]} files), YOLOReference (${#reference_sources[@]} files), ${level_modules[*]:-no kernel levels}, ${engine_modules[*]} (${#engine_sources[@]} files), checks"
     t0=$SECONDS
     "${emb[@]}" -module-name Glibc -emit-module -emit-module-path "$out/Glibc.swiftmodule" -c -o "$out/Glibc.o" \
         scripts/arm/Glibc/Glibc.swift || fail "building the Glibc stand-in module"
     "${emb[@]}" -module-name YOLOKernels -emit-module -emit-module-path "$out/YOLOKernels.swiftmodule" -c -o "$out/YOLOKernels.o" \
         "${kernel_sources[@]}" || fail "building YOLOKernels for aarch64 (Embedded Swift)"
+    "${emb[@]}" -module-name YOLOReference -emit-module -emit-module-path "$out/YOLOReference.swiftmodule" -c -o "$out/YOLOReference.o" \
+        "${reference_sources[@]}" || fail "building YOLOReference for aarch64 (Embedded Swift)"
     level_objects=()
     for m in "${level_modules[@]}"; do
         "${emb[@]}" -module-name "$m" -emit-module -emit-module-path "$out/$m.swiftmodule" -c -o "$out/$m.o" \
@@ -116,20 +124,22 @@ else
     aarch64-linux-gnu-gcc -O2 -c -o "$out/support.o" scripts/arm/support.c
     link=(aarch64-linux-gnu-gcc -static -fuse-ld=gold -Wl,--gc-sections)
     unicode="$embedded_stdlib/aarch64-none-none-elf/libswiftUnicodeDataTables.a"
-    "${link[@]}" -o "$out/kernel-check" "$out/KernelCheck.o" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
+    "${link[@]}" -o "$out/kernel-check" "$out/KernelCheck.o" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/YOLOReference.o" "$out/Glibc.o" "$out/support.o" \
         "$unicode" -lm || fail "linking kernel-check"
-    "${link[@]}" -o "$out/yolo-forward" "$out/Forward.o" "${engine_objects[@]}" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
+    "${link[@]}" -o "$out/yolo-forward" "$out/Forward.o" "${engine_objects[@]}" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/YOLOReference.o" "$out/Glibc.o" "$out/support.o" \
         "$blas" "$unicode" -lpthread -lm || fail "linking yolo-forward"
     # The same kernel check for this machine, to compare output bits.
     host=(swiftc -O -wmo -parse-as-library -I Sources/CHints)
     mkdir -p "$out/host"
     "${host[@]}" -module-name YOLOKernels -emit-module -emit-module-path "$out/host/YOLOKernels.swiftmodule" \
         -c -o "$out/host/YOLOKernels.o" "${kernel_sources[@]}" || fail "building YOLOKernels for this host"
+    "${host[@]}" -module-name YOLOReference -emit-module -emit-module-path "$out/host/YOLOReference.swiftmodule" \
+        -c -o "$out/host/YOLOReference.o" "${reference_sources[@]}" || fail "building YOLOReference for this host"
     # The check imports the baseline level only (the others need their -target-cpu: Package.swift).
     "${host[@]}" -module-name YOLOKernelsBaseline -I "$out/host" -emit-module -emit-module-path "$out/host/YOLOKernelsBaseline.swiftmodule" \
         -c -o "$out/host/YOLOKernelsBaseline.o" Sources/YOLOKernelsBaseline/*.swift || fail "building YOLOKernelsBaseline for this host"
     "${host[@]}" -module-name KernelCheck -I "$out/host" -o "$out/host/kernel-check" scripts/arm/KernelCheck.swift \
-        "$out/host/YOLOKernelsBaseline.o" "$out/host/YOLOKernels.o" || fail "building the kernel check for this host"
+        "$out/host/YOLOKernelsBaseline.o" "$out/host/YOLOKernels.o" "$out/host/YOLOReference.o" || fail "building the kernel check for this host"
     echo "$stamp" > "$out/stamp"
     say "build: done in $((SECONDS - t0)) s ($out/kernel-check, $out/yolo-forward: static aarch64 Linux executables)"
 fi

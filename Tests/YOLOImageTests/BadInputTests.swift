@@ -4,6 +4,7 @@ import Glibc
 #endif
 import XCTest
 import YOLOImage
+import YOLOReference
 
 /// Every bad input gives the right ImageError, naming the file and the problem; none crashes.
 final class BadInputTests: XCTestCase {
@@ -335,7 +336,7 @@ final class BadInputTests: XCTestCase {
     }
 
     func testRandomCorruptionNeverCrashes() throws {
-        var generator = SplitMix(seed: 7)
+        var generator = SeededRandom(seed: 7)
         for name in ["rgb8.png", "palette8_trns.png", "rgb8_interlaced.png", "rgb.jpg", "progressive.jpg", "cmyk.jpg"] {
             let original = try Fixture.bytes(name)
             for _ in 0..<60 {
@@ -352,19 +353,6 @@ final class BadInputTests: XCTestCase {
                 }
             }
         }
-    }
-}
-
-/// A tiny deterministic random number generator for the fuzz test.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

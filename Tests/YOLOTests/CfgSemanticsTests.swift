@@ -4,6 +4,7 @@ import XCTest
 @testable import YOLODetection
 @testable import YOLOCore
 import YOLOKernels
+import YOLOReference
 
 /// The Darknet semantics beyond yolov3-tiny: every activation, shortcuts of unequal channel
 /// counts, [yolo] scale_x_y / new_coords / nms_kind / beta_nms, input sizes, and cfg keys that
@@ -14,34 +15,34 @@ extension LayerTests {
         let s = Shape(c: 3, h: 7, w: 6)
         for act in Activation.allCases.map(\.rawValue) {
             let filters = 4, k = s.c * 9
-            let bias = random(filters, &rng), w = random(filters * k, &rng, -2, 2)
-            let scale = random(filters, &rng, 0.5, 2), mean = random(filters, &rng), variance = random(filters, &rng, 0.1, 3)
-            let input = random(s.count, &rng, -3, 3)
-            let ref = naiveConv(input, s, filters: filters, size: 3, stride: 1, pad: 1, weights: w, bias: bias,
-                                bn: (scale, mean, variance), activation: act)
+            let bias = rng.floats(filters), w = rng.floats(filters * k, -2, 2)
+            let scale = rng.floats(filters, 0.5, 2), mean = rng.floats(filters), variance = rng.floats(filters, 0.1, 3)
+            let input = rng.floats(s.count, -3, 3)
+            let ref = try naiveConv(input, s, filters: filters, size: 3, stride: 1, pad: 1, weights: w, bias: bias,
+                                    bn: BatchNorm(scale: scale, mean: mean, variance: variance), activation: act)
             // conv alone; conv + max pool (fused only for monotonic activations); shortcut's activation.
             let body = "[convolutional]\nbatch_normalize=1\nfilters=\(filters)\nsize=3\nstride=1\npad=1\nactivation=\(act)\n"
                 + "[maxpool]\nsize=2\nstride=2\n"
             let n = try net(s, body, weights: bias + scale + mean + variance + w)
             let fused = n.model.inference.steps.contains { ["maxpool+epilogue", "direct+pool"].contains($0.algorithm) }
             XCTAssertEqual(fused, Activation(rawValue: act)!.isMonotonic, act)
-            let pooled = naiveMaxPool(ref.out, ref.shape, size: 2, stride: 2, padding: 1)
+            let pooled = Naive.maxPool(ref, size: 2, stride: 2, padding: 1)
             let session = try Session(model: n.model, threads: 1)
             try session.forward(input)
-            assertClose(try session.output(ofLayer: 1), pooled.out, tolerance: 2e-5, "conv(\(act)) + maxpool, inference plan")
+            assertClose(try session.output(ofLayer: 1), pooled.values, tolerance: 2e-5, "conv(\(act)) + maxpool, inference plan")
             try n.forward(input)
-            assertClose(n.output(ofLayer: 1), pooled.out, tolerance: 2e-5, "conv(\(act)) + maxpool")
+            assertClose(n.output(ofLayer: 1), pooled.values, tolerance: 2e-5, "conv(\(act)) + maxpool")
             let unfused = try net(s, body, weights: bias + scale + mean + variance + w, options: ModelOptions(fusesLayers: false))
             try unfused.forward(input)
-            assertClose(unfused.output(ofLayer: 0), ref.out, tolerance: 2e-5, "conv activation=\(act)")
+            assertClose(unfused.output(ofLayer: 0), ref.values, tolerance: 2e-5, "conv activation=\(act)")
 
             // The shortcut's activation: the naive conv with one 1x1 identity filter per channel.
             let sc = try net(s, "[maxpool]\nsize=1\nstride=1\n[shortcut]\nfrom=0\nactivation=\(act)\n", weights: [])
             try sc.forward(input)
             let identity = (0..<s.c * s.c).map { Float($0 % (s.c + 1) == 0 ? 1 : 0) }
-            let doubled = naiveConv(input.map { $0 + $0 }, s, filters: s.c, size: 1, stride: 1, pad: 0, weights: identity,
+            let doubled = try naiveConv(input.map { $0 + $0 }, s, filters: s.c, size: 1, stride: 1, pad: 0, weights: identity,
                                     bias: [Float](repeating: 0, count: s.c), bn: nil, activation: act)
-            assertClose(sc.output(ofLayer: 1), doubled.out, tolerance: 2e-6, "shortcut activation=\(act)")
+            assertClose(sc.output(ofLayer: 1), doubled.values, tolerance: 2e-6, "shortcut activation=\(act)")
         }
     }
 
@@ -77,7 +78,7 @@ extension LayerTests {
         from=-7,-6
         activation=linear
         """
-        let x = random(s.count, &rng)
+        let x = rng.floats(s.count)
         let n = try net(s, body, weights: [])
         try n.forward(x)
         // from=1 has 2 channels (x's channels 2, 3): added to channels 0, 1; channels 2, 3 pass.
@@ -108,18 +109,12 @@ extension LayerTests {
     func testYOLOLayerScalesXY() throws {
         var rng = SeededRandom(seed: 13)
         let ys = Shape(c: 2 * 7, h: 3, w: 2)
-        let yin = random(ys.count, &rng, -4, 4)
+        let yin = rng.floats(ys.count, -4, 4)
         let yn = try net(ys, "[yolo]\nmask=0,1\nanchors=1,2,3,4,5,6\nclasses=2\nnum=3\nscale_x_y=1.05\n", weights: [])
         try yn.forward(yin)
         XCTAssertEqual(yn.heads[0].info.scaleXY, 1.05)
-        let shift = Float(-0.5 * (Double(Float(1.05)) - 1))
-        var ref = yin
-        for a in 0..<2 { for e in 0..<7 where e != 2 && e != 3 { for i in 0..<6 {
-            let j = (a * 7 + e) * 6 + i
-            ref[j] = Float(1 / (1 + exp(-Double(yin[j]))))
-            if e < 2 { ref[j] = ref[j] * 1.05 + shift }
-        } } }
-        assertClose(yn.heads[0].activated, ref, tolerance: 0, "yolo activation with scale_x_y")
+        let ref = Naive.yolo(Naive.Tensor(ys, yin), anchors: 2, classes: 2, scaleXY: 1.05, libm: libm)
+        assertClose(yn.heads[0].activated, ref.values, tolerance: 0, "yolo activation with scale_x_y")
     }
 }
 

@@ -3,6 +3,7 @@ import XCTest
 @testable import YOLOEngine
 @testable import YOLODetection
 @testable import YOLOCore
+import YOLOReference
 
 /// A hand-built [yolo] head: set the activated entries of chosen cells, the rest stay 0.
 fileprivate final class TestHead {
@@ -88,63 +89,7 @@ fileprivate func tinyModel(width: Int, height: Int, biases: [Float] = [0, 0, 0, 
 /// Deterministic random bytes.
 fileprivate func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
     var r = SeededRandom(seed: seed)
-    return (0..<count).map { _ in UInt8(truncatingIfNeeded: r.next() >> 24) }
-}
-
-/// Darknet's load (byte/255), letterbox_image and resize_image, written out naively from the
-/// formulas over a float CHW image, as the reference for the preprocessing kernels.
-fileprivate func naiveLetterbox(rgb: [UInt8], width w: Int, height h: Int, netWidth: Int, netHeight: Int, stretch: Bool) -> [Float] {
-    var im = [Float](repeating: 0, count: 3 * w * h)
-    for y in 0..<h { for x in 0..<w { for k in 0..<3 { im[k * w * h + y * w + x] = Float(Double(rgb[(y * w + x) * 3 + k]) / 255.0) } } }
-    var nw = netWidth, nh = netHeight
-    if !stretch {
-        if Float(netWidth) / Float(w) < Float(netHeight) / Float(h) { nw = netWidth; nh = h * netWidth / w }
-        else { nh = netHeight; nw = w * netHeight / h }
-    }
-    var part = [Float](repeating: 0, count: 3 * nw * h)
-    var resized = [Float](repeating: 0, count: 3 * nw * nh)
-    // Darknet divides by zero for a 1-pixel output side; its last-column/last-row rules make
-    // the scale irrelevant there, so 0 stands in.
-    let ws = nw > 1 ? Float(w - 1) / Float(nw - 1) : 0, hs = nh > 1 ? Float(h - 1) / Float(nh - 1) : 0
-    for k in 0..<3 { for r in 0..<h { for c in 0..<nw {
-        var val: Float
-        if c == nw - 1 || w == 1 { val = im[k * w * h + r * w + w - 1] } else {
-            let sx = Float(c) * ws; let ix = Int(sx); let dx = sx - Float(ix)
-            val = (1 - dx) * im[k * w * h + r * w + ix] + dx * im[k * w * h + r * w + ix + 1]
-        }
-        part[k * nw * h + r * nw + c] = val
-    } } }
-    for k in 0..<3 { for r in 0..<nh {
-        let sy = Float(r) * hs; let iy = Int(sy); let dy = sy - Float(iy)
-        for c in 0..<nw { resized[k * nw * nh + r * nw + c] = (1 - dy) * part[k * nw * h + iy * nw + c] }
-        if r == nh - 1 || h == 1 { continue }
-        for c in 0..<nw { resized[k * nw * nh + r * nw + c] += dy * part[k * nw * h + (iy + 1) * nw + c] }
-    } }
-    var out = [Float](repeating: 0.5, count: 3 * netWidth * netHeight)
-    let dx = (netWidth - nw) / 2, dy = (netHeight - nh) / 2
-    for k in 0..<3 { for y in 0..<nh { for x in 0..<nw {
-        out[k * netWidth * netHeight + (y + dy) * netWidth + x + dx] = resized[k * nw * nh + y * nw + x]
-    } } }
-    return out
-}
-
-/// One line of a `detect_*detections.txt` fixture.
-fileprivate struct ReferenceDetection {
-    var image: String, width: Int, height: Int, threshold: Float
-    var boxIndex: Int, classIndex: Int, prob: Float, objectness: Float, rel: [Float]
-}
-
-/// Parses a detections fixture; images with no detections at a threshold appear with no rows.
-fileprivate func readReferenceDetections(_ path: String) throws -> [String: [Float: [ReferenceDetection]]] {
-    var out: [String: [Float: [ReferenceDetection]]] = [:]
-    for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") where !line.hasPrefix("#") {
-        let p = line.split(separator: " ").map(String.init)
-        let t = Float(p[3])!
-        out[p[0], default: [:]][t, default: []] += p[4] == "none" ? [] : [ReferenceDetection(
-            image: p[0], width: Int(p[1])!, height: Int(p[2])!, threshold: t, boxIndex: Int(p[4])!,
-            classIndex: Int(p[5])!, prob: Float(p[6])!, objectness: Float(p[7])!, rel: p[8...11].map { Float($0)! })]
-    }
-    return out
+    return r.bytes(count)
 }
 
 final class DetectDecodeTests: XCTestCase {
@@ -337,7 +282,7 @@ final class DetectDecodeTests: XCTestCase {
             for stretch in [false, true] {
                 detector.options.resize = stretch ? .stretch : .letterbox
                 try rgb.withUnsafeBytes { try detector.preprocess(pixels: $0, width: w, height: h) }
-                let expected = naiveLetterbox(rgb: rgb, width: w, height: h, netWidth: nw, netHeight: nh, stretch: stretch)
+                let expected = Naive.letterbox(rgb: rgb, width: w, height: h, netWidth: nw, netHeight: nh, stretch: stretch)
                 XCTAssertEqual(Array(detector.session.input), expected, "\(w)x\(h) in \(nw)x\(nh) stretch \(stretch)")
             }
         }
@@ -460,33 +405,25 @@ final class DetectDecodeTests: XCTestCase {
     func testMatchesDarknetOnDogAndPerson() throws {
         let paths = try officialPaths()
         let detector = try Detector(cfgPath: paths.cfg, weightsPath: paths.weights, namesPath: repoRoot + "/weights/coco.names")
-        let reference = try readReferenceDetections(fixturePath("detect_darknet_detections.txt"))
-        XCTAssertEqual(reference.count, 2)
-        for (image, byThreshold) in reference.sorted(by: { $0.key < $1.key }) {
+        let reference = try referenceDetections("detect_darknet_detections.txt")
+        XCTAssertEqual(reference.map(\.image), ["dog.jpg", "person.jpg"])
+        for entry in reference {
+            let image = entry.image
             let name = image.replacingOccurrences(of: ".jpg", with: "")
             let input = try readGzipFloats(fixturePath("\(name)_input_416.f32.gz"))
-            let any = byThreshold.values.first { !$0.isEmpty }!.first!
             _ = try input.withUnsafeBufferPointer { try detector.session.forward($0) }
-            for (t, rows) in byThreshold {
+            for (t, rows) in entry.thresholds {
                 detector.options.threshold = t
-                let dets = try detector.decodeHeads(imageWidth: any.width, imageHeight: any.height)
-                XCTAssertEqual(dets.count, rows.count, "\(image) at \(t)")
-                var maxProb: Float = 0, maxRel: Float = 0
-                for (d, r) in zip(dets, rows) {
-                    XCTAssertEqual(d.classIndex, r.classIndex, "\(image) at \(t)")
-                    XCTAssertEqual(d.boxIndex, r.boxIndex, "\(image) at \(t)")
-                    maxProb = max(maxProb, abs(d.confidence - r.prob), abs(d.objectness - r.objectness))
-                    maxRel = max(maxRel, zip([d.x, d.y, d.width, d.height], r.rel).map { abs($0 - $1) }.max()!)
-                }
-                XCTAssertLessThanOrEqual(maxProb, 1e-4, "\(image) at \(t)")
-                XCTAssertLessThanOrEqual(maxRel, 1e-4, "\(image) at \(t)")
-                print("\(image) t=\(t): \(dets.count) detections, max |prob diff| \(maxProb), max |rel diff| \(maxRel)")
+                let dets = try detector.decodeHeads(imageWidth: entry.width, imageHeight: entry.height)
+                let result = compare(dets.map(ReferenceDetection.init), rows)
+                XCTAssertTrue(result.passed(tolerance: 1e-4), "\(image) at \(t): \(result)")
+                print("\(image) t=\(t): \(result)")
             }
             // The same via detectFromInput (runs the network on network.input).
             detector.options.threshold = 0.25
             _ = input.withUnsafeBufferPointer { detector.session.input.update(fromContentsOf: $0) }
-            let again = try detector.detectFromInput(imageWidth: any.width, imageHeight: any.height)
-            XCTAssertEqual(again.map(\.classIndex), byThreshold[0.25]!.map(\.classIndex))
+            let again = try detector.detectFromInput(imageWidth: entry.width, imageHeight: entry.height)
+            XCTAssertEqual(again.map(\.classIndex), entry.thresholds.first { $0.threshold == 0.25 }?.detections.map(\.classIndex))
             XCTAssertEqual(again.first?.className, image == "dog.jpg" ? "dog" : "horse")
         }
     }

@@ -3,6 +3,7 @@ import XCTest
 @testable import YOLODetection
 @testable import YOLOCore
 import YOLOKernels
+import YOLOReference
 
 /// The packed GEMM of every kernel level this CPU can run (so an AVX-512 machine also tests
 /// AVX2 and baseline) against a naive double-precision reference.
@@ -13,15 +14,6 @@ final class GemmKernelTests: XCTestCase {
         var description: String { "\(m)x\(n)x\(k) ldb+\(ldbPad) ldc+\(ldcPad)" }
     }
 
-    /// Deterministic values in [-1, 1).
-    struct Random {
-        var state: UInt64
-        mutating func next() -> Float {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return Float(Int64(bitPattern: state) >> 40) / Float(1 << 23)
-        }
-    }
-
     /// The GEMM of every kernel set this CPU runs.
     var levels: [GemmFunctions] {
         KernelLevel.supported.map { level in
@@ -30,7 +22,7 @@ final class GemmKernelTests: XCTestCase {
         }
     }
 
-    /// Runs `kern` on `s` and compares with the naive product: every entry when the product is
+    /// Runs `kern` on `s` and compares with the naive product (YOLOReference): every entry when the product is
     /// small, else `samples` entries (always including the four corners and the last row and
     /// column). C starts as NaN: every entry of the m x n block must be written, the padding
     /// columns (ldc > n) left alone.
@@ -40,9 +32,9 @@ final class GemmKernelTests: XCTestCase {
                file: StaticString = #filePath, line: UInt = #line) {
         let (m, n, k) = (s.m, s.n, s.k)
         let ldb = n + s.ldbPad, ldc = n + s.ldcPad
-        var rng = Random(state: UInt64(m &* 31 &+ n &* 17 &+ k &* 7 &+ s.ldbPad))
-        let a = (0..<m * k).map { _ in rng.next() }
-        let b = (0..<k * ldb).map { _ in rng.next() }
+        var rng = SeededRandom(seed: UInt64(m &* 31 &+ n &* 17 &+ k &* 7 &+ s.ldbPad))
+        let a = rng.floats(m * k)
+        let b = rng.floats(k * ldb)
         var c = [Float](repeating: .nan, count: m * ldc)
         var packed = [Float](repeating: .nan, count: kern.packedASize(m: m, k: k))
         var scratch = [Float](repeating: .nan, count: kern.scratchSize(m: m, n: n, k: k))
@@ -69,9 +61,9 @@ final class GemmKernelTests: XCTestCase {
             entries = [(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)]
             entries += (0..<n).map { (m - 1, $0) }.prefix(samples / 4)
             entries += (0..<m).map { ($0, n - 1) }.prefix(samples / 4)
-            var pick = Random(state: 99)
+            var pick = SeededRandom(seed: 99)
             while entries.count < samples {
-                entries.append((Int(abs(pick.next()) * Float(m)) % m, Int(abs(pick.next()) * Float(n)) % n))
+                entries.append((pick.int(below: m), pick.int(below: n)))
             }
         }
         if let rowRanges {
@@ -84,23 +76,16 @@ final class GemmKernelTests: XCTestCase {
         }
         let tolerance = Double(Float.ulpOfOne) * (4 * Double(k).squareRoot() + 4)
         var failures = 0
-        a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in
-            for (i, j) in entries {
-                var ref = 0.0, magnitude = 0.0
-                for p in 0..<k {
-                    let x = Double(a[i * k + p]) * Double(b[p * ldb + j])
-                    ref += x
-                    magnitude += abs(x)
-                }
-                let got = Double(c[i * ldc + j])
-                if !(abs(got - ref) <= tolerance * magnitude + 1e-30) {
-                    failures += 1
-                    if failures <= 3 {
-                        XCTFail("\(kern.level) \(s): C[\(i)][\(j)] = \(got), expected \(ref) (sum |a||b| \(magnitude))", file: file, line: line)
-                    }
+        for (i, j) in entries {
+            let (ref, magnitude) = Naive.gemmEntry(a, lda: k, b, ldb: ldb, k: k, i: i, j: j)
+            let got = Double(c[i * ldc + j])
+            if !(abs(got - ref) <= tolerance * magnitude + 1e-30) {
+                failures += 1
+                if failures <= 3 {
+                    XCTFail("\(kern.level) \(s): C[\(i)][\(j)] = \(got), expected \(ref) (sum |a||b| \(magnitude))", file: file, line: line)
                 }
             }
-        } }
+        }
         for i in 0..<m where s.ldcPad > 0 {
             for j in n..<ldc where !c[i * ldc + j].isNaN {
                 XCTFail("\(kern.level) \(s): padding C[\(i)][\(j)] was written", file: file, line: line)

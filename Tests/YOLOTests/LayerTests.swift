@@ -3,86 +3,27 @@ import XCTest
 @testable import YOLOEngine
 @testable import YOLODetection
 @testable import YOLOCore
+import YOLOReference
 
 /// Each layer type against a naive, obviously correct implementation, over tables of shapes.
 /// Networks are built from cfg text and random weights, so the cfg parser, the weights
 /// reader and batch-norm folding are exercised too.
 final class LayerTests: XCTestCase {
-    // MARK: naive references (double precision, Darknet's definitions)
-
-    func naiveConv(_ x: [Float], _ s: Shape, filters: Int, size: Int, stride: Int, pad: Int,
-                   weights: [Float], bias: [Float], bn: (scale: [Float], mean: [Float], variance: [Float])?,
-                   activation: String) -> (out: [Float], shape: Shape) {
-        let oh = (s.h + 2 * pad - size) / stride + 1, ow = (s.w + 2 * pad - size) / stride + 1
-        var out = [Float](repeating: 0, count: filters * oh * ow)
-        for f in 0..<filters {
-            for oy in 0..<oh {
-                for ox in 0..<ow {
-                    var acc = 0.0
-                    for c in 0..<s.c {
-                        for ky in 0..<size {
-                            for kx in 0..<size {
-                                let iy = oy * stride + ky - pad, ix = ox * stride + kx - pad
-                                guard iy >= 0, iy < s.h, ix >= 0, ix < s.w else { continue }
-                                acc += Double(weights[((f * s.c + c) * size + ky) * size + kx]) * Double(x[(c * s.h + iy) * s.w + ix])
-                            }
-                        }
-                    }
-                    if let bn {
-                        acc = (acc - Double(bn.mean[f])) / (Double(bn.variance[f]).squareRoot() + 0.000001) * Double(bn.scale[f])
-                    }
-                    acc += Double(bias[f])
-                    switch activation {
-                    case "leaky": acc = acc > 0 ? acc : 0.1 * acc
-                    case "relu": acc = max(acc, 0)
-                    case "logistic": acc = 1 / (1 + exp(-acc))
-                    case "mish": acc = acc * tanh(log1p(exp(acc)))    // x tanh(softplus(x))
-                    case "swish": acc = acc / (1 + exp(-acc))         // x logistic(x)
-                    case "linear": break
-                    default: XCTFail("no naive reference for activation=\(activation)")
-                    }
-                    out[(f * oh + oy) * ow + ox] = Float(acc)
-                }
-            }
-        }
-        return (out, Shape(c: filters, h: oh, w: ow))
-    }
-
-    func naiveMaxPool(_ x: [Float], _ s: Shape, size: Int, stride: Int, padding: Int) -> (out: [Float], shape: Shape) {
-        let oh = (s.h + padding - size) / stride + 1, ow = (s.w + padding - size) / stride + 1
-        var out: [Float] = []
-        for c in 0..<s.c {
-            for oy in 0..<oh {
-                for ox in 0..<ow {
-                    var m = -Float.infinity
-                    for ky in 0..<size {
-                        for kx in 0..<size {
-                            let iy = oy * stride + ky - padding / 2, ix = ox * stride + kx - padding / 2
-                            if iy >= 0 && iy < s.h && ix >= 0 && ix < s.w { m = max(m, x[(c * s.h + iy) * s.w + ix]) }
-                        }
-                    }
-                    out.append(m)
-                }
-            }
-        }
-        return (out, Shape(c: s.c, h: oh, w: ow))
-    }
-
     // MARK: helpers
 
-    func random(_ n: Int, _ rng: inout SeededRandom, _ lo: Float = -1, _ hi: Float = 1) -> [Float] {
-        (0..<n).map { _ in rng.float(lo, hi) }
+    /// Darknet's convolutional layer (YOLOReference): convolution, batch norm, bias, activation.
+    func naiveConv(_ x: [Float], _ s: Shape, filters: Int, size: Int, stride: Int, pad: Int, weights: [Float], bias: [Float],
+                   bn: BatchNorm?, activation: String) throws -> Naive.Tensor {
+        let act = try XCTUnwrap(NaiveActivation(rawValue: activation), "no naive reference for activation=\(activation)")
+        let conv = Naive.convolution(Naive.Tensor(s, x), filters: filters, size: size, stride: stride, pad: pad, weights: weights,
+                                     bias: bias, batchNorm: bn)
+        return Naive.activate(conv, act, libm: libm)
     }
 
     func assertClose(_ a: UnsafeBufferPointer<Float>, _ b: [Float], tolerance: Float, _ what: String,
                      file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(a.count, b.count, what, file: file, line: line)
-        var worst: Float = 0, at = 0
-        for i in 0..<min(a.count, b.count) {
-            let d = abs(a[i] - b[i]) / max(1, abs(b[i]))
-            if !(d <= worst) { worst = d; at = i }
-        }
-        XCTAssertLessThanOrEqual(worst, tolerance, "\(what): worst at \(at): \(a[at]) vs \(b[at])", file: file, line: line)
+        let result = compare(a, b, tolerance: tolerance)
+        XCTAssertTrue(result.passed, "\(what): \(result)", file: file, line: line)
     }
 
     /// Every GEMM path this CPU can run: OpenBLAS (the reference) and our kernels at each level.
@@ -128,14 +69,14 @@ final class LayerTests: XCTestCase {
         var rng = SeededRandom(seed: 1)
         for (t, (s, filters, size, stride, padding, bn, act)) in table.enumerated() {
             let k = s.c * size * size
-            let bias = random(filters, &rng), w = random(filters * k, &rng)
-            let scale = random(filters, &rng, 0.5, 2), mean = random(filters, &rng), variance = random(filters, &rng, 0.1, 3)
+            let bias = rng.floats(filters), w = rng.floats(filters * k)
+            let scale = rng.floats(filters, 0.5, 2), mean = rng.floats(filters), variance = rng.floats(filters, 0.1, 3)
             let floats = bias + (bn ? scale + mean + variance : []) + w
             let body = "[convolutional]\nbatch_normalize=\(bn ? 1 : 0)\nfilters=\(filters)\nsize=\(size)\nstride=\(stride)\n\(padding)\nactivation=\(act)\n"
-            let input = random(s.count, &rng)
+            let input = rng.floats(s.count)
             let pad = padding == "pad=1" ? size / 2 : (padding == "pad=0" ? 0 : Int(padding.dropFirst(8))!)
-            let ref = naiveConv(input, s, filters: filters, size: size, stride: stride, pad: pad, weights: w, bias: bias,
-                                bn: bn ? (scale, mean, variance) : nil, activation: act)
+            let ref = try naiveConv(input, s, filters: filters, size: size, stride: stride, pad: pad, weights: w, bias: bias,
+                                bn: bn ? BatchNorm(scale: scale, mean: mean, variance: variance) : nil, activation: act)
             if t == 10 || t == 11 {
                 let n = try net(s, body, weights: floats)
                 XCTAssertGreaterThanOrEqual((n.model.inference.steps[0].convKernel as! Im2colGemm).blockCount, 3,
@@ -167,10 +108,10 @@ final class LayerTests: XCTestCase {
                     let n = try Network(model: model, threads: threads)
                     try n.forward(input)
                     XCTAssertEqual(n.layers[0].output, ref.shape, "case \(t)")
-                    assertClose(n.output(ofLayer: 0), ref.out, tolerance: tolerance, label)
+                    assertClose(n.output(ofLayer: 0), ref.values, tolerance: tolerance, label)
                     let session = try Session(model: model, threads: threads)
                     try session.forward(input)
-                    assertClose(try session.output(ofLayer: 0), ref.out, tolerance: tolerance, label + " (inference plan)")
+                    assertClose(try session.output(ofLayer: 0), ref.values, tolerance: tolerance, label + " (inference plan)")
                 }
               }
             }
@@ -198,14 +139,14 @@ final class LayerTests: XCTestCase {
         var rng = SeededRandom(seed: 2)
         for (t, (s, size, stride, padding)) in table.enumerated() {
             // All-negative inputs would expose zero padding; mix signs.
-            let input = random(s.count, &rng, -3, 1)
+            let input = rng.floats(s.count, -3, 1)
             let body = "[maxpool]\nsize=\(size)\nstride=\(stride)\n" + (padding.map { "padding=\($0)\n" } ?? "")
-            let ref = naiveMaxPool(input, s, size: size, stride: stride, padding: padding ?? size - 1)
+            let ref = Naive.maxPool(Naive.Tensor(s, input), size: size, stride: stride, padding: padding ?? size - 1)
             for threads in [1, 2] {
                 let n = try net(s, body, weights: [], threads: threads)
                 try n.forward(input)
                 XCTAssertEqual(n.layers[0].output, ref.shape, "maxpool case \(t)")
-                assertClose(n.output(ofLayer: 0), ref.out, tolerance: 0, "maxpool case \(t) \(s)")
+                assertClose(n.output(ofLayer: 0), ref.values, tolerance: 0, "maxpool case \(t) \(s)")
             }
         }
         // The 13x13 quirk in numbers: the last column of a size-2 stride-1 pool is the max of
@@ -226,13 +167,13 @@ final class LayerTests: XCTestCase {
                                        (Shape(c: 32, h: 13, w: 13), "leaky", 2, 1), (Shape(c: 32, h: 11, w: 10), "leaky", 2, 2),
                                        (Shape(c: 2, h: 8, w: 8), "logistic", 3, 2), (Shape(c: 2, h: 6, w: 5), "relu", 2, 2)] {
             let filters = 5, k = s.c * 9
-            let bias = random(filters, &rng), w = random(filters * k, &rng)
-            let scale = random(filters, &rng, 0.5, 2), mean = random(filters, &rng), variance = random(filters, &rng, 0.1, 3)
+            let bias = rng.floats(filters), w = rng.floats(filters * k)
+            let scale = rng.floats(filters, 0.5, 2), mean = rng.floats(filters), variance = rng.floats(filters, 0.1, 3)
             let body = "[convolutional]\nbatch_normalize=1\nfilters=\(filters)\nsize=3\nstride=1\npad=1\nactivation=\(act)\n[maxpool]\nsize=\(size)\nstride=\(stride)\n"
-            let input = random(s.count, &rng)
-            let conv = naiveConv(input, s, filters: filters, size: 3, stride: 1, pad: 1, weights: w, bias: bias,
-                                 bn: (scale, mean, variance), activation: act)
-            let ref = naiveMaxPool(conv.out, conv.shape, size: size, stride: stride, padding: size - 1)
+            let input = rng.floats(s.count)
+            let conv = try naiveConv(input, s, filters: filters, size: 3, stride: 1, pad: 1, weights: w, bias: bias,
+                                     bn: BatchNorm(scale: scale, mean: mean, variance: variance), activation: act)
+            let ref = Naive.maxPool(conv, size: size, stride: stride, padding: size - 1)
             for threads in [1, 2] {
                 let floats = bias + scale + mean + variance + w
                 let n = try net(s, body, weights: floats, threads: threads)
@@ -241,16 +182,16 @@ final class LayerTests: XCTestCase {
                 // The inference plan (fused): the pool's output is the network's, kept.
                 let session = try Session(model: n.model, threads: threads)
                 try session.forward(input)
-                assertClose(try session.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) fused")
+                assertClose(try session.output(ofLayer: 1), ref.values, tolerance: 2e-5, "conv+maxpool \(s) \(act) fused")
                 // Keeping every output, nothing is fused: the conv's exact output, then the pool.
                 try n.forward(input)
-                assertClose(n.output(ofLayer: 0), conv.out, tolerance: 2e-5, "conv \(s) \(act) kept")
-                assertClose(n.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) kept")
+                assertClose(n.output(ofLayer: 0), conv.values, tolerance: 2e-5, "conv \(s) \(act) kept")
+                assertClose(n.output(ofLayer: 1), ref.values, tolerance: 2e-5, "conv+maxpool \(s) \(act) kept")
                 let unfused = try net(s, body, weights: floats, threads: threads, options: ModelOptions(fusesLayers: false))
                 XCTAssertEqual(unfused.model.inference.steps.map(\.algorithm).last, "maxpool", "not fused")
                 let plain = try Session(model: unfused.model, threads: threads)
                 try plain.forward(input)
-                assertClose(try plain.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) unfused")
+                assertClose(try plain.output(ofLayer: 1), ref.values, tolerance: 2e-5, "conv+maxpool \(s) \(act) unfused")
             }
         }
     }
@@ -266,13 +207,13 @@ final class LayerTests: XCTestCase {
                                   (Shape(c: 1, h: 2, w: 2), 9, "relu"), (Shape(c: 3, h: 40, w: 66), 17, "linear"),
                                   (Shape(c: 2, h: 6, w: 64), 8, "logistic")] {
             let k = s.c * 9
-            let bias = random(filters, &rng), w = random(filters * k, &rng)
-            let scale = random(filters, &rng, 0.5, 2), mean = random(filters, &rng), variance = random(filters, &rng, 0.1, 3)
+            let bias = rng.floats(filters), w = rng.floats(filters * k)
+            let scale = rng.floats(filters, 0.5, 2), mean = rng.floats(filters), variance = rng.floats(filters, 0.1, 3)
             let body = "[convolutional]\nbatch_normalize=1\nfilters=\(filters)\nsize=3\nstride=1\npad=1\nactivation=\(act)\n[maxpool]\nsize=2\nstride=2\n"
-            let input = random(s.count, &rng)
-            let conv = naiveConv(input, s, filters: filters, size: 3, stride: 1, pad: 1, weights: w, bias: bias,
-                                 bn: (scale, mean, variance), activation: act)
-            let ref = naiveMaxPool(conv.out, conv.shape, size: 2, stride: 2, padding: 1)
+            let input = rng.floats(s.count)
+            let conv = try naiveConv(input, s, filters: filters, size: 3, stride: 1, pad: 1, weights: w, bias: bias,
+                                     bn: BatchNorm(scale: scale, mean: mean, variance: variance), activation: act)
+            let ref = Naive.maxPool(conv, size: 2, stride: 2, padding: 1)
             for level in KernelLevel.supported {
                 let model = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body,
                                       weights: weightsFile(bias + scale + mean + variance + w),
@@ -283,31 +224,31 @@ final class LayerTests: XCTestCase {
                     let session = try Session(model: model, threads: threads)
                     try session.forward(input)
                     let pooled = try session.output(ofLayer: 1)
-                    assertClose(pooled, ref.out, tolerance: 2e-5, "direct conv+pool \(s) \(act) \(level) threads \(threads)")
+                    assertClose(pooled, ref.values, tolerance: 2e-5, "direct conv+pool \(s) \(act) \(level) threads \(threads)")
                     XCTAssertThrowsError(try session.output(ofLayer: 0), "the conv's own output is never written")
                     // Keeping every output, the conv writes its output and the pool runs.
                     let all = try Session(model: model, threads: threads, keepsAllOutputs: true)
                     try all.forward(input)
-                    assertClose(try all.output(ofLayer: 1), ref.out, tolerance: 2e-5, "kept: pool \(s) \(level)")
+                    assertClose(try all.output(ofLayer: 1), ref.values, tolerance: 2e-5, "kept: pool \(s) \(level)")
                 }
             }
             // Two conv + pool pairs in a row (yolov3-tiny's first four layers): the second conv
             // writes its pool's output while it still reads the first pool's, so the two buffers
             // must not share memory.
             let filters2 = 6
-            let bias2 = random(filters2, &rng), w2 = random(filters2 * filters * 9, &rng)
+            let bias2 = rng.floats(filters2), w2 = rng.floats(filters2 * filters * 9)
             let body2 = body + "[convolutional]\nfilters=\(filters2)\nsize=3\nstride=1\npad=1\nactivation=leaky\n[maxpool]\nsize=2\nstride=2\n"
-            let conv2 = naiveConv(ref.out, ref.shape, filters: filters2, size: 3, stride: 1, pad: 1, weights: w2, bias: bias2,
-                                  bn: nil, activation: "leaky")
+            let conv2 = try naiveConv(ref.values, ref.shape, filters: filters2, size: 3, stride: 1, pad: 1, weights: w2, bias: bias2,
+                                      bn: nil, activation: "leaky")
             if ref.shape.h % 2 == 0 && ref.shape.w % 2 == 0 {
-                let ref2 = naiveMaxPool(conv2.out, conv2.shape, size: 2, stride: 2, padding: 1)
+                let ref2 = Naive.maxPool(conv2, size: 2, stride: 2, padding: 1)
                 let chain = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body2,
                                       weights: weightsFile(bias + scale + mean + variance + w + bias2 + w2))
                 XCTAssertEqual(chain.inference.steps.map(\.algorithm), ["direct+pool", "direct+pool"], "\(s): both pairs fused")
                 for threads in [1, 2] {
                     let session = try Session(model: chain, threads: threads)
                     try session.forward(input)
-                    assertClose(try session.output(ofLayer: 3), ref2.out, tolerance: 5e-5, "two conv+pool pairs \(s) threads \(threads)")
+                    assertClose(try session.output(ofLayer: 3), ref2.values, tolerance: 5e-5, "two conv+pool pairs \(s) threads \(threads)")
                 }
             }
             // With OpenBLAS (the reference path) the conv is im2col + sgemm and nothing is absorbed.
@@ -320,14 +261,12 @@ final class LayerTests: XCTestCase {
     func testUpsampleRouteShortcutAndYOLO() throws {
         var rng = SeededRandom(seed: 3)
         for (s, stride) in [(Shape(c: 3, h: 5, w: 4), 2), (Shape(c: 2, h: 3, w: 3), 3), (Shape(c: 1, h: 1, w: 1), 2)] {
-            let input = random(s.count, &rng)
+            let input = rng.floats(s.count)
             let n = try net(s, "[upsample]\nstride=\(stride)\n", weights: [])
             try n.forward(input)
-            let oh = s.h * stride, ow = s.w * stride
-            var ref: [Float] = []
-            for c in 0..<s.c { for y in 0..<oh { for x in 0..<ow { ref.append(input[(c * s.h + y / stride) * s.w + x / stride]) } } }
-            XCTAssertEqual(n.layers[0].output, Shape(c: s.c, h: oh, w: ow))
-            assertClose(n.output(ofLayer: 0), ref, tolerance: 0, "upsample \(s) x\(stride)")
+            let ref = Naive.upsample(Naive.Tensor(s, input), stride: stride)
+            XCTAssertEqual(n.layers[0].output, ref.shape)
+            assertClose(n.output(ofLayer: 0), ref.values, tolerance: 0, "upsample \(s) x\(stride)")
         }
 
         // route of two inputs (negative and absolute indices), then a single-input route, then shortcut.
@@ -351,7 +290,7 @@ final class LayerTests: XCTestCase {
         groups=2
         group_id=1
         """
-        let input = random(s.count, &rng)
+        let input = rng.floats(s.count)
         let n = try net(s, body, weights: [])
         try n.forward(input)
         XCTAssertEqual(n.layers[2].output, Shape(c: 4, h: 4, w: 3))
@@ -363,16 +302,11 @@ final class LayerTests: XCTestCase {
 
         // [yolo]: logistic on x, y, objectness and classes; tw, th raw.
         let ys = Shape(c: 2 * 7, h: 3, w: 2)  // 2 anchors x (2 classes + 5)
-        let yin = random(ys.count, &rng, -4, 4)
+        let yin = rng.floats(ys.count, -4, 4)
         let yn = try net(ys, "[yolo]\nmask=0,1\nanchors=1,2,3,4,5,6\nclasses=2\nnum=3\n", weights: [])
         try yn.forward(yin)
-        let plane = 6
-        var ref = yin
-        for a in 0..<2 { for e in 0..<7 where e != 2 && e != 3 { for i in 0..<plane {
-            let j = (a * 7 + e) * plane + i
-            ref[j] = Float(1 / (1 + exp(-Double(yin[j]))))
-        } } }
-        assertClose(yn.heads[0].activated, ref, tolerance: 0, "yolo activation")
+        let ref = Naive.yolo(Naive.Tensor(ys, yin), anchors: 2, classes: 2, libm: libm)
+        assertClose(yn.heads[0].activated, ref.values, tolerance: 0, "yolo activation")
         assertClose(yn.heads[0].raw, yin, tolerance: 0, "yolo raw")
         XCTAssertEqual(yn.heads[0].anchors.map(\.width), [1, 3])
     }

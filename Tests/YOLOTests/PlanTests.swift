@@ -3,6 +3,7 @@ import XCTest
 @testable import YOLOEngine
 @testable import YOLODetection
 @testable import YOLOCore
+import YOLOReference
 
 /// The planner: fusion rewrites, the choice of algorithms (table, override, measurement), the
 /// plan cache (reused when it fits, ignored with a warning when it does not).

@@ -3,6 +3,7 @@ import XCTest
 @testable import YOLOEngine
 @testable import YOLODetection
 @testable import YOLOCore
+import YOLOReference
 
 /// The whole network against the original Darknet's outputs (compact fixtures derived from
 /// ../shared/reference by scripts/make-fixtures.py), and sessions sharing one model.
@@ -38,7 +39,7 @@ final class ReferenceTests: XCTestCase {
         let net = try Network(model: officialModel(ModelOptions(fusesLayers: false)), threads: 2)
         try net.forward(readGzipFloats(fixturePath("dog_input_416.f32.gz")))
         for i in 0..<24 {
-            let ref = try SampledTensor(path: fixturePath(String(format: "dog_layer%02d.samples", i)))
+            let ref = try sampledTensor(String(format: "dog_layer%02d.samples", i))
             XCTAssertEqual(net.layers[i].output, ref.shape, "layer \(i) shape")
             let (maxAbs, sumDiff) = ref.compare(net.output(ofLayer: i))
             XCTAssertLessThanOrEqual(maxAbs, 1e-3, "layer \(i): max abs difference from Darknet")
@@ -66,7 +67,7 @@ final class ReferenceTests: XCTestCase {
             for name in ["dog", "person"] {
                 try session.forward(readGzipFloats(fixturePath("\(name)_input_416.f32.gz")))
                 for (h, layer) in [(0, 15), (1, 22)] {
-                    let ref = try SampledTensor(path: fixturePath("\(name)_conv\(layer).samples"))
+                    let ref = try sampledTensor("\(name)_conv\(layer).samples")
                     let (maxAbs, sumDiff) = ref.compare(session.heads[h].raw)
                     XCTAssertLessThanOrEqual(maxAbs, 1e-3, "\(name) head \(h) \(label)")
                     XCTAssertLessThanOrEqual(sumDiff, 1e-4, "\(name) head \(h) \(label)")
@@ -197,7 +198,7 @@ final class ReferenceTests: XCTestCase {
         let (cfg, weights) = try officialPaths()
         let detector = try Detector(cfgPath: cfg, weightsPath: weights, threads: 2)
         var rng = SeededRandom(seed: 9)
-        let frames = (0..<2).map { _ in (0..<200 * 150 * 3).map { _ in UInt8(truncatingIfNeeded: rng.next()) } }
+        let frames = (0..<2).map { _ in rng.bytes(200 * 150 * 3) }
         let expected = try frames.map { try detector.detect(rgb: $0, width: 200, height: 150) }
         let sessionInput = try readGzipFloats(fixturePath("dog_input_416.f32.gz"))
         let shared = (detector, frames)

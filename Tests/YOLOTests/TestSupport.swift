@@ -3,6 +3,7 @@ import XCTest
 @testable import YOLOEngine
 @testable import YOLODetection
 @testable import YOLOCore
+import YOLOReference
 
 /// The repository root, found from this file's path (Tests/YOLOTests/TestSupport.swift).
 let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
@@ -37,52 +38,35 @@ func readGzipFloats(_ path: String) throws -> [Float] {
     }
 }
 
-/// A `.samples` fixture: sampled (index, value) pairs and per-channel sums of a reference tensor.
-struct SampledTensor {
-    var shape: Shape
-    var samples: [(index: Int, value: Float)] = []
-    var channelSums: [Double] = []
+/// A `.samples` fixture of this target (parsed by YOLOReference).
+func sampledTensor(_ name: String) throws -> SampledTensor {
+    try SampledTensor(parsing: [UInt8](Data(contentsOf: URL(fileURLWithPath: fixturePath(name)))))
+}
 
-    init(path: String) throws {
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        shape = Shape(c: 0, h: 0, w: 0)
-        for line in text.split(separator: "\n") {
-            let p = line.split(separator: " ")
-            if p[0] == "#" { shape = Shape(c: Int(p[2])!, h: Int(p[3])!, w: Int(p[4])!) }
-            else if p[0] == "sum" { channelSums.append(Double(p[2])!) }
-            else { samples.append((Int(p[0])!, Float(p[1])!)) }
-        }
-    }
+/// Darknet's detections fixture of this target (parsed by YOLOReference).
+func referenceDetections(_ name: String) throws -> [ReferenceImageDetections] {
+    try parseReferenceDetections([UInt8](Data(contentsOf: URL(fileURLWithPath: fixturePath(name)))))
+}
 
-    /// Max abs difference over the samples, and the max relative difference of channel sums
-    /// (relative to the channel's sum of |values| scale, approximated by max(|sum|, plane size)).
-    func compare(_ values: UnsafeBufferPointer<Float>) -> (maxAbs: Float, maxSumDiff: Double) {
-        var maxAbs: Float = 0
-        for (i, v) in samples { maxAbs = max(maxAbs, abs(values[i] - v)) }
-        let plane = shape.h * shape.w
-        var maxSum = 0.0
-        for c in 0..<shape.c {
-            var s = 0.0
-            for i in 0..<plane { s += Double(values[c * plane + i]) }
-            maxSum = max(maxSum, abs(s - channelSums[c]) / Double(plane))
-        }
-        return (maxAbs, maxSum)
+extension SampledTensor {
+    var shape: Shape { Shape(c: channels, h: height, w: width) }
+}
+
+extension ReferenceDetection {
+    /// The engine's detection in the fixtures' terms.
+    init(_ d: Detection) {
+        self.init(boxIndex: d.boxIndex, classIndex: d.classIndex, prob: d.confidence, objectness: d.objectness,
+                  box: [d.x, d.y, d.width, d.height])
     }
 }
 
-/// Deterministic pseudo-random numbers (xorshift), so failures reproduce.
-struct SeededRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state ^= state << 13; state ^= state >> 7; state ^= state << 17
-        return state
-    }
-    /// Uniform in [lo, hi).
-    mutating func float(_ lo: Float = -1, _ hi: Float = 1) -> Float {
-        lo + (hi - lo) * Float(next() >> 40) / Float(1 << 24)
-    }
+extension Naive.Tensor {
+    init(_ shape: Shape, _ values: [Float]) { self.init(channels: shape.c, height: shape.h, width: shape.w, values: values) }
+    var shape: Shape { Shape(c: channels, h: height, w: width) }
 }
+
+/// The C library's functions for YOLOReference's activations.
+let libm = Libm(exp: { Foundation.exp($0) }, tanh: { Foundation.tanh($0) }, log1p: { Foundation.log1p($0) })
 
 /// Bytes of a weights file: Darknet 0.2.0 header, then `floats`.
 func weightsFile(_ floats: [Float], major: Int32 = 0, minor: Int32 = 2) -> [UInt8] {

@@ -3,21 +3,13 @@ import XCTest
 @testable import YOLODetection
 @testable import YOLOCore
 import YOLOKernels
+import YOLOReference
 
 /// The SIMD Winograd transforms of every kernel level this CPU can run against the scalar
 /// reference functions of YOLOKernels: bit-identical results (the SIMD versions evaluate the
 /// same expressions in the same order), and nothing written outside what the scalar code writes
 /// (buffers start as NaN and are compared whole, bit for bit).
 final class WinogradTransformTests: XCTestCase {
-    /// Deterministic values in [-1, 1).
-    struct Random {
-        var state: UInt64
-        mutating func next() -> Float {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return Float(Int64(bitPattern: state) >> 40) / Float(1 << 23)
-        }
-    }
-
     /// Every kernel set this CPU runs.
     var levels: [KernelSet] {
         KernelLevel.supported.map { level in
@@ -47,8 +39,8 @@ final class WinogradTransformTests: XCTestCase {
             for (h, w) in Self.sizes {
                 let (th, tw) = ((h + tile - 1) / tile, (w + tile - 1) / tile)
                 for channelCount in [1, 3, 16, 37] {
-                    var rng = Random(state: UInt64(h * 1000 + w * 10 + channelCount))
-                    let src = (0..<channelCount * h * w).map { _ in rng.next() }
+                    var rng = SeededRandom(seed: UInt64(h * 1000 + w * 10 + channelCount))
+                    let src = rng.floats(channelCount * h * w)
                     for channels in Self.ranges(channelCount) {
                         for rows in Self.ranges(th) {
                             let size = (tile + 2) * (tile + 2) * channelCount * rows.count * tw
@@ -87,8 +79,8 @@ final class WinogradTransformTests: XCTestCase {
                 for filterCount in [1, 3, 16, 37] {
                     for rows in Self.ranges(th) {
                         let tiles = rows.count * tw
-                        var rng = Random(state: UInt64(h * 1000 + w * 10 + filterCount + 7 * rows.lowerBound))
-                        let m = (0..<(tile + 2) * (tile + 2) * filterCount * tiles).map { _ in rng.next() }
+                        var rng = SeededRandom(seed: UInt64(h * 1000 + w * 10 + filterCount + 7 * rows.lowerBound))
+                        let m = rng.floats((tile + 2) * (tile + 2) * filterCount * tiles)
                         for filters in Self.ranges(filterCount) {
                             var expected = [Float](repeating: .nan, count: filterCount * h * w)
                             m.withUnsafeBufferPointer { pm in expected.withUnsafeMutableBufferPointer { o in
@@ -120,9 +112,7 @@ final class WinogradTransformTests: XCTestCase {
     /// Same bits everywhere (NaN sentinels included); reports the first difference.
     func assertBitEqual(_ got: [Float], _ expected: [Float], _ what: @autoclosure () -> String,
                         file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(got.count, expected.count, what(), file: file, line: line)
-        if let i = got.indices.first(where: { i in i < expected.count && got[i].bitPattern != expected[i].bitPattern }) {
-            XCTFail("\(what()): element \(i) is \(got[i]), expected \(expected[i])", file: file, line: line)
-        }
+        let result = compareBits(got, expected)
+        XCTAssertTrue(result.passed, "\(what()): \(result)", file: file, line: line)
     }
 }

@@ -1,7 +1,8 @@
 // scripts/arm-check.sh, part 2: the whole engine (module YOLO, built with Embedded Swift for
 // aarch64) runs yolov3-tiny on the dog input fixture and compares both raw heads with Darknet's
-// sampled heads (Tests/YOLOTests/Fixtures/dog_conv15.samples, dog_conv22.samples), for every
-// convolution algorithm and each thread count given. Not part of the SwiftPM package.
+// sampled heads (Tests/YOLOTests/Fixtures/dog_conv15.samples, dog_conv22.samples, parsed and
+// compared by YOLOReference's SampledTensor, as in the XCTest suites), for every convolution
+// algorithm and each thread count given. Not part of the SwiftPM package.
 //
 // Usage: yolo-forward CFG WEIGHTS INPUT.f32 HEAD0.samples HEAD1.samples [gemm=NAME] [conv=NAME]... THREADS...
 // (gemm=automatic|kernels|openblas: ModelOptions.gemm, default automatic, which on aarch64 is the
@@ -13,76 +14,26 @@
 // Exit status 0 when every head of every run is within the tolerances, 1 otherwise.
 import YOLOCore
 import YOLOEngine
+import YOLOReference
 
 /// Max abs difference of the sampled values (as the XCTest reference tests).
 let maxAbsTolerance: Float = 1e-3
 /// Max difference of a channel's sum, divided by the plane size (as the XCTest reference tests).
 let channelMeanTolerance = 1e-4
 
-/// Darknet's head, sampled: "# ... C H W", then "index value" and "sum channel value" lines.
-struct SampledTensor {
-    var shape: (c: Int, h: Int, w: Int) = (0, 0, 0)
-    var samples: [(index: Int, value: Float)] = []
-    var channelSums: [Double] = []
-
-    init(path: String) throws(YOLOError) {
-        var bytes = try readFile(path)
-        bytes.append(0)
-        // Tokens of each line, parsed with the C library (strtod: correctly rounded).
-        var lines: [[String]] = [[]]
-        var token: [UInt8] = []
-        for b in bytes {
-            if b == 32 || b == 10 || b == 0 {
-                if !token.isEmpty { lines[lines.count - 1].append(String(decoding: token, as: UTF8.self)); token = [] }
-                if b == 10 { lines.append([]) }
-            } else {
-                token.append(b)
-            }
-        }
-        for p in lines where !p.isEmpty {
-            if p[0] == "#" {
-                guard p.count >= 3 else { throw .invalidArgument("\(path): bad header") }
-                let n = p.count
-                shape = (Int(p[n - 3]) ?? 0, Int(p[n - 2]) ?? 0, Int(p[n - 1]) ?? 0)
-            } else if p[0] == "sum" {
-                guard p.count == 3 else { throw .invalidArgument("\(path): bad sum line") }
-                channelSums.append(parseDouble(p[2]))
-            } else {
-                guard p.count == 2, let i = Int(p[0]) else { throw .invalidArgument("\(path): bad sample line") }
-                samples.append((i, Float(parseDouble(p[1]))))
-            }
-        }
-        guard shape.c > 0, channelSums.count == shape.c, !samples.isEmpty else {
-            throw .invalidArgument("\(path): \(samples.count) samples, \(channelSums.count) channel sums for \(shape.c) channels")
-        }
-    }
-
-    /// (max abs difference of the samples, max channel-sum difference / plane size).
-    func compare(_ values: UnsafeBufferPointer<Float>) -> (maxAbs: Float, maxChannelMean: Double) {
-        var maxAbs: Float = 0
-        for (i, v) in samples {
-            let d = values[i] - v
-            maxAbs = max(maxAbs, d.isNaN ? .infinity : (d < 0 ? -d : d))
-        }
-        let plane = shape.h * shape.w
-        var maxMean = 0.0
-        for c in 0..<shape.c {
-            var s = 0.0
-            for i in 0..<plane { s += Double(values[c * plane + i]) }
-            let d = (s - channelSums[c]) / Double(plane)
-            maxMean = max(maxMean, d.isNaN ? .infinity : (d < 0 ? -d : d))
-        }
-        return (maxAbs, maxMean)
+/// A `.samples` fixture, read with the C library and parsed by YOLOReference.
+func sampledTensor(_ path: String) throws(YOLOError) -> SampledTensor {
+    let bytes = try readFile(path)
+    do throws(FixtureFormatError) {
+        return try SampledTensor(parsing: bytes)
+    } catch {
+        throw .invalidArgument("\(path): \(error.description)")
     }
 }
 
 func mib(_ bytes: Int) -> String {
     let tenths = (bytes * 10 + (1 << 19)) >> 20
     return "\(tenths / 10).\(tenths % 10)"
-}
-
-func parseDouble(_ s: String) -> Double {
-    s.withCString { strtod($0, nil) }
 }
 
 func readFile(_ path: String) throws(YOLOError) -> [UInt8] {
@@ -119,7 +70,7 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
         throw .invalidArgument("usage: yolo-forward CFG WEIGHTS INPUT.f32 HEAD0.samples HEAD1.samples THREADS...")
     }
     let input = try readFloats(args[3])
-    let refs = [try SampledTensor(path: args[4]), try SampledTensor(path: args[5])]
+    let refs = [try sampledTensor(args[4]), try sampledTensor(args[5])]
     var threadCounts: [Int] = []
     var algorithms: [ModelOptions.Convolution] = []
     var gemm = ModelOptions.GemmBackend.automatic
@@ -174,15 +125,15 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
             var line = "forward \(name(algorithm)), gemm \(gemm.rawValue), \(threads) thread\(threads == 1 ? "" : "s") (\(started) worker thread\(started == 1 ? "" : "s") running; session \(mib(session.memoryBytes)) MiB; \(Int(seconds * 1000)) ms emulated):"
             for (h, ref) in refs.enumerated() {
                 let raw = heads[h].raw
-                guard raw.count == ref.shape.c * ref.shape.h * ref.shape.w,
-                      heads[h].gridWidth == ref.shape.w, heads[h].gridHeight == ref.shape.h else {
-                    throw .invalidArgument("head \(h): \(raw.count) values, Darknet's is \(ref.shape.c)x\(ref.shape.h)x\(ref.shape.w)")
+                let shape = "\(ref.channels)x\(ref.height)x\(ref.width)"
+                guard raw.count == ref.count, heads[h].gridWidth == ref.width, heads[h].gridHeight == ref.height else {
+                    throw .invalidArgument("head \(h): \(raw.count) values, Darknet's is \(shape)")
                 }
                 let (maxAbs, maxMean) = ref.compare(raw)
                 let pass = maxAbs <= maxAbsTolerance && maxMean <= channelMeanTolerance
                 ok = ok && pass
                 worst = max(worst, maxAbs)
-                line += "\n  head \(h) (\(ref.shape.c)x\(ref.shape.h)x\(ref.shape.w)): max abs diff \(maxAbs), channel-mean diff \(maxMean)\(pass ? "" : "  FAIL")"
+                line += "\n  head \(h) (\(shape)): max abs diff \(maxAbs), channel-mean diff \(maxMean)\(pass ? "" : "  FAIL")"
             }
             print(line)
         }
