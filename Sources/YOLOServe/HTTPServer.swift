@@ -40,6 +40,8 @@ final class HTTPServer: @unchecked Sendable {
     /// Form fields other than files are short: api_key, min_confidence, thresholds.
     static let smallFieldLimit = 4096
     static let maxFormFields = 32
+    /// The kernel's send buffer for a live stream's connection (it doubles it).
+    static let streamSendBuffer = 64 * 1024
 
     init(application: HTTPApplication, limits: ServeLimits) {
         self.application = application
@@ -252,6 +254,11 @@ final class HTTPServer: @unchecked Sendable {
 
     private func sendStream(contentType: String, headers: [(String, String)], body: StreamBody,
                             _ request: HTTPRequest, _ conn: HTTPConnection) -> MHD_Result {
+        // A small send buffer: what a slow client has not taken stays with us, where the newest
+        // frame replaces it, rather than aging in the kernel (which would grow it to megabytes).
+        var bytes = Int32(Self.streamSendBuffer)
+        let socket = yolo_mhd_socket(conn.raw)
+        if socket >= 0 { setsockopt(socket, SOL_SOCKET, SO_SNDBUF, &bytes, socklen_t(MemoryLayout<Int32>.size)) }
         let box = Unmanaged.passRetained(StreamBox(body: body, connection: conn))
         guard let response = MHD_create_response_from_callback(UInt64.max, 32 * 1024, onStreamRead, box.toOpaque(), onStreamFree)
         else { box.release(); return .NO }
@@ -268,15 +275,16 @@ final class HTTPServer: @unchecked Sendable {
         for (name, value) in headers { MHD_add_response_header(response, name, value) }
     }
 
-    fileprivate func completed(_ connection: OpaquePointer?, state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
-                               ok: Bool) {
+    fileprivate func completed(_ connection: OpaquePointer?, state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         guard let state, let raw = state.pointee else { return }
         state.pointee = nil
         let request = Unmanaged<HTTPRequest>.fromOpaque(raw).takeRetainedValue()
         if let pp = request.postProcessor { MHD_destroy_post_processor(pp); request.postProcessor = nil }
         budget.release(request.reservedBytes)
         request.reservedBytes = 0
-        application.finished(request, status: ok ? request.status : nil)
+        // A stream ends when its client goes: that is its normal end, so what counts is whether
+        // an answer was sent (a request never answered counts as none).
+        application.finished(request, status: request.status)
         if let connection { connections.requestDone(connection) }
     }
 }
@@ -307,7 +315,7 @@ private func onCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
                          _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_RequestTerminationCode) {
     guard let cls else { return }
     Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-        .completed(connection, state: state, ok: code == .REQUEST_TERMINATED_COMPLETED_OK)
+        .completed(connection, state: state)
 }
 
 private func onConnection(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,

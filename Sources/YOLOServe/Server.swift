@@ -89,7 +89,7 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
         let status = stopping.withLock { $0 } ? "stopping" : "ok"
         return "{\"status\": \"\(status)\", \"model\": \(jsonString(configuration.modelName)), "
             + "\"input\": \"\(model.inputWidth)x\(model.inputHeight)\", \"classes\": \(classCount), "
-            + "\"sessions\": \(pool.count), \"sessions_busy\": \(pool.busyCount), \"queued\": \(queue.depth), "
+            + "\"sessions\": \(pool.count), \"sessions_busy\": \(pool.busyCount), \"in_flight\": \(queue.active), \"queued\": \(queue.depth), "
             + "\"queue_capacity\": \(queue.capacity), \"live\": \(live?.statusJSON() ?? "null"), "
             + "\"uptime_s\": \(jsonNumber(uptime, decimals: 1))}\n"
     }

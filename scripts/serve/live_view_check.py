@@ -95,6 +95,7 @@ def main():
         slider = float(page.js("document.getElementById('thresh').value"))
         after = json.loads(page.wait_for(until("s.thresh >= 0.9 && s.count === 0"), a.timeout,
                                          "frames detected at the new threshold"))
+        time.sleep(1)  # the video catches up with the new threshold too
         page.screenshot(os.path.join(a.out, "live-view-threshold.png"))
         result = {"ok": True, "before": before, "slider": slider, "after": after}
     except Exception as e:  # reported in the JSON, for the test's message
