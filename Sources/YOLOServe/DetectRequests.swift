@@ -94,10 +94,14 @@ extension DetectionServer {
         metrics.observe("yolo_stage_seconds", "path=\"request\",stage=\"\(stage)\"", seconds: Double(nanoseconds) / 1e9)
     }
 
-    /// DeepStack's answer: boxes in whole pixels, clamped to the image.
+    /// DeepStack's answer: the most confident first (Frigate stops reading at the first one
+    /// under its cut-off), boxes in whole pixels clamped to the image.
     func deepstackJSON(_ o: DetectionOutcome) -> String {
         func pixel(_ v: Float, _ limit: Int) -> Int { v.isFinite ? Int(min(max(v, 0), Float(limit)).rounded()) : 0 }
-        let predictions = o.detections.map { d in
+        let sorted = o.detections.enumerated().sorted { a, b in
+            a.element.confidence != b.element.confidence ? a.element.confidence > b.element.confidence : a.offset < b.offset
+        }.map(\.element)
+        let predictions = sorted.map { d in
             "{\"label\": \(jsonString(d.className)), \"confidence\": \(jsonNumber(d.confidence)), "
                 + "\"x_min\": \(pixel(d.left, o.width)), \"y_min\": \(pixel(d.top, o.height)), "
                 + "\"x_max\": \(pixel(d.right, o.width)), \"y_max\": \(pixel(d.bottom, o.height))}"

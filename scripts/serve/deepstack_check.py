@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks `yolo serve` with the real DeepStack client (deepstack-python, what Home Assistant's
 DeepStack integration uses): for each image, the client's predictions must equal `yolo detect
---json`'s detections (given in a JSON-lines file): the same labels in the same order,
+--json`'s detections (given in a JSON-lines file): the same labels in DeepStack's order (the
+most confident first),
 confidences within 1e-4, boxes within 1 px (DeepStack's whole pixels, clamped to the image).
 Checked at min_confidence 0.25 (the CLI's default threshold) and at the client's own default
 (0.45: the CLI's detections above it), on /v1/vision/detection and /v1/vision/custom/NAME.
@@ -16,7 +17,8 @@ def clamp(v, hi):
 
 
 def compare(name, expected, predictions, threshold):
-    want = [d for d in expected["detections"] if d["confidence"] > threshold]
+    # DeepStack's order: the most confident first (a stable sort of Darknet's order).
+    want = sorted((d for d in expected["detections"] if d["confidence"] > threshold), key=lambda d: -d["confidence"])
     problems = []
     if len(want) != len(predictions):
         return [f"{name}: {len(predictions)} predictions, expected {len(want)}"]
