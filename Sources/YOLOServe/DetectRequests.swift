@@ -8,9 +8,9 @@ import YOLOText
 
 /// One request's result.
 struct DetectionOutcome: Sendable {
+    /// The image's name (the form's file name, or ?name=) and size.
     var name: String
-    var width: Int
-    var height: Int
+    var width: Int, height: Int
     var detections: [Detection]
     var timing: DetectionTiming
     /// From the body complete to the result, nanoseconds.

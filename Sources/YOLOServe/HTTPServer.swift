@@ -77,7 +77,7 @@ final class HTTPServer: @unchecked Sendable {
                 flags: flags, address: address, handler: onAccess, completed: onCompleted, notify: onConnection,
                 context: context, connection_limit: UInt32(limits.maxConnections),
                 per_ip_limit: UInt32(limits.maxConnectionsPerIP), idle_timeout: UInt32(limits.headerTimeout),
-                connection_memory: 64 * 1024, listen_backlog: 128)
+                connection_memory: 64 * 1024, listen_backlog: 1024)
             return yolo_mhd_start(&config)
         }
         connections.start()

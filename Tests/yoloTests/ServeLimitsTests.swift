@@ -71,12 +71,13 @@ final class ServeLimitsTests: XCTestCase {
     /// outside the endpoints: each its 4xx.
     func testMalformedRequests() throws { try hostile("malformed") }
 
-    /// A few seconds of 4 clients posting photos: only 200 and 503, memory reported.
+    /// A few seconds of 4 clients posting photos (until 4 answers at least, on a slow build):
+    /// only 200 and 503, memory reported.
     func testShortLoad() throws {
         _ = try ServeClients.setUp()
         let s = try ServeProcess(["--sessions", "2", "--threads", "1"])
         defer { XCTAssertEqual(s.stop().status, 0) }
-        let r = try ServeClients.script("load.py", ["--port", "\(s.port)", "--clients", "4", "--seconds", "4", "--warmup", "1",
+        let r = try ServeClients.script("load.py", ["--port", "\(s.port)", "--clients", "4", "--seconds", "4", "--warmup", "1", "--min-ok", "4",
                                                     "--pid", "\(s.process.processIdentifier)",
                                                     repositoryRoot + "/samples/coffee.png", repositoryRoot + "/samples/camera.png"])
         XCTAssertEqual(r.status, 0, r.output)

@@ -2,7 +2,8 @@
 """Local load for `yolo serve` (stdlib only, asyncio, kept-alive HTTP/1.1 connections).
 
 Requests mode: --clients connections post photos (DeepStack's multipart, or the raw image to
-/detect) back to back for --seconds after --warmup; counts answers by status (only 200 and 503
+/detect) back to back for --seconds after --warmup (longer when --min-ok says so); counts the
+answers that arrive in that window by status (only 200 and 503
 are expected), reports throughput, latency percentiles and the server's RSS each second
 (--pid). Live mode (--live-clients N): the live stream's FPS (the frames published, counted on
 /events) for --seconds with no extra client, then with N clients reading /video.mjpg as fast as
@@ -46,13 +47,20 @@ def request_bytes(host, port, endpoint, name, data):
 async def requests_mode(a, host, port):
     payloads = [request_bytes(host, port, a.endpoint, os.path.basename(p), open(p, "rb").read()) for p in a.images]
     start = time.monotonic()
-    measure_from, end = start + a.warmup, start + a.warmup + a.seconds
+    measure_from = start + a.warmup
+    window = {"end": measure_from + a.seconds}  # extended (up to --max-seconds) until --min-ok answers
     statuses, latencies, errors, rss = {}, [], [], []
+
+    def end():
+        if time.monotonic() >= window["end"] and statuses.get(200, 0) < a.min_ok \
+                and window["end"] < measure_from + a.max_seconds:
+            window["end"] += 1
+        return window["end"]
 
     async def client(i):
         k = i
         conn = None
-        while time.monotonic() < end:
+        while time.monotonic() < end():
             try:
                 if conn is None:
                     conn = await asyncio.open_connection(host, port)
@@ -63,7 +71,7 @@ async def requests_mode(a, host, port):
                 await writer.drain()
                 status, headers, _ = await asyncio.wait_for(read_response(reader), timeout=60)
                 t1 = time.monotonic()
-                if t0 >= measure_from and t1 <= end:
+                if measure_from <= t1 <= end():
                     statuses[status] = statuses.get(status, 0) + 1
                     if status == 200:
                         latencies.append(t1 - t0)
@@ -75,7 +83,7 @@ async def requests_mode(a, host, port):
                 if status == 503:
                     await asyncio.sleep(0.02)  # the server said busy: back off a little
             except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
-                if measure_from <= time.monotonic() <= end:
+                if measure_from <= time.monotonic() <= end():
                     errors.append(f"{type(e).__name__}: {e}")
                 conn = None
                 await asyncio.sleep(0.05)
@@ -83,7 +91,7 @@ async def requests_mode(a, host, port):
             conn[1].close()
 
     async def sample_rss():
-        while time.monotonic() < end:
+        while time.monotonic() < end():
             await asyncio.sleep(1)
             if a.pid and time.monotonic() >= measure_from:
                 rss.append(round(rss_mb(a.pid) or 0, 1))
@@ -93,10 +101,10 @@ async def requests_mode(a, host, port):
 
     def pct(p):
         return round(1000 * latencies[min(len(latencies) - 1, int(p / 100 * len(latencies)))], 1) if latencies else None
-    ok = statuses.get(200, 0)
-    result = {"mode": "requests", "clients": a.clients, "seconds": a.seconds, "endpoint": a.endpoint,
+    ok, seconds = statuses.get(200, 0), window["end"] - measure_from
+    result = {"mode": "requests", "clients": a.clients, "seconds": round(seconds, 1), "endpoint": a.endpoint,
               "statuses": {str(k): v for k, v in sorted(statuses.items())}, "errors": len(errors), "error_samples": errors[:5],
-              "throughput_per_s": round(ok / a.seconds, 1),
+              "throughput_per_s": round(ok / seconds, 1),
               "latency_ms": {"p50": pct(50), "p90": pct(90), "p99": pct(99), "max": pct(100)}, "rss_mb": rss}
     if len(rss) >= 30:
         result["rss_growth_10s_to_30s"] = round(rss[29] / rss[9] - 1, 4)
@@ -161,6 +169,8 @@ def main():
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--warmup", type=float, default=2)
+    ap.add_argument("--min-ok", type=int, default=0, help="extend the window until this many answers are 200")
+    ap.add_argument("--max-seconds", type=float, default=120, help="... but no longer than this")
     ap.add_argument("--endpoint", default="/v1/vision/detection")
     ap.add_argument("--pid", type=int)
     ap.add_argument("--live-clients", type=int, default=0)
