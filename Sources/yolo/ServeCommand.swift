@@ -176,6 +176,10 @@ enum ServeCommand {
         guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else {
             throw UsageError("--listen \(text): expected ADDRESS:PORT with a port in 0...65535, e.g. 127.0.0.1:8080")
         }
+        var v4 = in_addr(), v6 = in6_addr()
+        guard host == "localhost" || inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1 else {
+            throw UsageError("--listen \(text): '\(host)' is not an IP address (give a numeric one: 127.0.0.1, ::1, 0.0.0.0)")
+        }
         return (host, port)
     }
 

@@ -179,4 +179,27 @@ final class ServeAPITests: XCTestCase {
             }
         }
     }
+
+    /// Usage errors exit 64 before anything starts; a port already taken exits 1 saying so.
+    func testUsageErrorsAndATakenPort() throws {
+        let s = try server()
+        let yolo = try ServeProcess.yolo()
+        for (args, phrase) in [(["--listen", "nowhere:80"], "'nowhere' is not an IP address"),
+                               (["--listen", "127.0.0.1:99999"], "a port in 0...65535"),
+                               (["--loop"], "--loop is about the live source"),
+                               (["--queue", "-1"], "--queue -1"),
+                               (["photo.jpg"], "serve takes no positional arguments"),
+                               (["--api-key", ""], "--api-key needs a key")] {
+            let out = try runProcess(yolo, ["serve"] + args, in: repositoryRoot)
+            XCTAssertEqual(out.status, 64, "\(args): \(out.stderr)")
+            XCTAssertTrue(out.stderr.contains(phrase), "\(args): \(out.stderr)")
+        }
+        let r = repositoryRoot
+        let taken = try runProcess(yolo, ["serve", "--listen", "127.0.0.1:\(s.port)", "--cfg", r + "/weights/yolov3-tiny.cfg",
+                                          "--weights", r + "/weights/yolov3-tiny.weights", "--names", r + "/weights/coco.names"],
+                                   in: r, timeout: 300)
+        XCTAssertEqual(taken.status, 1, taken.stderr)
+        XCTAssertTrue(taken.stderr.contains("cannot listen on 127.0.0.1:\(s.port): Address already in use"), taken.stderr)
+        XCTAssertEqual(try curl([s.url("/health")]).status, 200)
+    }
 }

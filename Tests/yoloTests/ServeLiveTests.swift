@@ -11,7 +11,9 @@ final class ServeLiveTests: XCTestCase {
 
     func server() throws -> ServeProcess {
         if let s = Self.shared { return s }
-        let s = try ServeProcess(["--sessions", "2", "--threads", "1", "--input", try clip(), "--loop"])
+        // --timeout 120: the slow client below stalls for 12 frames, which takes long on a
+        // sanitizer's build (a stream that takes nothing for --timeout seconds is closed).
+        let s = try ServeProcess(["--sessions", "2", "--threads", "1", "--input", try clip(), "--loop", "--timeout", "120"])
         Self.shared = s
         return s
     }
