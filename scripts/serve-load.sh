@@ -4,7 +4,9 @@
 #  1. yolo-bench's throughput with SESSIONS one-thread sessions in flight (forward passes only);
 #  2. 16 clients posting photos to DeepStack's endpoint for 30 s (scripts/serve/load.py): the
 #     answers by status (only 200 and 503 expected), throughput, latency percentiles, and the
-#     server's RSS each second (flat: the 30th second within 5% of the 10th);
+#     server's RSS each second (flat: the 30th second within 5% of the 10th); once with the
+#     samples as fetched (PNG, one JPEG), once with them as JPEG (what cameras send), each
+#     followed by the mean time of each stage from /metrics;
 #  3. the live view of a synthetic clip read as fast as the detector goes (--no-realtime): its
 #     frame rate alone, then with 20 clients reading the MJPEG stream.
 # Usage: scripts/serve-load.sh [SESSIONS]   (default 2). Release build; prints JSON lines.
@@ -30,11 +32,19 @@ start_server() {  # args: extra options; sets $server and $port
 }
 stop_server() { kill -TERM "$server"; wait "$server" || true; server=""; }
 
-start_server
-"$python" scripts/serve/load.py --port "$port" --clients 16 --seconds 30 --warmup 3 --pid "$server" \
-    samples/coffee.png samples/motorcycle_left.png samples/camera.png samples/rocket.jpg
-curl -s "http://127.0.0.1:$port/metrics" | grep -E '^yolo_stage_seconds_(sum|count)\{path="request"' > "$work/stages"
-"$python" - "$work/stages" <<'PY'
+photos="samples/coffee.png samples/motorcycle_left.png samples/camera.png samples/rocket.jpg"
+jpegs=""
+for f in $photos; do
+    name=$(basename "${f%.*}")
+    ffmpeg -hide_banner -loglevel error -y -i "$f" -q:v 2 "$work/$name.jpg"
+    jpegs="$jpegs $work/$name.jpg"
+done
+for set in "$photos" "$jpegs"; do
+    start_server
+    # shellcheck disable=SC2086
+    "$python" scripts/serve/load.py --port "$port" --clients 16 --seconds 30 --warmup 3 --pid "$server" $set
+    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^yolo_stage_seconds_(sum|count)\{path="request"' > "$work/stages"
+    "$python" - "$work/stages" <<'PY'
 import re, sys, json
 sums, counts = {}, {}
 for line in open(sys.argv[1]):
@@ -43,7 +53,8 @@ for line in open(sys.argv[1]):
         (sums if m.group(1) == "sum" else counts)[m.group(2)] = float(m.group(3))
 print(json.dumps({"request_stage_mean_ms": {k: round(1000 * sums[k] / counts[k], 2) for k in sums if counts.get(k)}}))
 PY
-stop_server
+    stop_server
+done
 
 ffmpeg -hide_banner -loglevel error -y -loop 1 -i samples/coffee.png \
     -vf "zoompan=z='1+0.001*on':x='iw/2-(iw/zoom/2)':y='ih/2-(ih/zoom/2)':d=1:s=640x480:fps=25" \
