@@ -168,10 +168,10 @@ final class ServeLiveTests: XCTestCase {
         _ = try ServeClients.setUp()
         let dir = try temporaryDirectory()
         let clip = try LiveClip.make(in: dir, frames: 10)
-        let s = try ServeProcess(["--sessions", "1", "--threads", "1", "--size", "640x640", "--input", clip, "--loop"])
+        let s = try ServeProcess(["--sessions", "1", "--threads", "1", "--input", clip, "--loop"])
         let events = try StreamConnection(port: s.port, path: "/events")
         XCTAssertTrue(events.frames(timeout: 180) { _ in true }, "no first frame")
-        let requests = (0..<3).map { i -> Process in
+        let requests = (0..<5).map { i -> Process in
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             p.arguments = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "300", "--data-binary",
@@ -181,13 +181,15 @@ final class ServeLiveTests: XCTestCase {
             try? p.run()
             return p
         }
-        // Until all three are admitted (detecting or queued).
+        // Until all five are admitted (detecting or queued; the live view goes first, so they wait).
         let deadline = Date().addingTimeInterval(120)
-        while Date() < deadline {
+        var admitted = false
+        while !admitted && Date() < deadline {
             let h = try curl([s.url("/health")]).json()
-            if (h["queued"] as? Int ?? 0) + (h["in_flight"] as? Int ?? 0) >= 3 { break }
-            usleep(20_000)
+            admitted = (h["queued"] as? Int ?? 0) + (h["in_flight"] as? Int ?? 0) >= 5
+            if !admitted { usleep(20_000) }
         }
+        XCTAssertTrue(admitted, "the five requests were never in flight at once")
         let (status, stderr) = s.stop(signal: SIGTERM)
         XCTAssertEqual(status, 0, stderr)
         XCTAssertTrue(stderr.contains("yolo: serve: SIGTERM: stopping") && stderr.hasSuffix("yolo: serve: stopped\n"), stderr)
