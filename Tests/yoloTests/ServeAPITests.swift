@@ -10,7 +10,7 @@ final class ServeAPITests: XCTestCase {
 
     /// One server for the class: 2 one-thread sessions, as `yolo detect --threads 1` runs.
     func server() throws -> ServeProcess {
-        _ = try ServeClients.setUp()  // curl
+        try ServeClients.requireCurl()
         if let s = Self.shared { return s }
         let s = try ServeProcess(["--sessions", "2", "--threads", "1"])
         Self.shared = s
@@ -155,7 +155,7 @@ final class ServeAPITests: XCTestCase {
     }
 
     func testAPIKeyIsRequiredWhereverItIsSet() throws {
-        _ = try ServeClients.setUp()
+        try ServeClients.requireCurl()
         let s = try ServeProcess(["--sessions", "1", "--api-key", "s3cret"])
         defer { XCTAssertEqual(s.stop().status, 0) }
         let photo = "image=@samples/coffee.png"

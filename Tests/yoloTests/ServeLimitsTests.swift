@@ -17,7 +17,7 @@ final class ServeLimitsTests: XCTestCase {
     /// One session, two places in the queue, sixteen requests at once: each is answered 200 or
     /// 503 with Retry-After, and the refusals are counted in /metrics.
     func testBusyServerAnswers503WithRetryAfter() throws {
-        _ = try ServeClients.setUp()
+        try ServeClients.requireCurl()
         let s = try ServeProcess(["--sessions", "1", "--threads", "1", "--queue", "2"])
         defer { XCTAssertEqual(s.stop().status, 0) }
         let urls = (0..<16).flatMap { ["-o", "/dev/null", s.url("/detect?name=r\($0).png")] }

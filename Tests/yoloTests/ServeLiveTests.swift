@@ -10,6 +10,7 @@ final class ServeLiveTests: XCTestCase {
     nonisolated(unsafe) static var clipDirectory: String?
 
     func server() throws -> ServeProcess {
+        try ServeClients.requireCurl()
         if let s = Self.shared { return s }
         // --timeout 120: the slow client below stalls for 12 frames, which takes long on a
         // sanitizer's build (a stream that takes nothing for --timeout seconds is closed).
@@ -165,7 +166,7 @@ final class ServeLiveTests: XCTestCase {
     /// SIGTERM with a stream open and requests in flight: the requests are answered, the stream
     /// ends, ffmpeg is gone, exit status 0.
     func testStopFinishesRequestsAndClosesTheSource() throws {
-        _ = try ServeClients.setUp()
+        try ServeClients.requireCurl()
         let dir = try temporaryDirectory()
         let clip = try LiveClip.make(in: dir, frames: 10)
         let s = try ServeProcess(["--sessions", "1", "--threads", "1", "--input", clip, "--loop"])

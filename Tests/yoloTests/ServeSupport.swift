@@ -113,6 +113,12 @@ func curl(_ args: [String], timeout: Double = 120) throws -> CurlResponse {
 enum ServeClients {
     nonisolated(unsafe) private static var python: Result<String, Error>?
 
+    /// curl, for the tests that need no other client: the set-up runs only when it is missing.
+    static func requireCurl() throws {
+        if (try? runProcess("curl", ["--version"], in: repositoryRoot))?.status == 0 { return }
+        _ = try setUp()
+    }
+
     /// The real clients' Python (with deepstack-python and websocket-client), Chromium and curl,
     /// installed once by scripts/serve-test-setup.sh; skips (saying why) when they cannot be.
     static func setUp() throws -> String {
