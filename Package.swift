@@ -42,6 +42,7 @@ let package = Package(
         .systemLibrary(name: "COpenBLAS", pkgConfig: "openblas", providers: [.apt(["libopenblas-dev"])]),
         .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // Implementation
         // Compute kernels: free functions over raw buffers; imports nothing, so they also build
@@ -66,7 +67,12 @@ let package = Package(
         // The umbrella: re-exports the three above.
         .target(name: "YOLO", dependencies: ["YOLOCore", "YOLOEngine", "YOLODetection"], swiftSettings: engineSettings),
         .target(name: "YOLOImage", dependencies: ["YOLOCore", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
-        .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage"], swiftSettings: cpuFlags),
+        // The tools' text formats: JSON lines of detections, class lists.
+        .target(name: "YOLOText", dependencies: ["YOLO"], swiftSettings: cpuFlags),
+        // `yolo serve`: the detector over HTTP (libmicrohttpd), DeepStack-compatible, with a live view.
+        .target(name: "YOLOServe", dependencies: ["YOLO", "YOLOCore", "YOLOImage", "YOLOText", "CMicroHTTPD"],
+                swiftSettings: cpuFlags),
+        .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage", "YOLOText", "YOLOServe"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOKernels", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",
                           swiftSettings: cpuFlags),
 

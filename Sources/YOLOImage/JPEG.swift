@@ -80,9 +80,15 @@ func convertCMYK(_ pixels: inout [UInt8], count: Int, inverted: Bool) {
 
 /// Writes `image` as a baseline JPEG (YCbCr 4:2:0) with `quality` 1...100.
 public func writeJPEG(_ image: RGBImage, to path: String, quality: Int = 90) throws {
-    try checkWritable(image, path: path)
+    try writeFile(encodeJPEG(image, quality: quality, name: path), to: path)
+}
+
+/// `image` as the bytes of a baseline JPEG (YCbCr 4:2:0) with `quality` 1...100, in memory
+/// (e.g. a video frame for MJPEG); `name` appears in errors.
+public func encodeJPEG(_ image: RGBImage, quality: Int = 90, name: String = "JPEG") throws -> [UInt8] {
+    try checkWritable(image, path: name)
     guard image.width <= 65_500, image.height <= 65_500 else {
-        throw ImageError.writeFailed(file: path, reason: "JPEG allows at most 65500 x 65500 pixels")
+        throw ImageError.writeFailed(file: name, reason: "JPEG allows at most 65500 x 65500 pixels")
     }
     let encoder = UnsafeMutablePointer<yolo_jpeg>.allocate(capacity: 1)
     encoder.initialize(to: yolo_jpeg())
@@ -95,7 +101,7 @@ public func writeJPEG(_ image: RGBImage, to path: String, quality: Int = 90) thr
                          Int32(min(max(quality, 1), 100)), &output, &size)
     }
     guard code == YOLO_JPEG_OK, let output else {
-        throw ImageError.writeFailed(file: path, reason: "libjpeg: \(stringFromCArray(encoder.pointee.message))")
+        throw ImageError.writeFailed(file: name, reason: "libjpeg: \(stringFromCArray(encoder.pointee.message))")
     }
-    try writeFile(Array(UnsafeBufferPointer(start: output, count: Int(size))), to: path)
+    return Array(UnsafeBufferPointer(start: output, count: Int(size)))
 }

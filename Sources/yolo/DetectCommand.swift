@@ -3,6 +3,7 @@
 import Foundation
 import YOLO
 import YOLOImage
+import YOLOText
 
 enum DetectCommand {
     static let usage = """
@@ -230,20 +231,9 @@ enum DetectCommand {
 
     /// Class indices from `--classes`: comma-separated names from the names file, matched
     /// exactly or else ignoring case, or else indices.
-    static func classFilter(_ list: String, names allNames: [String], classCount: Int) throws -> Set<Int> {
-        let names = Array(allNames.prefix(classCount))
-        var filter = Set<Int>()
-        for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
-            let lower = item.lowercased()
-            if let k = names.firstIndex(of: item) ?? names.firstIndex(where: { $0.lowercased() == lower })
-                ?? Int(item).flatMap({ (0..<classCount).contains($0) ? $0 : nil }) {
-                filter.insert(k)
-            } else {
-                throw UsageError("--classes: '\(item)' is not a class name of this model (nor an index in 0..<\(classCount)); names: \(names.joined(separator: ","))")
-            }
-        }
-        guard !filter.isEmpty else { throw UsageError("--classes needs at least one class name") }
-        return filter
+    static func classFilter(_ list: String, names: [String], classCount: Int) throws -> Set<Int> {
+        do { return try parseClassList(list, names: names, classCount: classCount, option: "--classes") }
+        catch { throw UsageError(error.description) }
     }
 
     /// "<path>: <message>" for an error, unless its description already starts with the path.

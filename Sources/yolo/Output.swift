@@ -1,53 +1,8 @@
-// What `yolo detect` writes: JSON lines, Darknet's text lines, COCO results, YOLO label files,
-// and the progress bar.
+// What `yolo detect` writes: Darknet's text lines, COCO results, YOLO label files and the
+// progress bar (JSON lines: YOLOText).
 import Foundation
 import YOLO
-
-/// A JSON string literal, quotes included: `"`, `\` and control characters escaped; everything
-/// else (UTF-8 included) as is.
-func jsonString(_ s: String) -> String {
-    var out = "\""
-    for u in s.unicodeScalars {
-        switch u {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        case "\u{08}": out += "\\b"
-        case "\u{0C}": out += "\\f"
-        default:
-            if u.value < 0x20 || u.value == 0x7F {
-                out += String(format: "\\u%04x", u.value)
-            } else {
-                out.unicodeScalars.append(u)
-            }
-        }
-    }
-    return out + "\""
-}
-
-/// A float as JSON: the shortest text that reads back as the same Float; `null` if not finite.
-func jsonNumber(_ v: Float) -> String { v.isFinite ? "\(v)" : "null" }
-
-/// A double as JSON with a fixed number of decimals; `null` if not finite.
-func jsonNumber(_ v: Double, decimals: Int) -> String { v.isFinite ? String(format: "%.\(decimals)f", v) : "null" }
-
-/// One image's detections as a single line of JSON.
-func detectionsJSON(image: String, width: Int, height: Int, inferenceMilliseconds: Double,
-                    detections: [Detection]) -> String {
-    let items = detections.map { d in
-        "{\"class\": \(jsonString(d.className)), \"class_index\": \(d.classIndex), "
-            + "\"confidence\": \(jsonNumber(d.confidence)), \"objectness\": \(jsonNumber(d.objectness)), "
-            + "\"box\": {\"left\": \(jsonNumber(d.left)), \"top\": \(jsonNumber(d.top)), "
-            + "\"right\": \(jsonNumber(d.right)), \"bottom\": \(jsonNumber(d.bottom))}, "
-            + "\"rel\": [\(jsonNumber(d.x)), \(jsonNumber(d.y)), \(jsonNumber(d.width)), \(jsonNumber(d.height))], "
-            + "\"box_index\": \(d.boxIndex)}"
-    }
-    return "{\"image\": \(jsonString(image)), \"width\": \(width), \"height\": \(height), "
-        + "\"inference_ms\": \(jsonNumber(inferenceMilliseconds, decimals: 3)), "
-        + "\"detections\": [\(items.joined(separator: ", "))]}"
-}
+import YOLOText
 
 /// Darknet's console output for one image: `dog: 57%` per (box, class), in Darknet's order. With
 /// `pixelBoxesIn` (the image's width and height: AlexeyAB's `-ext_output`) each line goes on

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import YOLO
 import YOLOImage
+import YOLOText
 
 enum StreamCommand {
     static let usage = """
@@ -127,33 +128,16 @@ enum StreamCommand {
         let width: Int, height: Int
         var frameRate = fps ?? 25
         if let input, let ffmpeg {
-            var argv = ["-hide_banner", "-nostdin", "-nostats", "-loglevel", "info", "-i", input]
-            if let scale { argv += ["-vf", "scale=\(scale.0):\(scale.1)"] }
-            argv += ["-an", "-sn", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: ffmpeg)
-            p.arguments = argv
-            let out = Pipe(), err = Pipe()
-            p.standardOutput = out
-            p.standardError = err
-            p.standardInput = FileHandle.nullDevice
-            do { try p.run() } catch {
-                printError("yolo: \(ffmpeg): cannot run: \(error.localizedDescription)")
-                return 1
+            let started: VideoDecoder
+            switch VideoDecoder.start(ffmpeg: ffmpeg, input: input, scale: scale) {
+            case .success(let d): started = d
+            case .failure(let e): printError("yolo: \(e)"); return 1
             }
-            let log = ProcessLog(fd: err.fileHandleForReading.fileDescriptor)
-            log.start()
-            guard let geometry = log.waitForGeometry() else {
-                p.waitUntilExit()
-                log.waitForEnd()
-                printError("yolo: \(input): cannot open with ffmpeg: \(log.errorSummary(input: input))")
-                return 1
-            }
-            (width, height) = (geometry.width, geometry.height)
-            if fps == nil { frameRate = geometry.fps ?? 25 }
-            decoder = p
-            decoderLog = log
-            sourceFD = out.fileHandleForReading.fileDescriptor
+            (width, height) = (started.width, started.height)
+            if fps == nil { frameRate = started.fps ?? 25 }
+            decoder = started.process
+            decoderLog = started.log
+            sourceFD = started.fd
         } else {
             (width, height) = rawSize!
             sourceFD = 0
@@ -443,22 +427,8 @@ final class FrameReader: @unchecked Sendable {
         }
     }
 
-    /// Reads up to `buffer.count` bytes, waiting (and checking `stop`) as needed: the count
-    /// read (less at end of input or when stopped), or -1 on an error.
     private func readFull(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        var got = 0
-        while got < buffer.count {
-            if stop.isSet { return got }
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, 100)
-            if ready < 0 { if errno == EINTR { continue }; return -1 }
-            if ready == 0 { continue }
-            let n = read(fd, buffer.baseAddress! + got, buffer.count - got)
-            if n < 0 { if errno == EINTR || errno == EAGAIN { continue }; return -1 }
-            if n == 0 { return got }
-            got += n
-        }
-        return got
+        readFrameBytes(fd, into: buffer, stop: stop)
     }
 }
 

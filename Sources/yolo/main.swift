@@ -12,11 +12,13 @@ Usage:   yolo <command> [options]
 Example: yolo detect samples/astronaut.png
          yolo detect photos/ --json --no-draw > detections.jsonl
          yolo stream --input clip.mp4 --output annotated.mp4 > detections.jsonl
+         yolo serve --input /dev/video0     (then open http://127.0.0.1:8080/)
          yolo heads dog_input_416.f32 --out /tmp/heads
 
 Commands:
   detect    find objects in JPEG/PNG images (Darknet's text, JSON, COCO results, annotated images)
   stream    find objects in every frame of a video (ffmpeg input, JSON lines, annotated video)
+  serve     the detector as an HTTP service (DeepStack's API, POST /detect, a live view, metrics)
   tune      measure the fastest algorithm of each layer on this CPU and store the plan
   heads     run the network on a raw float32 tensor and write its raw YOLO heads
   version   the version and the kernel levels built in and run on this CPU (also --version)
@@ -63,6 +65,7 @@ func runMain(_ argv: [String]) -> Int32 {
         case "detect": return try DetectCommand.run(rest)
         case "heads": return try HeadsCommand.run(rest)
         case "stream": return try StreamCommand.run(rest)
+        case "serve": return try ServeCommand.run(rest)
         case "tune": return try TuneCommand.run(rest)
         case "version", "--version":
             guard rest.isEmpty else { throw UsageError("\(command) takes no arguments") }

@@ -1,0 +1,379 @@
+// libmicrohttpd's glue: starts the daemon (one internal polling thread over epoll, suspend and
+// resume allowed, its connection, per-IP, idle and memory limits set), turns its callbacks into
+// HTTPRequest, Route and HTTPResponse, reads bodies under their limits, and stops it.
+import CMicroHTTPD
+import YOLOCore
+
+/// Why the server could not start, in one line.
+public struct ServeError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Bytes of request bodies held at once, across all requests.
+final class ByteBudget: Sendable {
+    let limit: Int
+    private let used = Locked(0)
+    init(limit: Int) { self.limit = limit }
+    /// Takes `n` bytes of the budget; false (nothing taken) when that would pass the limit.
+    func reserve(_ n: Int) -> Bool {
+        used.withLock { u in
+            guard n <= limit - u else { return false }
+            u += n
+            return true
+        }
+    }
+    func release(_ n: Int) { used.withLock { $0 -= n } }
+    var inUse: Int { used.withLock { $0 } }
+}
+
+/// The HTTP server: libmicrohttpd with an application behind it.
+final class HTTPServer: @unchecked Sendable {
+    unowned let application: HTTPApplication
+    let limits: ServeLimits
+    let budget: ByteBudget
+    let connections: ConnectionGuard
+    private var daemon: OpaquePointer?
+    private var listenSocket: Int32 = -1
+    /// The port listened on (known after `start`).
+    private(set) var port = 0
+    /// Form fields other than files are short: api_key, min_confidence, thresholds.
+    static let smallFieldLimit = 4096
+    static let maxFormFields = 32
+    /// The kernel's send buffer for a live stream's connection (it doubles it).
+    static let streamSendBuffer = 64 * 1024
+
+    init(application: HTTPApplication, limits: ServeLimits) {
+        self.application = application
+        self.limits = limits
+        budget = ByteBudget(limit: limits.maxBufferedBytes)
+        connections = ConnectionGuard(headerTimeout: limits.headerTimeout, bodyTimeout: limits.bodyTimeout) {
+            [weak application] reason in application?.dropped(reason: reason)
+        }
+    }
+
+    /// Listens on `host` (a numeric IPv4 or IPv6 address, or localhost) and `port` (0: any).
+    func start(host: String, port: Int) throws(ServeError) {
+        var v4 = sockaddr_in(), v6 = sockaddr_in6()
+        let ipv6 = host.contains(":")
+        let address = host == "localhost" ? "127.0.0.1" : host
+        guard (0...65535).contains(port) else { throw ServeError("port \(port): expected 0...65535") }
+        if ipv6 {
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = in_port_t(port).bigEndian
+            guard inet_pton(AF_INET6, address, &v6.sin6_addr) == 1 else { throw ServeError("\(host): not an IPv6 address") }
+        } else {
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = in_port_t(port).bigEndian
+            guard inet_pton(AF_INET, address, &v4.sin_addr) == 1 else {
+                throw ServeError("\(host): not an IP address (give a numeric address such as 127.0.0.1, ::1 or 0.0.0.0)")
+            }
+        }
+        var flags = MHD_USE_AUTO_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        if ipv6 { flags |= MHD_USE_IPv6.rawValue }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        func startDaemon(_ address: UnsafePointer<sockaddr>) -> OpaquePointer? {
+            var config = yolo_mhd_config(
+                flags: flags, address: address, handler: onAccess, completed: onCompleted, notify: onConnection,
+                context: context, connection_limit: UInt32(limits.maxConnections),
+                per_ip_limit: UInt32(limits.maxConnectionsPerIP), idle_timeout: UInt32(limits.headerTimeout),
+                connection_memory: 64 * 1024, listen_backlog: 1024)
+            return yolo_mhd_start(&config)
+        }
+        connections.start()
+        errno = 0
+        let started = ipv6 ? withUnsafePointer(to: &v6) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, startDaemon) }
+                           : withUnsafePointer(to: &v4) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, startDaemon) }
+        guard let started else {
+            connections.stop()
+            let reason = errno != 0 ? String(cString: strerror(errno)) : "libmicrohttpd could not start"
+            throw ServeError("cannot listen on \(ipv6 ? "[\(host)]" : host):\(port): \(reason)")
+        }
+        daemon = started
+        self.port = Int(yolo_mhd_port(started))
+    }
+
+    /// Stops accepting connections; those open go on.
+    func stopAccepting() {
+        guard let daemon, listenSocket < 0 else { return }
+        listenSocket = MHD_quiesce_daemon(daemon)
+    }
+
+    /// Closes every connection and stops the daemon (every suspended connection must have
+    /// been resumed first).
+    func stop() {
+        guard let d = daemon else { return }
+        daemon = nil
+        MHD_stop_daemon(d)
+        if listenSocket >= 0 { close(listenSocket); listenSocket = -1 }
+        connections.stop()
+    }
+
+    // MARK: - Requests
+
+    fileprivate func access(_ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+                            data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
+                            state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+        let conn = HTTPConnection(raw: connection)
+        guard let existing = state.pointee else {
+            let request = makeRequest(connection, url: url, method: method)
+            state.pointee = Unmanaged.passRetained(request).toOpaque()
+            return begin(request, conn)
+        }
+        let request = Unmanaged<HTTPRequest>.fromOpaque(existing).takeUnretainedValue()
+        if size.pointee > 0, let data {
+            let n = size.pointee
+            size.pointee = 0
+            return receive(request, data, count: n)
+        }
+        return complete(request, conn)
+    }
+
+    private func makeRequest(_ c: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?) -> HTTPRequest {
+        func header(_ name: String) -> String? {
+            MHD_lookup_connection_value(c, .HEADER_KIND, name).map { String(cString: $0) }
+        }
+        let query = QueryArguments()
+        MHD_get_connection_values(c, .GET_ARGUMENT_KIND, onQueryArgument, Unmanaged.passUnretained(query).toOpaque())
+        let length = header("Content-Length").flatMap { Int($0) }
+        return HTTPRequest(method: method.map { String(cString: $0) } ?? "", path: url.map { String(cString: $0) } ?? "/",
+                           query: query.values, authorization: header("Authorization"),
+                           contentType: header("Content-Type"), contentLength: length,
+                           hasBody: (length ?? 0) > 0 || header("Transfer-Encoding") != nil)
+    }
+
+    private func begin(_ request: HTTPRequest, _ conn: HTTPConnection) -> MHD_Result {
+        let route = application.route(request)
+        if case .readBody = route {} else if !request.hasBody {
+            // Answered on the next call, which keeps the connection alive.
+            request.early = route
+            connections.answering(conn.raw)
+            return .YES
+        }
+        return answer(route, request, conn)
+    }
+
+    private func answer(_ route: Route, _ request: HTTPRequest, _ conn: HTTPConnection) -> MHD_Result {
+        switch route {
+        case .respond(let r):
+            return send(r, request, conn)
+        case .stream(let contentType, let headers, let body):
+            return sendStream(contentType: contentType, headers: headers, body: body, request, conn)
+        case .readBody(let limit, let urlEncoded, let handler):
+            if let n = request.contentLength, n > limit {
+                return send(.error(413, "the request body has \(n) bytes; the limit is \(limit)"), request, conn)
+            }
+            let expected = min(request.contentLength ?? 0, limit)
+            guard budget.reserve(expected) else {
+                return send(.error(503, "busy: too many request bodies are held; retry later", headers: [("Retry-After", "1")]),
+                            request, conn)
+            }
+            request.reservedBytes = expected
+            request.bodyLimit = limit
+            request.handler = handler
+            request.isForm = request.hasContentType("multipart/form-data")
+                || urlEncoded && request.hasContentType("application/x-www-form-urlencoded")
+            if request.isForm {
+                request.postProcessor = MHD_create_post_processor(conn.raw, 16 * 1024, onFormField,
+                                                                  Unmanaged.passUnretained(request).toOpaque())
+                if request.postProcessor == nil {
+                    request.failure = .error(400, "cannot parse the form: \(request.contentType ?? "") (a multipart type needs a boundary)")
+                }
+            } else {
+                request.body.reserveCapacity(expected)
+            }
+            connections.bodyStarted(conn.raw)
+            return .YES
+        }
+    }
+
+    private func receive(_ request: HTTPRequest, _ data: UnsafePointer<CChar>, count n: Int) -> MHD_Result {
+        request.received += n
+        // Only a body without a declared length (chunked) can get here past the limit; the
+        // answer cannot be sent while the upload goes on, so the connection is closed.
+        if request.received > request.bodyLimit { application.dropped(reason: "body_too_large"); return .NO }
+        if request.received > request.reservedBytes {
+            let more = request.received - request.reservedBytes
+            guard budget.reserve(more) else { application.dropped(reason: "buffer_budget"); return .NO }
+            request.reservedBytes += more
+        }
+        if request.failure != nil { return .YES }  // the rest is read and dropped
+        if let pp = request.postProcessor {
+            if MHD_post_process(pp, data, n) != .YES && request.failure == nil {
+                request.failure = .error(400, "malformed form data")
+            }
+        } else {
+            request.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n))
+        }
+        return .YES
+    }
+
+    private func complete(_ request: HTTPRequest, _ conn: HTTPConnection) -> MHD_Result {
+        if let route = request.early {
+            request.early = nil
+            return answer(route, request, conn)
+        }
+        if request.deferred {
+            // Resumed: the worker's answer is there (it resumes only after setting it).
+            return send(request.takeResult() ?? .error(500, "internal error: no answer"), request, conn)
+        }
+        if let pp = request.postProcessor {
+            request.postProcessor = nil
+            if MHD_destroy_post_processor(pp) != .YES && request.failure == nil {
+                request.failure = .error(400, "the multipart body is incomplete or malformed (truncated?)")
+            }
+        }
+        connections.answering(conn.raw)
+        if let failure = request.failure { return send(failure, request, conn) }
+        guard let handler = request.handler else { return send(.error(500, "internal error: no handler"), request, conn) }
+        switch handler(request) {
+        case .respond(let r):
+            return send(r, request, conn)
+        case .later(let start):
+            request.deferred = true
+            conn.suspend()
+            start { response in
+                request.setResult(response)
+                conn.resume()
+            }
+            return .YES
+        }
+    }
+
+    private func send(_ r: HTTPResponse, _ request: HTTPRequest, _ conn: HTTPConnection) -> MHD_Result {
+        let made = r.body.withUnsafeBytes {
+            MHD_create_response_from_buffer(r.body.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let response = made else { return .NO }
+        defer { MHD_destroy_response(response) }
+        addHeaders(response, contentType: r.contentType, r.headers)
+        request.status = r.status
+        connections.answering(conn.raw)
+        return MHD_queue_response(conn.raw, UInt32(r.status), response)
+    }
+
+    private func sendStream(contentType: String, headers: [(String, String)], body: StreamBody,
+                            _ request: HTTPRequest, _ conn: HTTPConnection) -> MHD_Result {
+        // A small send buffer: what a slow client has not taken stays with us, where the newest
+        // frame replaces it, rather than aging in the kernel (which would grow it to megabytes).
+        var bytes = Int32(Self.streamSendBuffer)
+        let socket = yolo_mhd_socket(conn.raw)
+        if socket >= 0 { setsockopt(socket, SOL_SOCKET, SO_SNDBUF, &bytes, socklen_t(MemoryLayout<Int32>.size)) }
+        let box = Unmanaged.passRetained(StreamBox(body: body, connection: conn))
+        guard let response = MHD_create_response_from_callback(UInt64.max, 32 * 1024, onStreamRead, box.toOpaque(), onStreamFree)
+        else { box.release(); return .NO }
+        defer { MHD_destroy_response(response) }
+        addHeaders(response, contentType: contentType, [("Cache-Control", "no-cache, no-store")] + headers)
+        request.status = 200
+        connections.answering(conn.raw)
+        return MHD_queue_response(conn.raw, 200, response)
+    }
+
+    private func addHeaders(_ response: OpaquePointer, contentType: String, _ headers: [(String, String)]) {
+        MHD_add_response_header(response, "Content-Type", contentType)
+        MHD_add_response_header(response, "X-Content-Type-Options", "nosniff")
+        for (name, value) in headers { MHD_add_response_header(response, name, value) }
+    }
+
+    fileprivate func completed(_ connection: OpaquePointer?, state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+        guard let state, let raw = state.pointee else { return }
+        state.pointee = nil
+        let request = Unmanaged<HTTPRequest>.fromOpaque(raw).takeRetainedValue()
+        if let pp = request.postProcessor { MHD_destroy_post_processor(pp); request.postProcessor = nil }
+        budget.release(request.reservedBytes)
+        request.reservedBytes = 0
+        // A stream ends when its client goes: that is its normal end, so what counts is whether
+        // an answer was sent (a request never answered counts as none).
+        application.finished(request, status: request.status)
+        if let connection { connections.requestDone(connection) }
+    }
+}
+
+/// A streamed body and its connection, owned by libmicrohttpd's response until it frees it.
+private final class StreamBox {
+    let body: StreamBody
+    let connection: HTTPConnection
+    init(body: StreamBody, connection: HTTPConnection) { self.body = body; self.connection = connection }
+}
+
+/// Query arguments as libmicrohttpd reports them (decoded); at most 64.
+private final class QueryArguments {
+    var values: [String: String] = [:]
+}
+
+// MARK: - libmicrohttpd's callbacks (C function pointers; `cls` is the server or the request)
+
+private func onAccess(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
+                      _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ data: UnsafePointer<CChar>?,
+                      _ size: UnsafeMutablePointer<Int>?, _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> MHD_Result {
+    guard let cls, let connection, let size, let state else { return .NO }
+    return Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+        .access(connection, url: url, method: method, data: data, size: size, state: state)
+}
+
+private func onCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+                         _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_RequestTerminationCode) {
+    guard let cls else { return }
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+        .completed(connection, state: state)
+}
+
+private func onConnection(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+                          _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+                          _ code: MHD_ConnectionNotificationCode) {
+    guard let cls, let connection else { return }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    if code == .CONNECTION_NOTIFY_STARTED { server.connections.opened(connection) }
+    else { server.connections.closed(connection) }
+}
+
+private func onQueryArgument(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?,
+                             _ value: UnsafePointer<CChar>?) -> MHD_Result {
+    guard let cls, let key else { return .YES }
+    let query = Unmanaged<QueryArguments>.fromOpaque(cls).takeUnretainedValue()
+    if query.values.count < 64 { query.values[String(cString: key)] = value.map { String(cString: $0) } ?? "" }
+    return .YES
+}
+
+private func onFormField(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?,
+                         _ filename: UnsafePointer<CChar>?, _ contentType: UnsafePointer<CChar>?,
+                         _ transferEncoding: UnsafePointer<CChar>?, _ data: UnsafePointer<CChar>?,
+                         _ offset: UInt64, _ size: Int) -> MHD_Result {
+    guard let cls, let key else { return .YES }
+    let request = Unmanaged<HTTPRequest>.fromOpaque(cls).takeUnretainedValue()
+    let name = String(cString: key)
+    if request.fields[name] == nil && request.fields.count >= HTTPServer.maxFormFields {
+        request.failure = .error(400, "too many form fields (the limit is \(HTTPServer.maxFormFields))")
+        return .NO
+    }
+    if let filename, request.fields[name]?.filename == nil { request.fields[name, default: FormField()].filename = String(cString: filename) }
+    let isFile = filename != nil || name == "image"
+    let cap = isFile ? request.bodyLimit : HTTPServer.smallFieldLimit
+    if (request.fields[name]?.value.count ?? 0) + size > cap {
+        request.failure = .error(isFile ? 413 : 400, "the form field '\(name)' is over its limit of \(cap) bytes")
+        return .NO
+    }
+    if size > 0, let data {
+        request.fields[name, default: FormField()].value.append(contentsOf: UnsafeRawBufferPointer(start: data, count: size))
+    } else if request.fields[name] == nil {
+        request.fields[name] = FormField()
+    }
+    return .YES
+}
+
+private func onStreamRead(_ cls: UnsafeMutableRawPointer?, _ position: UInt64, _ buffer: UnsafeMutablePointer<CChar>?,
+                          _ max: Int) -> Int {
+    guard let cls, let buffer else { return -2 }
+    let box = Unmanaged<StreamBox>.fromOpaque(cls).takeUnretainedValue()
+    switch box.body.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max), connection: box.connection) {
+    case .bytes(let n): return n
+    case .waiting: return 0
+    case .end: return -1  // MHD_CONTENT_READER_END_OF_STREAM
+    }
+}
+
+private func onStreamFree(_ cls: UnsafeMutableRawPointer?) {
+    guard let cls else { return }
+    let box = Unmanaged<StreamBox>.fromOpaque(cls).takeRetainedValue()
+    box.body.closed()
+}

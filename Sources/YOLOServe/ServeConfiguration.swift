@@ -1,0 +1,47 @@
+// What `yolo serve` is told: where to listen, the API key, the detection defaults, and the
+// limits that keep hostile or overeager clients from exhausting the process.
+import YOLO
+
+/// Limits on clients and work. Each is a bound, never a queue that can grow without one.
+public struct ServeLimits: Sendable {
+    /// A request body larger than this is refused with 413, before it is read (when it
+    /// declares its length; a chunked body is cut off when it passes the limit).
+    public var maxBodyBytes = 16 << 20
+    /// Bytes of request bodies held at once (being uploaded or waiting for a detector); a
+    /// request that would pass it is answered 503.
+    public var maxBufferedBytes = 256 << 20
+    /// Images whose header claims more pixels are refused (413) before their pixels are decoded.
+    public var maxPixels = 1 << 25
+    /// Requests admitted beyond the sessions at work; one more is answered 503 with Retry-After.
+    public var queue = 16
+    /// Connections at once, and from one IP address (libmicrohttpd refuses the excess at accept).
+    public var maxConnections = 512
+    public var maxConnectionsPerIP = 64
+    /// A request's headers must arrive within this many seconds of the connection (or of the
+    /// previous response on a kept-alive connection); a connection idle this long is closed.
+    public var headerTimeout = 10
+    /// A request's body must arrive within this many seconds of its headers.
+    public var bodyTimeout = 30
+    public init() {}
+}
+
+/// How `yolo serve` runs, apart from the model and the live source.
+public struct ServeConfiguration: Sendable {
+    /// Where to listen: an IPv4 or IPv6 address (loopback by default) and a port (0: any free one).
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// When set, every endpoint but /health and the page's own files needs it: the DeepStack
+    /// form field `api_key`, an `Authorization: Bearer` header or an `api_key` query parameter.
+    public var apiKey: String?
+    /// The name of the loaded model, for /v1/vision/custom/NAME (e.g. "yolov3-tiny").
+    public var modelName = "yolov3-tiny"
+    /// The defaults of every request (and the live view's starting settings).
+    public var detectorOptions = DetectorOptions()
+    /// Detectors (sessions) sharing the model, and threads for each.
+    public var sessions = 2
+    public var threadsPerSession = 1
+    /// Turn uploaded photos upright per their EXIF orientation (as `yolo detect` does).
+    public var applyEXIFOrientation = true
+    public var limits = ServeLimits()
+    public init() {}
+}

@@ -1,0 +1,110 @@
+// `yolo serve`'s server: one model, a bounded pool of its sessions, the HTTP server in front,
+// the optional live view, and what /health and /metrics say about them. Starts, and stops
+// cleanly: no new connections, the live source closed, admitted requests finished and answered.
+import YOLO
+import YOLOCore
+import YOLOImage
+import YOLOText
+
+public final class DetectionServer: HTTPApplication, @unchecked Sendable {
+    let configuration: ServeConfiguration
+    let model: Model
+    let classNames: [String]
+    let classCount: Int
+    let pool: DetectorPool
+    let queue: WorkQueue
+    let metrics = Metrics()
+    let live: LiveView?
+    private var http: HTTPServer!
+    private let started = monotonicNanoseconds()
+    /// Requests routed and not yet finished (a stream counts until it ends).
+    private let openRequests = Locked(0)
+    private let stopping = Locked(false)
+
+    /// Makes `configuration.sessions` detectors of `model`; `live`, when given, feeds the live view.
+    public init(model: Model, classNames: [String], configuration: ServeConfiguration, live: LiveSource? = nil) throws {
+        self.configuration = configuration
+        self.model = model
+        self.classNames = classNames
+        classCount = model.heads.first?.classes ?? 0
+        pool = try DetectorPool(model: model, classNames: classNames, options: configuration.detectorOptions,
+                                sessions: configuration.sessions, threadsPerSession: configuration.threadsPerSession)
+        queue = WorkQueue(workers: configuration.sessions, capacity: configuration.limits.queue)
+        let (names, count, pool, metrics) = (classNames, classCount, pool, metrics)
+        self.live = live.map { LiveView(source: $0, pool: pool, metrics: metrics, settings: configuration.detectorOptions,
+                                        classNames: names, classCount: count) }
+        http = HTTPServer(application: self, limits: configuration.limits)
+    }
+
+    /// Starts listening (and the live view); returns the port (useful when asked for port 0).
+    @discardableResult
+    public func start() throws(ServeError) -> Int {
+        try http.start(host: configuration.host, port: configuration.port)
+        live?.start()
+        return http.port
+    }
+
+    /// The port listened on.
+    public var port: Int { http.port }
+
+    /// Stops: no new connections, the live source closed and its clients' streams ended, the
+    /// requests admitted detected and answered (waiting at most `grace` seconds for answers to
+    /// be sent), then every connection closed.
+    public func shutdown(grace: Double = 5) {
+        stopping.withLock { $0 = true }
+        http.stopAccepting()
+        live?.stop()
+        queue.drain()
+        let deadline = monotonicNanoseconds() + UInt64(max(0, grace) * 1e9)
+        while openRequests.withLock({ $0 }) > 0 && monotonicNanoseconds() < deadline { usleep(10_000) }
+        http.stop()
+    }
+
+    // MARK: - HTTPApplication
+
+    func route(_ request: HTTPRequest) -> Route {
+        openRequests.withLock { $0 += 1 }
+        return endpoint(for: request)
+    }
+
+    func finished(_ request: HTTPRequest, status: Int?) {
+        openRequests.withLock { $0 -= 1 }
+        metrics.request(endpoint: request.endpoint, status: status)
+        if status != nil {
+            metrics.observe("yolo_stage_seconds", "path=\"request\",stage=\"total\"",
+                            seconds: Double(monotonicNanoseconds() - request.started) / 1e9)
+        }
+    }
+
+    func dropped(reason: String) {
+        metrics.count("yolo_connections_dropped_total", "reason=\"\(reason)\"")
+    }
+
+    // MARK: - /health and /metrics
+
+    var modelDescription: String { "\(configuration.modelName) (\(model.inputWidth)x\(model.inputHeight), \(classCount) classes)" }
+
+    func healthJSON() -> String {
+        let uptime = Double(monotonicNanoseconds() - started) / 1e9
+        let status = stopping.withLock { $0 } ? "stopping" : "ok"
+        return "{\"status\": \"\(status)\", \"model\": \(jsonString(configuration.modelName)), "
+            + "\"input\": \"\(model.inputWidth)x\(model.inputHeight)\", \"classes\": \(classCount), "
+            + "\"sessions\": \(pool.count), \"sessions_busy\": \(pool.busyCount), \"in_flight\": \(queue.active), \"queued\": \(queue.depth), "
+            + "\"queue_capacity\": \(queue.capacity), \"live\": \(live?.statusJSON() ?? "null"), "
+            + "\"uptime_s\": \(jsonNumber(uptime, decimals: 1))}\n"
+    }
+
+    func metricsText() -> String {
+        var gauges: [(String, String, [(String, Double)])] = [
+            ("yolo_sessions", "Detector sessions sharing the model.", [("", Double(pool.count))]),
+            ("yolo_sessions_busy", "Sessions detecting now.", [("", Double(pool.busyCount))]),
+            ("yolo_queue_depth", "Requests admitted and waiting for a session.", [("", Double(queue.depth))]),
+            ("yolo_queue_capacity", "Requests that may wait before more are refused with 503.", [("", Double(queue.capacity))]),
+            ("yolo_buffered_body_bytes", "Bytes of request bodies held now.", [("", Double(http.budget.inUse))]),
+            ("yolo_connections", "Open HTTP connections.", [("", Double(http.connections.count))]),
+            ("process_resident_memory_bytes", "Resident memory of this process.", [("", residentMemoryBytes())]),
+        ]
+        if let live { gauges += live.gauges() }
+        return metrics.render(gauges: gauges)
+    }
+}

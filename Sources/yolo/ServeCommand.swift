@@ -1,0 +1,225 @@
+// `yolo serve`: its options and help, the model and the live source (ffmpeg), and the run until
+// SIGINT or SIGTERM (the server itself is the YOLOServe module).
+import Dispatch
+import Foundation
+import YOLO
+import YOLOServe
+
+enum ServeCommand {
+    static let usage = """
+    Usage:   yolo serve [options]
+    Example: yolo serve
+             yolo serve --listen 0.0.0.0:8080 --api-key "$(cat key.txt)"
+             yolo serve --input /dev/video0 --classes person,car
+             yolo serve --input clip.mp4 --loop
+
+    Serves the detector over HTTP: DeepStack's object detection API (what Frigate, Home
+    Assistant, Blue Iris and Agent DVR call), our own POST /detect (the JSON of 'yolo detect
+    --json'), /health, /metrics (Prometheus), and with --input a live view in the browser at /.
+
+    Endpoints:
+      POST /v1/vision/detection      multipart 'image', optional 'min_confidence', 'api_key'
+      POST /v1/vision/custom/NAME    the same; NAME is --model-name
+      POST /detect                   the image as the body (or a form field 'image'); query
+                                     thresh, nms, classes, agnostic, max_det, name
+      GET  /  /video.mjpg  /events  /detections.ndjson  /settings   (live view, with --input)
+      GET  /health  /metrics
+
+    Listening:
+      --listen ADDR:PORT  default 127.0.0.1:8080 (loopback only); [::1]:8080 for IPv6,
+                       0.0.0.0:8080 for every interface; port 0 takes any free port
+      --api-key KEY    require KEY: DeepStack's api_key field, 'Authorization: Bearer KEY' or
+                       ?api_key=KEY (default: $YOLO_API_KEY when set, else none); /health and
+                       the page's own files stay open
+    Model and detection (requests may change thresh, nms, classes, agnostic, max_det):
+      --cfg F, --weights F, --names F   as for 'yolo detect'
+      --model-name N   the model's name for /v1/vision/custom/N, default the cfg's file name
+                       without extension
+      --thresh T, --nms T, --agnostic, --classes LIST, --max-det N, --size WxH, --conv ALGO,
+      --stretch, --no-exif                   as for 'yolo detect'
+      --sessions N     detectors sharing the model, default the number of cores (\(ProcessInfo.processInfo.activeProcessorCount) here)
+      --threads N      threads per detector, default the cores divided among the sessions
+      --queue N        requests that may wait for a detector, default 16; beyond, 503 + Retry-After
+    Live view:
+      --input SOURCE   anything ffmpeg opens: a file, /dev/video0, rtsp://...
+      --scale WxH      have ffmpeg scale the frames first
+      --loop           play a file again and again
+      --no-realtime    read a file as fast as the detector goes (default: at its frame rate)
+      --live           a live source (newest frame wins); default for devices and URLs
+    Limits:
+      --max-body N     bytes of a request body, default 16777216 (16 MiB); larger: 413
+      --max-pixels N   pixels of an image, default 33554432 (2^25); larger: 413
+      --max-connections N         default 512
+      --max-connections-per-ip N  default 64
+      --timeout S      seconds for a request's headers (and an idle connection), default 10
+      --body-timeout S seconds for a request's body after its headers, default 30
+      -h, --help       show this help
+
+    Stderr says where it listens ('yolo: serve: listening on http://127.0.0.1:8080/').
+    SIGINT or SIGTERM stop it cleanly: no new connections, the source closed, the requests in
+    flight answered. Exit status: 0 after such a stop, 1 when it cannot start (the port is
+    taken, the model or the source cannot be opened), 64 usage error.
+    """
+
+    static func run(_ args: [String]) throws -> Int32 {
+        let a = try Arguments(args, options: ["listen", "api-key", "cfg", "weights", "names", "model-name", "thresh", "nms",
+                                              "classes", "max-det", "size", "conv", "sessions", "threads", "queue", "input",
+                                              "scale", "max-body", "max-pixels", "max-connections", "max-connections-per-ip",
+                                              "timeout", "body-timeout"],
+                              flags: ["agnostic", "stretch", "no-exif", "loop", "no-realtime", "live", "help"],
+                              short: ["h": "help"])
+        if a.has("help") { print(usage); return 0 }
+        guard a.positionals.isEmpty else { throw UsageError("serve takes no positional arguments (a video source goes in --input)") }
+        var c = ServeConfiguration()
+        (c.host, c.port) = try listenAddress(a.string("listen") ?? "127.0.0.1:8080")
+        c.apiKey = a.string("api-key") ?? ProcessInfo.processInfo.environment["YOLO_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        if c.apiKey?.isEmpty == true { throw UsageError("--api-key needs a key") }
+        c.detectorOptions.threshold = try a.float("thresh", default: 0.25, range: 0...1)
+        c.detectorOptions.nmsThreshold = try a.float("nms", default: 0.45, range: 0...1)
+        c.detectorOptions.classAgnostic = a.has("agnostic")
+        c.detectorOptions.resize = a.has("stretch") ? .stretch : .letterbox
+        if a.string("max-det") != nil { c.detectorOptions.maxDetections = try a.int("max-det", default: 0, range: 0...1_000_000) }
+        c.applyEXIFOrientation = !a.has("no-exif")
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        c.sessions = try a.int("sessions", default: cores, range: 1...256)
+        c.threadsPerSession = try a.int("threads", default: max(1, cores / c.sessions), range: 1...256)
+        c.limits.queue = try a.int("queue", default: 16, range: 0...100_000)
+        c.limits.maxBodyBytes = try a.int("max-body", default: 16 << 20, range: 1...(1 << 31))
+        c.limits.maxBufferedBytes = max(c.limits.maxBufferedBytes, 2 * c.limits.maxBodyBytes)
+        c.limits.maxPixels = try a.int("max-pixels", default: 1 << 25, range: 1...Int.max)
+        c.limits.maxConnections = try a.int("max-connections", default: 512, range: 1...100_000)
+        c.limits.maxConnectionsPerIP = try a.int("max-connections-per-ip", default: 64, range: 1...100_000)
+        c.limits.headerTimeout = try a.int("timeout", default: 10, range: 1...3600)
+        c.limits.bodyTimeout = try a.int("body-timeout", default: 30, range: 1...3600)
+        var modelOptions = ModelOptions(inputSize: try a.inputSize("size"))
+        if let conv = a.string("conv") {
+            guard let v = ModelOptions.Convolution(rawValue: conv) else { throw UsageError("--conv \(conv): expected winograd, winograd2 or im2col") }
+            modelOptions.convolution = v
+        }
+        var scale: (Int, Int)? = nil
+        if let s = a.string("scale") {
+            guard a.string("input") != nil else { throw UsageError("--scale needs --input") }
+            guard let size = StreamCommand.parseSize(s) else { throw UsageError("--scale \(s): expected WIDTHxHEIGHT, e.g. 640x360") }
+            scale = size
+        }
+        if a.string("input") == nil, let flag = ["loop", "no-realtime", "live"].first(where: a.has) {
+            throw UsageError("--\(flag) is about the live source: give --input SOURCE")
+        }
+        if let input = a.string("input"), input.isEmpty { throw UsageError("--input needs a source") }
+
+        let cfg = a.string("cfg") ?? defaultCfg, weights = a.string("weights") ?? defaultWeights
+        let namesPath = a.string("names") ?? defaultNames
+        c.modelName = a.string("model-name") ?? ((cfg as NSString).lastPathComponent as NSString).deletingPathExtension
+        guard !c.modelName.isEmpty, !c.modelName.contains("/") else { throw UsageError("--model-name \(c.modelName): expected a name without '/'") }
+        let model = try Model(cfgPath: cfg, weightsPath: weights, options: modelOptions)
+        let names = try Detector.readClassNames(path: namesPath)
+        let classCount = model.heads.first?.classes ?? 0
+        if names.count < classCount {
+            throw YOLOError.invalidArgument("\(namesPath): has \(names.count) class names, but \(cfg) has \(classCount) classes")
+        }
+        if let list = a.string("classes") {
+            c.detectorOptions.classFilter = try DetectCommand.classFilter(list, names: names, classCount: classCount)
+        }
+        raiseOpenFileLimit(to: c.limits.maxConnections + 256)
+
+        var live: LiveSource? = nil
+        if let input = a.string("input") {
+            guard let ffmpeg = StreamCommand.findExecutable("ffmpeg") else {
+                printError("yolo: ffmpeg: not found in PATH; 'yolo serve --input' reads video with ffmpeg (e.g. apt-get install ffmpeg)")
+                return 1
+            }
+            switch ServeSource.start(ffmpeg: ffmpeg, input: input, scale: scale, loop: a.has("loop"),
+                                     realtime: !a.has("no-realtime"),
+                                     live: a.has("live") || StreamCommand.isLiveSource(input)) {
+            case .success(let s): live = s
+            case .failure(let e): printError("yolo: \(e)"); return 1
+            }
+        }
+
+        // Signals: SIGINT and SIGTERM stop the server cleanly; SIGPIPE is an error on a write.
+        signal(SIGPIPE, SIG_IGN)
+        let stopSignal = SignalWaiter(signals: [SIGINT, SIGTERM])
+        let server = try DetectionServer(model: model, classNames: names, configuration: c, live: live)
+        let port: Int
+        do { port = try server.start() } catch {
+            live?.stop()
+            printError("yolo: \(error)")
+            return 1
+        }
+        let shown = c.host.contains(":") ? "[\(c.host)]" : c.host
+        var what = "\(c.modelName) \(model.inputWidth)x\(model.inputHeight), \(c.sessions) session\(c.sessions == 1 ? "" : "s")"
+        if let live { what += "; live view of \(live.name)" }
+        printError("yolo: serve: listening on http://\(shown):\(port)/ (\(what))")
+        if !isLoopback(c.host) && c.apiKey == nil {
+            printError("yolo: serve: warning: \(c.host) is reachable from other machines and there is no --api-key: anyone who can reach it can use the detector")
+        }
+        let signalName = stopSignal.wait()
+        printError("yolo: serve: \(signalName): stopping (answering the requests in flight)")
+        server.shutdown()
+        printError("yolo: serve: stopped")
+        return 0
+    }
+
+    /// "127.0.0.1:8080", "[::1]:8080", "localhost:0", or a bare port.
+    static func listenAddress(_ text: String) throws -> (String, Int) {
+        var host = "127.0.0.1", portText = text
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                throw UsageError("--listen \(text): expected [IPV6]:PORT, e.g. [::1]:8080")
+            }
+            host = String(text[text.index(after: text.startIndex)..<close])
+            portText = String(text[text.index(close, offsetBy: 2)...])
+        } else if let colon = text.lastIndex(of: ":") {
+            host = String(text[..<colon])
+            portText = String(text[text.index(after: colon)...])
+        }
+        guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else {
+            throw UsageError("--listen \(text): expected ADDRESS:PORT with a port in 0...65535, e.g. 127.0.0.1:8080")
+        }
+        var v4 = in_addr(), v6 = in6_addr()
+        guard host == "localhost" || inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1 else {
+            throw UsageError("--listen \(text): '\(host)' is not an IP address (give a numeric one: 127.0.0.1, ::1, 0.0.0.0)")
+        }
+        return (host, port)
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// Lets the process hold `count` files (connections) when the hard limit allows.
+    static func raiseOpenFileLimit(to count: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(count) else { return }
+        limit.rlim_cur = min(rlim_t(count), limit.rlim_max)
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
+
+/// Waits for one of some signals (delivered through Dispatch, their default action off).
+final class SignalWaiter: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var received: Int32 = 0
+    private var sources: [DispatchSourceSignal] = []
+
+    init(signals: [Int32]) {
+        for sig in signals {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [self] in
+                lock.lock(); if received == 0 { received = sig }; lock.unlock()
+                done.signal()
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    /// Waits for a signal; its name.
+    func wait() -> String {
+        done.wait()
+        lock.lock(); defer { lock.unlock() }
+        return received == SIGTERM ? "SIGTERM" : received == SIGINT ? "SIGINT" : "signal \(received)"
+    }
+}
