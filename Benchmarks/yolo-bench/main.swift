@@ -22,6 +22,8 @@ options:
                    only), im2col (default: winograd,im2col); one model per algorithm and --gemm
   --gemm LIST      GEMM kernels: automatic (ours at this CPU's level; YOLO_KERNEL_LEVEL lowers
                    it), kernels, openblas (default: automatic)
+  --precision P    convolution arithmetic: fp32 (default) or int8 (FP32 where the planner keeps it)
+  --int8-table F   INT8 calibration table (default: next to the weights, as for yolo)
   --no-layers      skip the per-layer table
   --inflight N     frames in flight for the throughput test: N one-thread sessions sharing one
                    model, the first --conv algorithm (default: cores; 0 skips)
@@ -53,6 +55,8 @@ struct Options {
     var serve = false
     var conv: [ModelOptions.Convolution] = [.winograd, .im2col]
     var gemm: [ModelOptions.GemmBackend] = [.automatic]
+    var precision = Precision.fp32
+    var int8Table: String? = nil
 }
 
 func parse(_ args: [String]) -> Options {
@@ -88,6 +92,10 @@ func parse(_ args: [String]) -> Options {
                 guard let c = ModelOptions.Convolution(rawValue: String($0)) else { fail("--conv \($0): expected winograd or im2col") }
                 return c
             }
+        case "--precision":
+            guard let p = Precision(rawValue: value()) else { fail("--precision \(args[i]): expected fp32 or int8") }
+            o.precision = p
+        case "--int8-table": o.int8Table = value()
         case "--no-layers": o.layers = false
         case "--json": o.json = true
         case "--image": o.image = value()
@@ -149,11 +157,17 @@ func loadInput(_ path: String, count: Int) -> [Float] {
     }
 }
 
+/// The model options of one configuration.
+func modelOptions(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend) throws -> ModelOptions {
+    ModelOptions(convolution: conv, gemm: gemm, precision: options.precision,
+                 calibration: try options.int8Table.map { try Int8Calibration(path: $0) })
+}
+
 let runStart = LoadSample.now()
 do {
     if options.serve {
         let model = try Model(cfgPath: options.cfg, weightsPath: options.weights,
-                              options: ModelOptions(convolution: options.conv[0], gemm: options.gemm[0]))
+                              options: try modelOptions(options.conv[0], options.gemm[0]))
         let session = try Session(model: model, threads: options.threads[0])
         guard let input = options.input else { fail("serve needs --input F.f32") }
         try Serve.run(session: session, input: loadInput(input, count: session.input.count))
@@ -162,7 +176,7 @@ do {
 
     // 1. Start-up: load the network and a photo, detect. This is what a CLI user waits for.
     let detector = try Detector(cfgPath: options.cfg, weightsPath: options.weights, threads: options.threads.last!,
-                                modelOptions: ModelOptions(convolution: options.conv[0], gemm: options.gemm[0]))
+                                modelOptions: try modelOptions(options.conv[0], options.gemm[0]))
     var photo: RGBImage
     var photoName = options.image
     if FileManager.default.fileExists(atPath: options.image) {
@@ -208,12 +222,12 @@ do {
     var results: [[String: Any]] = []
     for conv in options.conv { for gemm in options.gemm {
       let convModel = conv == model.options.convolution && gemm == model.options.gemm
-          ? model : try Model(cfgPath: options.cfg, weightsPath: options.weights, options: ModelOptions(convolution: conv, gemm: gemm))
+          ? model : try Model(cfgPath: options.cfg, weightsPath: options.weights, options: try modelOptions(conv, gemm))
       for threads in options.threads {
         let network = try Session(model: convModel, threads: threads)
         try network.forward(input)
         for _ in 0..<options.warmup { network.forward() }
-        let label = "\(conv.rawValue), \(convModel.gemmKernels)"
+        let label = "\(conv.rawValue), \(convModel.gemmKernels)\(options.precision == .fp32 ? "" : ", \(options.precision)")"
         let (times, otherCores) = measuringLoad("\(label), threads \(threads)") { () -> [Double] in
             (0..<options.runs).map { _ in
                 let t0 = nowSeconds()
@@ -222,7 +236,7 @@ do {
             }
         }
         let s = Stats(times)
-        var entry: [String: Any] = ["threads": threads, "convolution": conv.rawValue, "gemm_kernels": convModel.gemmKernels, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
+        var entry: [String: Any] = ["threads": threads, "precision": options.precision.rawValue, "convolution": conv.rawValue, "gemm_kernels": convModel.gemmKernels, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
                                     "max_ms": s.max, "mean_ms": s.mean, "iqr_over_median": s.spread, "other_cores": otherCores]
         if s.spread > 0.1 {
             warn("\(label), threads \(threads): the runs spread widely (interquartile range \(fmt(100 * s.spread, 0))% of the median): other processes were busy; repeat before trusting small differences")

@@ -10,8 +10,21 @@ public protocol Int8Lanes {
     associatedtype Acc: SIMD where Acc.Scalar == Int32
     associatedtype Floats: SIMD where Floats.Scalar == Float
     static func floats(_ v: Acc) -> Floats
-    static func integers(_ v: Floats) -> Acc
+    /// W floats at `p` quantized as `Int8Quantization.quantize`.
+    static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> Acc
     static func prefetch(_ p: UnsafeRawPointer)
+}
+
+extension Int8Lanes {
+    /// The portable form: lane arithmetic in Swift (the x86 levels use their intrinsics: the
+    /// compare-and-select of generic SIMD code does not always become vmaxps/vminps).
+    @inlinable @inline(__always)
+    public static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> Acc {
+        var t = UnsafeRawPointer(p).loadUnaligned(as: Floats.self) * Floats(repeating: inverseScale) + Floats(repeating: zeroPoint)
+        t.replace(with: 0, where: t .< 0)
+        t.replace(with: 255, where: t .> 255)
+        return unsafeBitCast(t + Floats(repeating: 12_582_912), to: Acc.self) & Acc(repeating: 0xFF)
+    }
 }
 
 /// A signed 16 x 16-bit multiply-add: per 32-bit lane, a.lo * b.lo + a.hi * b.hi (vpmaddwd).
@@ -51,7 +64,10 @@ public enum Int8MaddDot<L: Int16MultiplyAdd>: Int8DotISA {
         acc &+ L.multiplyAdd16(b.0, a.0) &+ L.multiplyAdd16(b.1, a.1)
     }
     @inlinable @inline(__always) public static func floats(_ v: L.Acc) -> L.Floats { L.floats(v) }
-    @inlinable @inline(__always) public static func integers(_ v: L.Floats) -> L.Acc { L.integers(v) }
+    @inlinable @inline(__always)
+    public static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> L.Acc {
+        L.quantize(p, inverseScale: inverseScale, zeroPoint: zeroPoint)
+    }
     @inlinable @inline(__always) public static func prefetch(_ p: UnsafeRawPointer) { L.prefetch(p) }
 }
 
@@ -87,6 +103,9 @@ public enum Int8PortableDot<L: Int8Lanes>: Int8DotISA {
         acc &+ b.0 &* a.0 &+ b.1 &* a.1 &+ b.2 &* a.2 &+ b.3 &* a.3
     }
     @inlinable @inline(__always) public static func floats(_ v: L.Acc) -> L.Floats { L.floats(v) }
-    @inlinable @inline(__always) public static func integers(_ v: L.Floats) -> L.Acc { L.integers(v) }
+    @inlinable @inline(__always)
+    public static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> L.Acc {
+        L.quantize(p, inverseScale: inverseScale, zeroPoint: zeroPoint)
+    }
     @inlinable @inline(__always) public static func prefetch(_ p: UnsafeRawPointer) { L.prefetch(p) }
 }

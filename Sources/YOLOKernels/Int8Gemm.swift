@@ -38,8 +38,9 @@ public protocol Int8DotISA {
     static func dot(_ acc: Acc, _ b: BOperand, _ a: AOperand) -> Acc
     /// Exact int32 -> float per lane (round to nearest even, as Float(Int32)).
     static func floats(_ v: Acc) -> Floats
-    /// Float lanes holding integers in [0, 255] -> those integers.
-    static func integers(_ v: Floats) -> Acc
+    /// The lanes' floats at `p` quantized, bit for bit as `Int8Quantization.quantize` (see
+    /// `Int8Lanes.quantize` for the portable form).
+    static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> Acc
     static func prefetch(_ p: UnsafeRawPointer)
 }
 

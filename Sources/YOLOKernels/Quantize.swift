@@ -30,7 +30,8 @@ public struct Int8Quantization: Sendable, Equatable {
     }
 
     /// One value's u8 (the scalar reference of `Int8Quantize`, bit for bit): t = x * inverseScale +
-    /// zeroPoint, clamped to [0, 255], rounded to nearest even by adding and subtracting 1.5 * 2^23.
+    /// zeroPoint, clamped to [0, 255], rounded to nearest even by adding 1.5 * 2^23 (the sum's low
+    /// mantissa bits are then the integer: no float-to-int conversion, in SIMD lanes neither).
     @inlinable @inline(__always)
     public func quantize(_ x: Float) -> UInt32 {
         int8QuantizeScalar(x, inverseScale: inverseScale, zeroPoint: Float(zeroPoint))
@@ -42,8 +43,7 @@ func int8QuantizeScalar(_ x: Float, inverseScale: Float, zeroPoint: Float) -> UI
     var t = x * inverseScale + zeroPoint
     t = t < 0 ? 0 : t
     t = t > 255 ? 255 : t
-    t = (t + 12_582_912) - 12_582_912
-    return UInt32(t)
+    return (t + 12_582_912).bitPattern & 0xFF
 }
 
 /// Weights w (filters x channels x k x k, Darknet's order) quantized per filter, symmetric:
@@ -92,37 +92,44 @@ public enum Int8Quantize<D: Int8DotISA> {
     @inlinable @inline(__always)
     public static func channels(_ src: UnsafePointer<Float>, channels: Int, plane: Int, groups: Range<Int>,
                                 inverseScale: Float, zeroPoint: Int32, into dst: UnsafeMutablePointer<UInt32>) {
-        typealias F = D.Floats
-        let w = F.scalarCount
-        let inv = F(repeating: inverseScale), zp = F(repeating: Float(zeroPoint))
-        let low = F(repeating: 0), high = F(repeating: 255), magic = F(repeating: 12_582_912)
-        let zpScalar = Float(zeroPoint)
-        @inline(__always) func q(_ x: F) -> D.Acc {
-            D.integers(((x * inv + zp).clamped(lowerBound: low, upperBound: high) + magic) - magic)
-        }
-        @inline(__always) func load(_ p: UnsafePointer<Float>?, _ i: Int) -> F {
-            guard let p else { return low }
-            return UnsafeRawPointer(p + i).loadUnaligned(as: F.self)
-        }
+        let (inv, zp) = (inverseScale, Float(zeroPoint))
         for g in groups {
-            let out = dst + g * plane
-            let p = (0..<4).map { i -> UnsafePointer<Float>? in 4 * g + i < channels ? src + (4 * g + i) * plane : nil }
-            let (p0, p1, p2, p3) = (p[0], p[1], p[2], p[3])
-            var i = 0
-            while i + w <= plane {
-                let v = q(load(p0, i)) | (q(load(p1, i)) &<< 8) | (q(load(p2, i)) &<< 16) | (q(load(p3, i)) &<< 24)
-                UnsafeMutableRawPointer(out + i).storeBytes(of: v, as: D.Acc.self)
-                i += w
+            // Channels past the last: the zero point (their weights are zero).
+            let c = 4 * g, (has1, has2, has3) = (c + 1 < channels, c + 2 < channels, c + 3 < channels)
+            let p0 = src + c * plane, p1 = has1 ? p0 + plane : p0, p2 = has2 ? p0 + 2 * plane : p0
+            let p3 = has3 ? p0 + 3 * plane : p0
+            if has3 {
+                row(p0, p1, p2, p3, plane: plane, inv, zp, true, true, true, into: dst + g * plane)
+            } else {
+                row(p0, p1, p2, p3, plane: plane, inv, zp, has1, has2, has3, into: dst + g * plane)
             }
-            while i < plane {
-                var v: UInt32 = 0
-                for j in 0..<4 {
-                    let x = p[j].map { $0[i] } ?? 0
-                    v |= int8QuantizeScalar(x, inverseScale: inverseScale, zeroPoint: zpScalar) << UInt32(8 * j)
-                }
-                out[i] = v
-                i += 1
-            }
+        }
+    }
+
+    /// One plane of 4 channels (those not `has`, the zero point).
+    @inlinable @inline(__always)
+    static func row(_ p0: UnsafePointer<Float>, _ p1: UnsafePointer<Float>, _ p2: UnsafePointer<Float>,
+                    _ p3: UnsafePointer<Float>, plane: Int, _ inverse: Float, _ zero: Float, _ has1: Bool, _ has2: Bool,
+                    _ has3: Bool, into out: UnsafeMutablePointer<UInt32>) {
+        let w = D.Floats.scalarCount
+        let zpq = D.Acc(repeating: Int32(zero))
+        var i = 0
+        while i + w <= plane {
+            let q0 = D.quantize(p0 + i, inverseScale: inverse, zeroPoint: zero)
+            let q1 = has1 ? D.quantize(p1 + i, inverseScale: inverse, zeroPoint: zero) : zpq
+            let q2 = has2 ? D.quantize(p2 + i, inverseScale: inverse, zeroPoint: zero) : zpq
+            let q3 = has3 ? D.quantize(p3 + i, inverseScale: inverse, zeroPoint: zero) : zpq
+            UnsafeMutableRawPointer(out + i).storeBytes(of: q0 | (q1 &<< 8) | (q2 &<< 16) | (q3 &<< 24), as: D.Acc.self)
+            i += w
+        }
+        let zpu = UInt32(zero)
+        while i < plane {
+            let q0 = int8QuantizeScalar(p0[i], inverseScale: inverse, zeroPoint: zero)
+            let q1 = has1 ? int8QuantizeScalar(p1[i], inverseScale: inverse, zeroPoint: zero) : zpu
+            let q2 = has2 ? int8QuantizeScalar(p2[i], inverseScale: inverse, zeroPoint: zero) : zpu
+            let q3 = has3 ? int8QuantizeScalar(p3[i], inverseScale: inverse, zeroPoint: zero) : zpu
+            out[i] = q0 | q1 << 8 | q2 << 16 | q3 << 24
+            i += 1
         }
     }
 }

@@ -17,8 +17,10 @@ enum AVX2Tag: GemmISA, WinogradISA {
 extension AVX2Tag: Int16MultiplyAdd {
     typealias Acc = SIMD8<Int32>
     typealias Floats = SIMD8<Float>
-    @inline(__always) static func floats(_ v: SIMD8<Int32>) -> SIMD8<Float> { SIMD8<Float>(v) }
-    @inline(__always) static func integers(_ v: SIMD8<Float>) -> SIMD8<Int32> { SIMD8<Int32>(v, rounding: .towardZero) }
+    @inline(__always) static func floats(_ v: SIMD8<Int32>) -> SIMD8<Float> { yolo_float_256(v) }
+    @inline(__always) static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> SIMD8<Int32> {
+        yolo_quantize_256(p, inverseScale, zeroPoint)
+    }
     @inline(__always) static func multiplyAdd16(_ a: SIMD8<Int32>, _ b: SIMD8<Int32>) -> SIMD8<Int32> { yolo_madd16_256(a, b) }
 }
 

@@ -17,8 +17,10 @@ enum AVX512Tag: GemmISA, WinogradISA {
 extension AVX512Tag: Int16MultiplyAdd {
     typealias Acc = SIMD16<Int32>
     typealias Floats = SIMD16<Float>
-    @inline(__always) static func floats(_ v: SIMD16<Int32>) -> SIMD16<Float> { SIMD16<Float>(v) }
-    @inline(__always) static func integers(_ v: SIMD16<Float>) -> SIMD16<Int32> { SIMD16<Int32>(v, rounding: .towardZero) }
+    @inline(__always) static func floats(_ v: SIMD16<Int32>) -> SIMD16<Float> { yolo_float_512(v) }
+    @inline(__always) static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> SIMD16<Int32> {
+        yolo_quantize_512(p, inverseScale, zeroPoint)
+    }
     @inline(__always) static func multiplyAdd16(_ a: SIMD16<Int32>, _ b: SIMD16<Int32>) -> SIMD16<Int32> { yolo_madd16_512(a, b) }
 }
 

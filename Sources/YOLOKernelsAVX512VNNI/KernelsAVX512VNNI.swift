@@ -29,8 +29,10 @@ enum VNNITag: GemmISA, WinogradISA, Int8DotISA {
     @inline(__always) static func dot(_ acc: SIMD16<Int32>, _ b: SIMD16<Int32>, _ a: SIMD16<Int32>) -> SIMD16<Int32> {
         yolo_dpbusd_512(acc, b, a)
     }
-    @inline(__always) static func floats(_ v: SIMD16<Int32>) -> SIMD16<Float> { SIMD16<Float>(v) }
-    @inline(__always) static func integers(_ v: SIMD16<Float>) -> SIMD16<Int32> { SIMD16<Int32>(v, rounding: .towardZero) }
+    @inline(__always) static func floats(_ v: SIMD16<Int32>) -> SIMD16<Float> { yolo_float_512(v) }
+    @inline(__always) static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> SIMD16<Int32> {
+        yolo_quantize_512(p, inverseScale, zeroPoint)
+    }
 }
 
 public enum KernelsAVX512VNNI {

@@ -21,7 +21,6 @@ extension BaselineTag: Int8Lanes {
     typealias Acc = SIMD4<Int32>
     typealias Floats = SIMD4<Float>
     @inline(__always) static func floats(_ v: SIMD4<Int32>) -> SIMD4<Float> { SIMD4<Float>(v) }
-    @inline(__always) static func integers(_ v: SIMD4<Float>) -> SIMD4<Int32> { SIMD4<Int32>(v, rounding: .towardZero) }
 }
 
 public enum KernelsBaseline {

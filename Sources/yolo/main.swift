@@ -18,6 +18,7 @@ Commands:
   detect    find objects in JPEG/PNG images (Darknet's text, JSON, COCO results, annotated images)
   stream    find objects in every frame of a video (ffmpeg input, JSON lines, annotated video)
   tune      measure the fastest algorithm of each layer on this CPU and store the plan
+  calibrate measure INT8 ranges on sample images and write the table --precision int8 reads
   heads     run the network on a raw float32 tensor and write its raw YOLO heads
   version   the version and the kernel levels built in and run on this CPU (also --version)
 
@@ -64,6 +65,7 @@ func runMain(_ argv: [String]) -> Int32 {
         case "heads": return try HeadsCommand.run(rest)
         case "stream": return try StreamCommand.run(rest)
         case "tune": return try TuneCommand.run(rest)
+        case "calibrate": return try CalibrateCommand.run(rest)
         case "version", "--version":
             guard rest.isEmpty else { throw UsageError("\(command) takes no arguments") }
             print(versionText())
