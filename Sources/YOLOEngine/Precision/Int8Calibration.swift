@@ -7,12 +7,15 @@
 //   cfg 3f0c5e9a1b2d4c6e
 //   method percentile 99.99
 //   images 9
-//   layer 0 min 0.00000000e+00 max 1.00000000e+00
-//   layer 2 min -1.53278470e-01 max 6.20314121e+00
+//   layer 0 min 0 max 9.99511719e-01 effect 1.21e-02 fp32
+//   layer 2 min -2.62817955e+00 max 5.80167847e+01 effect 4.60e-03
 //
 // The cfg line is the fingerprint of the cfg the table was made for (its sections, keys and
-// values): a table made for another cfg is refused, as is anything that does not parse. A
-// convolution without a line stays in FP32.
+// values): a table made for another cfg is refused, as is anything that does not parse. `effect`
+// is what running that convolution alone in INT8 did to the detections' confidences (mean
+// absolute change where the FP32 confidence exceeds 0.05) on the calibration images; `fp32`
+// marks a convolution whose effect was too large: it stays in FP32, as does one without a line.
+// (Delete `fp32` to let it run in INT8 anyway.)
 import YOLOCore
 import YOLOKernels
 
@@ -26,14 +29,27 @@ public struct Int8Calibration: Sendable, Equatable {
     public var imageCount: Int
     /// The fingerprint of the cfg they were measured with.
     public var cfgFingerprint: String
+    /// Per convolution (where measured): its effect on the confidences when it alone runs in INT8.
+    public var effects: [Int: Float]
+    /// The convolutions that stay in FP32 (their effect was too large).
+    public var fp32Layers: Set<Int>
 
-    public init(ranges: [Int: ClosedRange<Float>], method: String, imageCount: Int, cfgFingerprint: String) {
+    public init(ranges: [Int: ClosedRange<Float>], method: String, imageCount: Int, cfgFingerprint: String,
+                effects: [Int: Float] = [:], fp32Layers: Set<Int> = []) {
         (self.ranges, self.method, self.imageCount, self.cfgFingerprint) = (ranges, method, imageCount, cfgFingerprint)
+        (self.effects, self.fp32Layers) = (effects, fp32Layers)
     }
 
-    /// The quantization of layer `index`'s input, if the table has it.
+    /// The quantization of layer `index`'s input, if the table has it and lets it run in INT8.
     func quantization(ofLayer index: Int) -> Int8Quantization? {
-        ranges[index].map { Int8Quantization(min: $0.lowerBound, max: $0.upperBound) }
+        guard !fp32Layers.contains(index) else { return nil }
+        return ranges[index].map { Int8Quantization(min: $0.lowerBound, max: $0.upperBound) }
+    }
+
+    /// This table with only layer `index` in INT8 (for measuring its effect).
+    func only(_ index: Int) -> Int8Calibration {
+        Int8Calibration(ranges: ranges.filter { $0.key == index }, method: method, imageCount: imageCount,
+                        cfgFingerprint: cfgFingerprint)
     }
 
     /// The table next to a weights file: its path with the extension replaced by `.int8`
@@ -50,7 +66,10 @@ public struct Int8Calibration: Sendable, Equatable {
         var lines = ["yolo-swift int8 \(Int8Calibration.formatVersion)", "cfg \(cfgFingerprint)", "method \(method)",
                      "images \(imageCount)"]
         for (layer, range) in ranges.sorted(by: { $0.key < $1.key }) {
-            lines.append("layer \(layer) min \(Int8Calibration.decimal(range.lowerBound)) max \(Int8Calibration.decimal(range.upperBound))")
+            var line = "layer \(layer) min \(Int8Calibration.decimal(range.lowerBound)) max \(Int8Calibration.decimal(range.upperBound))"
+            if let e = effects[layer] { line += " effect \(Int8Calibration.decimal(e, digits: 3))" }
+            if fp32Layers.contains(layer) { line += " fp32" }
+            lines.append(line)
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -72,6 +91,7 @@ public struct Int8Calibration: Sendable, Equatable {
             throw bad(1, "expected 'yolo-swift int8 \(Int8Calibration.formatVersion)'")
         }
         var (ranges, method, images, cfg): ([Int: ClosedRange<Float>], String?, Int?, String?) = ([:], nil, nil, nil)
+        var (effects, fp32): ([Int: Float], Set<Int>) = ([:], [])
         for (i, words) in lines.enumerated().dropFirst() where !words.isEmpty {
             switch words[0] {
             case "cfg" where words.count == 2 && cfg == nil: cfg = words[1]
@@ -79,7 +99,7 @@ public struct Int8Calibration: Sendable, Equatable {
             case "images" where words.count == 2 && images == nil:
                 guard let n = Int(words[1]), n > 0 else { throw bad(i + 1, "images must be a positive count") }
                 images = n
-            case "layer" where words.count == 6 && words[2] == "min" && words[4] == "max":
+            case "layer" where words.count >= 6 && words[2] == "min" && words[4] == "max":
                 guard let layer = Int(words[1]), layer >= 0, ranges[layer] == nil else {
                     throw bad(i + 1, "'\(words[1])' is not a new layer index")
                 }
@@ -87,12 +107,22 @@ public struct Int8Calibration: Sendable, Equatable {
                     throw bad(i + 1, "layer \(layer): min \(words[3]) and max \(words[5]) must be finite numbers with min <= 0 <= max, min < max")
                 }
                 ranges[layer] = lo...hi
+                var rest = words.dropFirst(6)
+                if rest.first == "effect" {
+                    guard rest.count >= 2, let e = Float(rest[rest.startIndex + 1]), e.isFinite, e >= 0 else {
+                        throw bad(i + 1, "layer \(layer): effect must be a finite number >= 0")
+                    }
+                    effects[layer] = e
+                    rest = rest.dropFirst(2)
+                }
+                if rest.first == "fp32" { fp32.insert(layer); rest = rest.dropFirst() }
+                guard rest.isEmpty else { throw bad(i + 1, "layer \(layer): unexpected '\(rest.joined(separator: " "))'") }
             default:
                 throw bad(i + 1, "unexpected '\(words.joined(separator: " "))'")
             }
         }
         guard let cfg, let method, let images else { throw bad(lines.count, "the cfg, method and images lines are required") }
-        self.init(ranges: ranges, method: method, imageCount: images, cfgFingerprint: cfg)
+        self.init(ranges: ranges, method: method, imageCount: images, cfgFingerprint: cfg, effects: effects, fp32Layers: fp32)
     }
 
     /// Reads a table file.
@@ -116,15 +146,17 @@ public struct Int8Calibration: Sendable, Equatable {
         }
     }
 
-    /// 9 significant digits ("1.23456789e-02"): enough for a Float to read back exactly (no
-    /// Float printing in Embedded Swift, so by hand).
-    static func decimal(_ v: Float) -> String {
+    /// `digits` significant digits ("1.23456789e-02"; 9, the default, is enough for a Float to
+    /// read back exactly). By hand: Embedded Swift prints no floating-point numbers.
+    static func decimal(_ v: Float, digits: Int = 9) -> String {
         guard v != 0 else { return "0" }
         var x = Double(v.magnitude), e = 0
         while x >= 10 { x /= 10; e += 1 }
         while x < 1 { x *= 10; e -= 1 }
-        var m = Int((x * 1e8).rounded())
-        if m >= 1_000_000_000 { m /= 10; e += 1 }
+        var power = 1
+        for _ in 1..<digits { power *= 10 }
+        var m = Int((x * Double(power)).rounded())
+        if m >= 10 * power { m /= 10; e += 1 }
         let digits = String(m)
         let exponent = e.magnitude < 10 ? "0\(e.magnitude)" : "\(e.magnitude)"
         return (v < 0 ? "-" : "") + digits.prefix(1) + "." + digits.dropFirst() + "e" + (e < 0 ? "-" : "+") + exponent
