@@ -149,7 +149,7 @@ public final class Model: Sendable {
         cfgFingerprint = config.fingerprint
         var warnings: [String] = []
         let int8Inputs = try Model.int8Inputs(options, layers: layers, fingerprint: cfgFingerprint, cfg: config.file,
-                                              kernels: openBLAS ? nil : kernelSet.int8, warnings: &warnings)
+                                              kernels: kernelSet.int8, warnings: &warnings)
         let int8Scratch = int8Inputs.isEmpty ? 0 : kernelSet.int8.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
         gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch)
         let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs)
@@ -253,7 +253,8 @@ public final class Model: Sendable {
     static func heads(_ layers: [any Layer]) -> [HeadInfo] { layers.compactMap { $0.head } }
 
     /// With precision .int8: the quantization of each convolution input the calibration table
-    /// covers (checked against the cfg), when our kernels have INT8 ones (else a warning: all FP32).
+    /// covers (checked against the cfg), when the kernel set has INT8 kernels (else a warning: all
+    /// FP32). Whichever library computes the FP32 GEMMs (ours or OpenBLAS).
     static func int8Inputs(_ options: ModelOptions, layers: [any Layer], fingerprint: String, cfg: String,
                            kernels: Int8Functions?, warnings: inout [String]) throws(YOLOError) -> [Int: Int8Quantization] {
         guard options.precision == .int8 else { return [:] }
@@ -263,7 +264,7 @@ public final class Model: Sendable {
         try table.check(fingerprint: fingerprint, convolutions: Set(layers.compactMap { $0.convolution?.index }),
                         name: "the INT8 calibration table for \(cfg)")
         guard kernels != nil else {
-            warnings.append("precision int8 needs the engine's own kernels (ModelOptions.gemm .automatic or .kernels above the baseline level): every convolution runs in FP32")
+            warnings.append("precision int8: the kernel level has no INT8 kernels: every convolution runs in FP32")
             return [:]
         }
         var inputs: [Int: Int8Quantization] = [:]

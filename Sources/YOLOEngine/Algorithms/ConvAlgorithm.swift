@@ -17,7 +17,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// pass: the full-size output never exists (DirectConvPool.swift). Replaces two layers.
     case directPool = "direct+pool"
     /// INT8: the input quantized (u8) with its calibrated range, im2col (none for 1x1) + the INT8
-    /// GEMM, float outputs (Int8Conv.swift). Any convolution, with our kernels.
+    /// GEMM, float outputs (Int8Conv.swift). Any convolution, whichever library computes FP32 GEMMs.
     case int8
 
     public var description: String { rawValue }
@@ -33,7 +33,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .im2col: return !conv.isPointwise
         case .gemm1x1: return conv.isPointwise
         case .winograd2, .winograd4: return conv.is3x3Same
-        case .int8: return ourKernels
+        case .int8: return true   // (the planner offers it where calibrated and the level has INT8 kernels)
         case .directPool:
             guard ourKernels, conv.is3x3Same, conv.inputShape.c <= ConvAlgorithm.directMaxChannels, let next,
                   next.geometry == (2, 2), next.sources == [conv.index], conv.activation.isMonotonic else { return false }

@@ -162,22 +162,22 @@ public enum Int8Calibrator {
     /// to the range outside (values at their bin's centre).
     static func leastSquares(_ histogram: [Int], low: Float, high: Float) -> (Float, Float) {
         let n = histogram.count, width = Double(high - low) / Double(n)
-        let centre = (0..<n).map { Double(low) + (Double($0) + 0.5) * width }
+        // Prefix sums of count, count x centre, count x centre^2: each candidate's error in O(1).
+        var c = [Double](repeating: 0, count: n + 1), s1 = c, s2 = c
+        for b in 0..<n {
+            let (k, v) = (Double(histogram[b]), Double(low) + (Double(b) + 0.5) * width)
+            (c[b + 1], s1[b + 1], s2[b + 1]) = (c[b] + k, s1[b] + k * v, s2[b] + k * v * v)
+        }
         let zeroBin = max(0, min(n - 1, Int((-Double(low)) / width)))
         var best = (Double.infinity, low, high)
-        // hi over the bins at or above zero, lo over a coarse grid of the bins below.
-        let loCandidates = Swift.stride(from: 0, through: zeroBin, by: max(1, zeroBin / 32)).map { $0 }
-        for h in Swift.stride(from: n, through: zeroBin + 1, by: -1) {
+        // Bins below l are clipped up to lo, bins from h on down to hi, the rest rounded.
+        for h in (zeroBin + 1)...n {
             let hi = Double(low) + Double(h) * width
-            for l in loCandidates {
-                let lo = Double(low) + Double(l) * width
-                let step = (hi - lo) / 255
-                var err = 0.0
-                for b in 0..<n where histogram[b] > 0 {
-                    let v = centre[b]
-                    let e = v < lo ? (lo - v) * (lo - v) : v > hi ? (v - hi) * (v - hi) : step * step / 12
-                    err += Double(histogram[b]) * e
-                }
+            let above = (s2[n] - s2[h]) - 2 * hi * (s1[n] - s1[h]) + hi * hi * (c[n] - c[h])
+            for l in 0...zeroBin {
+                let lo = Double(low) + Double(l) * width, step = (hi - lo) / 255
+                let below = lo * lo * c[l] - 2 * lo * s1[l] + s2[l]
+                let err = below + above + (c[h] - c[l]) * step * step / 12
                 if err < best.0 { best = (err, Float(lo), Float(hi)) }
             }
         }
