@@ -261,8 +261,7 @@ public final class Model: Sendable {
         guard let table = options.calibration else {
             throw .invalidArgument("precision int8 needs a calibration table (ModelOptions.calibration; make one with 'yolo calibrate')")
         }
-        try table.check(fingerprint: fingerprint, convolutions: Set(layers.compactMap { $0.convolution?.index }),
-                        name: "the INT8 calibration table for \(cfg)")
+        try table.check(fingerprint: fingerprint, convolutions: Set(layers.compactMap { $0.convolution?.index }), cfg: cfg)
         guard kernels != nil else {
             warnings.append("precision int8: the kernel level has no INT8 kernels: every convolution runs in FP32")
             return [:]

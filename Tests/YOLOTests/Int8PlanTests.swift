@@ -105,10 +105,10 @@ final class Int8PlanTests: XCTestCase {
         var other = table([0])
         other.cfgFingerprint = "0123456789abcdef"
         XCTAssertThrowsError(try model(ModelOptions(precision: .int8, calibration: other))) {
-            XCTAssertTrue("\($0)".contains("made for another cfg (fingerprint 0123456789abcdef, this cfg's is \(Int8PlanTests.fingerprint))"), "\($0)")
+            XCTAssertTrue("\($0)".contains("the INT8 calibration table: this INT8 calibration table was made for another cfg (fingerprint 0123456789abcdef, <cfg>'s is \(Int8PlanTests.fingerprint))"), "\($0)")
         }
         XCTAssertThrowsError(try model(ModelOptions(precision: .int8, calibration: table([0, 1])))) {
-            XCTAssertTrue("\($0)".contains("layer 1 of the INT8 calibration table is not a convolution"), "\($0)")
+            XCTAssertTrue("\($0)".contains("layer 1 is not a convolution of <cfg>"), "\($0)")
         }
         // From files: the table next to the weights, or a clear error naming where it was looked for.
         let cfg = directory + "/net.cfg", weights = directory + "/net.weights"

@@ -33,6 +33,8 @@ public struct Int8Calibration: Sendable, Equatable {
     public var effects: [Int: Float]
     /// The convolutions that stay in FP32 (their effect was too large).
     public var fp32Layers: Set<Int>
+    /// Where the table came from (its file), for messages.
+    public var source = "the INT8 calibration table"
 
     public init(ranges: [Int: ClosedRange<Float>], method: String, imageCount: Int, cfgFingerprint: String,
                 effects: [Int: Float] = [:], fp32Layers: Set<Int> = []) {
@@ -123,6 +125,7 @@ public struct Int8Calibration: Sendable, Equatable {
         }
         guard let cfg, let method, let images else { throw bad(lines.count, "the cfg, method and images lines are required") }
         self.init(ranges: ranges, method: method, imageCount: images, cfgFingerprint: cfg, effects: effects, fp32Layers: fp32)
+        source = name
     }
 
     /// Reads a table file.
@@ -137,12 +140,12 @@ public struct Int8Calibration: Sendable, Equatable {
 
     /// Checks the table against the network it is for: made for its cfg, naming only its
     /// convolutions.
-    func check(fingerprint: String, convolutions: Set<Int>, name: String) throws(YOLOError) {
+    func check(fingerprint: String, convolutions: Set<Int>, cfg: String) throws(YOLOError) {
         guard cfgFingerprint == fingerprint else {
-            throw .invalidArgument("\(name): this INT8 calibration table was made for another cfg (fingerprint \(cfgFingerprint), this cfg's is \(fingerprint)); make one for it with 'yolo calibrate'")
+            throw .invalidArgument("\(source): this INT8 calibration table was made for another cfg (fingerprint \(cfgFingerprint), \(cfg)'s is \(fingerprint)); make one for it with 'yolo calibrate'")
         }
         if let layer = ranges.keys.sorted().first(where: { !convolutions.contains($0) }) {
-            throw .invalidArgument("\(name): layer \(layer) of the INT8 calibration table is not a convolution of this network")
+            throw .invalidArgument("\(source): layer \(layer) is not a convolution of \(cfg)")
         }
     }
 
