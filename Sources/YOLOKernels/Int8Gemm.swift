@@ -61,6 +61,42 @@ public protocol Int8MicroKernel {
                     _ ldc: Int, accumulate: Bool, finish: Bool, comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>)
 }
 
+/// MR x W: one vector of a panel's columns (for the last, partial panel: 169 columns are 3 full
+/// panels of 48 and 2 vectors of 16, not a 4th panel of 48).
+@inlinable @inline(__always)
+func int8RunVector<D: Int8DotISA>(_ mr: Int, _ groups: Int, _ a: UnsafeRawPointer, _ b: UnsafeRawPointer, bStride: Int,
+                                  _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool, finish: Bool,
+                                  comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>, _: D.Type) {
+    let ab = D.aBytes
+    var c0 = D.Acc(), c1 = D.Acc(), c2 = D.Acc(), c3 = D.Acc(), c4 = D.Acc(), c5 = D.Acc(), c6 = D.Acc(), c7 = D.Acc()
+    var pa = a, pb = b
+    if mr == 8 {
+        for _ in 0..<groups {
+            let v = D.loadB(pb)
+            c0 = D.dot(c0, v, D.loadA(pa)); c1 = D.dot(c1, v, D.loadA(pa + ab))
+            c2 = D.dot(c2, v, D.loadA(pa + 2 * ab)); c3 = D.dot(c3, v, D.loadA(pa + 3 * ab))
+            c4 = D.dot(c4, v, D.loadA(pa + 4 * ab)); c5 = D.dot(c5, v, D.loadA(pa + 5 * ab))
+            c6 = D.dot(c6, v, D.loadA(pa + 6 * ab)); c7 = D.dot(c7, v, D.loadA(pa + 7 * ab))
+            pa += 8 * ab
+            pb += bStride
+        }
+    } else {
+        for _ in 0..<groups {
+            let v = D.loadB(pb)
+            c0 = D.dot(c0, v, D.loadA(pa)); c1 = D.dot(c1, v, D.loadA(pa + ab))
+            c2 = D.dot(c2, v, D.loadA(pa + 2 * ab)); c3 = D.dot(c3, v, D.loadA(pa + 3 * ab))
+            pa += 4 * ab
+            pb += bStride
+        }
+    }
+    @inline(__always) func row(_ r: Int, _ x: D.Acc) {
+        int8Store(x, c + r * ldc, accumulate: accumulate, finish: finish, comp: finish ? comp[r] : 0,
+                  scale: finish ? scale[r] : 0, D.self)
+    }
+    row(0, c0); row(1, c1); row(2, c2); row(3, c3)
+    if mr == 8 { row(4, c4); row(5, c5); row(6, c6); row(7, c7) }
+}
+
 /// One vector of a tile's row to C: int32 sums stored, or added to those there, and when
 /// `finish`, Float(sum - comp) * scale instead.
 @inlinable @inline(__always)
@@ -297,9 +333,30 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
                         let cols = min(nr, ncl - jb)
                         let panel = UnsafeRawPointer(bp + jb * gl)
                         let cTile = c + ib * ldc + jc + jb
+                        let w = K.Dot.Acc.scalarCount
                         if rows == mr && cols == nr {
                             K.run(gl, ap, panel, cTile, ldc, accumulate: accumulate, finish: finish, comp: comp + ib,
                                   scale: scale + ib)
+                        } else if rows == mr {
+                            // The last, partial panel: its whole vectors only, then a partial one
+                            // through the scratch tile.
+                            let whole = cols / w * w
+                            for v in Swift.stride(from: 0, to: whole, by: w) {
+                                int8RunVector(mr, gl, ap, panel + 4 * v, bStride: 4 * nr, cTile + v, ldc, accumulate: accumulate,
+                                              finish: finish, comp: comp + ib, scale: scale + ib, K.Dot.self)
+                            }
+                            if whole < cols {
+                                int8RunVector(mr, gl, ap, panel + 4 * whole, bStride: 4 * nr, tile, w, accumulate: false,
+                                              finish: false, comp: comp + ib, scale: scale + ib, K.Dot.self)
+                                let sums = UnsafeMutableRawPointer(tile)
+                                for r in 0..<rows {
+                                    for j in whole..<cols {
+                                        int8StoreScalar(sums.load(fromByteOffset: 4 * (r * w + j - whole), as: Int32.self),
+                                                        cTile + r * ldc + j, accumulate: accumulate, finish: finish,
+                                                        comp: comp[ib + r], scale: scale[ib + r])
+                                    }
+                                }
+                            }
                         } else {
                             // Edge tile: int32 sums into the scratch tile, merged into C here.
                             K.run(gl, ap, panel, tile, nr, accumulate: false, finish: false, comp: comp + ib, scale: scale + ib)
