@@ -77,6 +77,11 @@ final class Int8KernelTests: XCTestCase {
 
     func testGemmSumsAreExactAtEveryLevel() {
         XCTAssertTrue(levels.count >= 1)
+        // What `yolo version` lists as built is the registry (it once listed a fixed three).
+        XCTAssertEqual(BuildInfo.kernelLevels, KernelLevel.allCases)
+        #if arch(x86_64)
+        XCTAssertEqual(KernelLevel.allCases.map(\.rawValue), ["baseline", "avx2", "avx512", "avx512vnni"])
+        #endif
         for (name, kern) in levels {
             // Tails around MR (4, 8) and NR (8, 16, 32, 48), k around a group (4) and the kc blocks
             // (256 groups = 1024 steps: k = 1100 and 2100 span 2 and 3 blocks), n past nc (480-512).
