@@ -50,7 +50,8 @@ extension CLITests {
         XCTAssertEqual(int8.status, 0, int8.stderr)
         XCTAssertTrue(int8.stdout.contains("\"cup\""), int8.stdout)
         // yolo tune times INT8 against FP32 where the table allows it (not layer 0, which stays FP32).
-        let tune = try yolo(["tune", "--no-cache", "--threads", "1", "--precision", "int8", "--int8-table", dir + "/t.int8"] + modelArgs.prefix(4))
+        let tune = try yolo(["tune", "--no-cache", "--threads", "1", "--size", "160x160", "--precision", "int8", "--int8-table", dir + "/t.int8"]
+                            + modelArgs.prefix(4))
         XCTAssertEqual(tune.status, 0, tune.stderr)
         let lines = tune.stdout.split(separator: "\n")
         XCTAssertTrue(lines.first { $0.hasPrefix("0-1 conv") }?.contains(" int8 ") == false, tune.stdout)
