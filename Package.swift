@@ -22,9 +22,12 @@ let optimized: SwiftSetting = .unsafeFlags(["-O"], .when(configuration: .debug))
 let avx2Settings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "haswell"])]
 // Any AVX-512 CPU with F/CD/BW/DQ/VL (Skylake-SP and later, Zen 4 and later); not znver4/5.
 let avx512Settings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "skylake-avx512"])]
+// The same + AVX-512 VNNI (vpdpbusd): Cascade Lake, Ice Lake and later, Zen 4 and later.
+let avx512VNNISettings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "cascadelake"])]
 #else
 let avx2Settings: [SwiftSetting] = [optimized]
 let avx512Settings: [SwiftSetting] = [optimized]
+let avx512VNNISettings: [SwiftSetting] = [optimized]
 #endif
 
 let package = Package(
@@ -51,8 +54,11 @@ let package = Package(
         // CPU hints Swift has no words for: prefetch (micro-kernels) and spin-wait pause (header only).
         .systemLibrary(name: "CHints"),
         .target(name: "YOLOKernelsBaseline", dependencies: ["YOLOKernels", "CHints"], swiftSettings: [optimized]),
-        .target(name: "YOLOKernelsAVX2", dependencies: ["YOLOKernels", "CHints"], swiftSettings: avx2Settings),
-        .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CHints"], swiftSettings: avx512Settings),
+        // 8- and 16-bit dot-product instructions for the INT8 kernels (header only, x86 intrinsics).
+        .systemLibrary(name: "CDot"),
+        .target(name: "YOLOKernelsAVX2", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx2Settings),
+        .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512Settings),
+        .target(name: "YOLOKernelsAVX512VNNI", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512VNNISettings),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
         // Shared types and the platform: detections, pixel formats, hardened file access, locks,
@@ -60,7 +66,7 @@ let package = Package(
         .target(name: "YOLOCore", swiftSettings: engineSettings),
         // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
         .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2",
-                                                   "YOLOKernelsAVX512", "CCPUID", "CHints", "COpenBLAS"],
+                                                   "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "CCPUID", "CHints", "COpenBLAS"],
                 swiftSettings: engineSettings),
         // Detection: letterbox, decoding, NMS, Detector.
         .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),

@@ -86,7 +86,7 @@ for m in "${engine_modules[@]}"; do
     while IFS= read -r f; do engine_sources+=("$f"); done < <(find "Sources/$m" -name '*.swift' | LC_ALL=C sort)
 done
 [ ${#kernel_sources[@]} -gt 0 ] && [ -f "${kernel_sources[0]}" ] || fail "no Sources/YOLOKernels/*.swift"
-stamp=$( (cat "$0" "${kernel_sources[@]}" "${reference_sources[@]}" "${level_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/* Sources/CHints/*;
+stamp=$( (cat "$0" "${kernel_sources[@]}" "${reference_sources[@]}" "${level_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/* Sources/CHints/* Sources/CDot/*;
           swiftc --version 2>&1; ls -l "$blas") | sha256sum | cut -d' ' -f1)
 emb=(swiftc -target aarch64-none-none-elf -enable-experimental-feature Embedded -wmo -parse-as-library -O
      -Xcc -isystem -Xcc /usr/aarch64-linux-gnu/include -I scripts/arm/Glibc -I Sources/CHints -I "$out")
@@ -146,6 +146,13 @@ fi
 
 # --- Run under qemu ----------------------------------------------------------------------------
 gunzip -c Tests/YOLOTests/Fixtures/dog_input_416.f32.gz > "$out/dog_input_416.f32"
+# INT8 heads on this x86 host (the yolo tool, with the table next to the weights), for the
+# aarch64 engine to match bit for bit.
+[ -f weights/yolov3-tiny.int8 ] || fail "weights/yolov3-tiny.int8 missing (it is in git)"
+swift build --product yolo >/dev/null || fail "building the yolo tool for this host (INT8 heads to compare)"
+rm -rf "$out/int8-x86"
+.build/debug/yolo heads "$out/dog_input_416.f32" --out "$out/int8-x86" --precision int8 --threads 2 \
+    || fail "yolo heads --precision int8 on this host"
 "$out/host/kernel-check" -v | grep '^digest ' | sed 's/ max abs diff [^ ]*//' > "$out/digests-host.txt" \
     || fail "the kernel check fails on this host (run $out/host/kernel-check -v)"
 # qemu hands the host's environment to the guest: OpenBLAS must detect the emulated CPU itself.
@@ -170,6 +177,9 @@ for cpu in cortex-a72 cortex-a76; do
     say "[$cpu] yolov3-tiny forward, each layer's algorithm measured at load (ModelOptions.planning .measure)"
     "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=automatic conv=winograd plan=measure 1 \
         || fail "yolov3-tiny forward on $cpu with a measured plan does not match Darknet's heads (see above)"
+    say "[$cpu] yolov3-tiny forward, INT8 (the portable integer kernels): heads bit for bit as this host's"
+    "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" int8="$out/int8-x86" 1 2 \
+        || fail "INT8 forward on $cpu differs from this host's INT8 heads (see above)"
     say "[$cpu] yolov3-tiny forward, OpenBLAS's sgemm (ModelOptions.gemm .openBLAS)"
     "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=openblas conv=winograd 1 2 \
         || fail "yolov3-tiny forward on $cpu (OpenBLAS) does not match Darknet's heads (see above)"

@@ -25,7 +25,7 @@ done
 libdirs=()
 for f in $(pkg-config --libs-only-L openblas libjpeg libpng 2>/dev/null); do libdirs+=("$f"); done
 common=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 5 -package-name yolo_swift
-        -I "$B/obj" -I Sources/COpenBLAS -I Sources/CJPEG -I Sources/CPNG -I Sources/CCPUID -I Sources/CHints "${cflags[@]}")
+        -I "$B/obj" -I Sources/COpenBLAS -I Sources/CJPEG -I Sources/CPNG -I Sources/CCPUID -I Sources/CHints -I Sources/CDot "${cflags[@]}")
 
 # module NAME [extra flags]: Sources/NAME/**/*.swift -> $B/obj/NAME.o + NAME.swiftmodule,
 # rebuilt when a source is newer than the object.
@@ -45,7 +45,8 @@ module YOLOKernelsBaseline
 if [ "$(uname -m)" = x86_64 ]; then
     module YOLOKernelsAVX2 -target-cpu haswell
     module YOLOKernelsAVX512 -target-cpu skylake-avx512
-    kernelLevels+=(YOLOKernelsAVX2 YOLOKernelsAVX512)
+    module YOLOKernelsAVX512VNNI -target-cpu cascadelake
+    kernelLevels+=(YOLOKernelsAVX2 YOLOKernelsAVX512 YOLOKernelsAVX512VNNI)
 fi
 for m in YOLOCore YOLOEngine YOLODetection YOLO; do module "$m"; done
 module YOLOImage -enable-testing   # the image harness calls the internal EXIF parsers

@@ -27,6 +27,8 @@ options:
                    print its table for each thread count before timing
   --gemm LIST      GEMM kernels: automatic (ours at this CPU's level; YOLO_KERNEL_LEVEL lowers
                    it), kernels, openblas (default: automatic)
+  --precision P    convolution arithmetic: fp32 (default) or int8 (FP32 where the planner keeps it)
+  --int8-table F   INT8 calibration table (default: next to the weights, as for yolo)
   --no-layers      skip the per-layer table
   --inflight N     frames in flight for the throughput test: N one-thread sessions sharing one
                    model, the first --conv algorithm (default: cores; 0 skips)
@@ -59,6 +61,8 @@ struct Options {
     var conv: [ModelOptions.Convolution] = [.winograd, .im2col]
     var plan = "cached"
     var gemm: [ModelOptions.GemmBackend] = [.automatic]
+    var precision = Precision.fp32
+    var int8Table: String? = nil
 }
 
 func parse(_ args: [String]) -> Options {
@@ -98,6 +102,10 @@ func parse(_ args: [String]) -> Options {
             o.plan = value()
             guard ["cached", "table", "measure"].contains(o.plan) else { fail("--plan \(o.plan): expected cached, table or measure") }
         case "--tune": o.plan = "tune"
+        case "--precision":
+            guard let p = Precision(rawValue: value()) else { fail("--precision \(args[i]): expected fp32 or int8") }
+            o.precision = p
+        case "--int8-table": o.int8Table = value()
         case "--no-layers": o.layers = false
         case "--json": o.json = true
         case "--image": o.image = value()
@@ -126,7 +134,8 @@ let options = parse(Array(CommandLine.arguments.dropFirst()))
 
 /// The report for people: stdout, or with --json stderr (stdout then holds the JSON alone).
 func say(_ text: String) {
-    if options.json { FileHandle.standardError.write(Data((text + "\n").utf8)) } else { print(text) }
+    // stdout carries the JSON (--json) or serve's line protocol: then the text goes to stderr.
+    if options.json || options.serve { FileHandle.standardError.write(Data((text + "\n").utf8)) } else { print(text) }
 }
 
 /// Warnings for the JSON's `warnings`, also said as they come.
@@ -160,7 +169,7 @@ func loadInput(_ path: String, count: Int) -> [Float] {
 }
 
 /// The planning `--plan` asks for, measured for sessions of `threads` threads.
-@MainActor func modelOptions(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend, threads: Int) -> ModelOptions {
+@MainActor func modelOptions(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend, threads: Int) throws -> ModelOptions {
     let directory = PlanCache.defaultDirectory
     let planning: Planning
     switch options.plan {
@@ -169,7 +178,8 @@ func loadInput(_ path: String, count: Int) -> [Float] {
     case "tune": planning = .remeasure(cacheDirectory: directory)
     default: planning = directory.map { .cached(cacheDirectory: $0) } ?? .table
     }
-    return ModelOptions(convolution: conv, gemm: gemm, planning: planning, tuningThreads: threads)
+    return ModelOptions(convolution: conv, gemm: gemm, planning: planning, tuningThreads: threads, precision: options.precision,
+                        calibration: try options.int8Table.map { try Int8Calibration(path: $0) })
 }
 
 /// A model per (algorithms, GEMM, threads): plans are made for a thread count.
@@ -177,7 +187,7 @@ var models: [String: Model] = [:]
 @MainActor func loadModel(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend, threads: Int) throws -> Model {
     let key = "\(conv) \(gemm) \(options.plan == "table" ? 0 : threads)"
     if let m = models[key] { return m }
-    let m = try Model(cfgPath: options.cfg, weightsPath: options.weights, options: modelOptions(conv, gemm, threads: threads))
+    let m = try Model(cfgPath: options.cfg, weightsPath: options.weights, options: try modelOptions(conv, gemm, threads: threads))
     models[key] = m
     let sources = Set(m.plan.entries.compactMap { $0.source?.rawValue }).sorted().joined(separator: ", ")
     say("plan (\(conv.rawValue), \(m.gemmKernels), \(threads) thread\(threads == 1 ? "" : "s")): \(sources)"
@@ -191,8 +201,7 @@ var models: [String: Model] = [:]
 let runStart = LoadSample.now()
 do {
     if options.serve {
-        let model = try Model(cfgPath: options.cfg, weightsPath: options.weights,
-                              options: ModelOptions(convolution: options.conv[0], gemm: options.gemm[0]))
+        let model = try loadModel(options.conv[0], options.gemm[0], threads: options.threads[0])
         let session = try Session(model: model, threads: options.threads[0])
         guard let input = options.input else { fail("serve needs --input F.f32") }
         try Serve.run(session: session, input: loadInput(input, count: session.input.count))
@@ -251,7 +260,7 @@ do {
         let network = try Session(model: convModel, threads: threads)
         try network.forward(input)
         for _ in 0..<options.warmup { network.forward() }
-        let label = "\(conv.rawValue), \(convModel.gemmKernels)"
+        let label = "\(conv.rawValue), \(convModel.gemmKernels)\(options.precision == .fp32 ? "" : ", \(options.precision)")"
         let (times, otherCores) = measuringLoad("\(label), threads \(threads)") { () -> [Double] in
             (0..<options.runs).map { _ in
                 let t0 = nowSeconds()
@@ -260,7 +269,7 @@ do {
             }
         }
         let s = Stats(times)
-        var entry: [String: Any] = ["threads": threads, "convolution": conv.rawValue, "gemm_kernels": convModel.gemmKernels, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
+        var entry: [String: Any] = ["threads": threads, "precision": options.precision.rawValue, "convolution": conv.rawValue, "gemm_kernels": convModel.gemmKernels, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
                                     "max_ms": s.max, "mean_ms": s.mean, "iqr_over_median": s.spread, "other_cores": otherCores]
         if s.spread > 0.1 {
             warn("\(label), threads \(threads): the runs spread widely (interquartile range \(fmt(100 * s.spread, 0))% of the median): other processes were busy; repeat before trusting small differences")

@@ -6,16 +6,9 @@ public enum BuildInfo {
     /// The package's version.
     public static let version = "0.1.0"
 
-    /// The GEMM kernel levels compiled into this build (`KernelLevel.supported`: those this CPU runs).
-    public static var kernelLevels: [KernelLevel] {
-        #if arch(x86_64)
-        return [.baseline, .avx2, .avx512]
-        #elseif arch(arm64) || arch(aarch64)
-        return [.neon]
-        #else
-        return [.baseline]
-        #endif
-    }
+    /// The kernel levels compiled into this build, the registry's (`KernelLevel.supported`: those
+    /// this CPU runs).
+    public static var kernelLevels: [KernelLevel] { KernelLevel.allCases }
 
     /// The instruction set the Swift kernels were compiled for.
     public static var kernelTarget: String {

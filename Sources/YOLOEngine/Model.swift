@@ -15,6 +15,11 @@ final class ModelStorage: @unchecked Sendable {
         return p
     }
 
+    /// `count` bytes (rounded up to whole floats), for parameters of other types.
+    func allocateBytes(_ count: Int) -> UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(allocate((count + 3) / 4))
+    }
+
     deinit { for b in blocks { b.deallocate() } }
 }
 
@@ -55,6 +60,8 @@ public final class Model: Sendable {
     let usesOpenBLAS: Bool
     /// Floats of GEMM scratch one thread of a session needs.
     let gemmScratchPerThread: Int
+    /// The cfg's fingerprint (what calibration tables are made for).
+    let cfgFingerprint: String
 
     /// What runs the GEMMs: "OpenBLAS" or our kernels' level ("avx512", "avx2", "neon", "baseline").
     public var gemmKernels: String { usesOpenBLAS ? "OpenBLAS" : kernelSet.name }
@@ -62,6 +69,16 @@ public final class Model: Sendable {
     /// Loads a model from files.
     public convenience init(cfgPath: String, weightsPath: String, options: ModelOptions = ModelOptions()) throws(YOLOError) {
         let cfg = try DarknetConfig(path: cfgPath)
+        var options = options
+        if options.precision == .int8 && options.calibration == nil {
+            let table = Int8Calibration.defaultPath(weights: weightsPath)
+            do {
+                options.calibration = try Int8Calibration(path: table)
+            } catch {
+                guard case .file(_, let reason) = error, reason == FileReadFailure.notFound.reason else { throw error }
+                throw .invalidArgument("INT8 needs a calibration table: none was given and there is none next to the weights (\(table)); make one with 'yolo calibrate IMAGES... --out \(table)' or give one (--int8-table F, ModelOptions.calibration)")
+            }
+        }
         // The parameters are read from the file one layer at a time: the file's bytes are never
         // held whole (for YOLOv3, 237 MiB less at the load's peak).
         try self.init(config: cfg, source: .file(weightsPath), weightsName: weightsPath, options: options)
@@ -129,8 +146,13 @@ public final class Model: Sendable {
         let gemm = openBLAS ? nil : kernelSet.gemm
         self.kernelSet = kernelSet
         usesOpenBLAS = openBLAS
-        gemmScratchPerThread = Gemm.scratchPerThread(gemm)
-        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS)
+        cfgFingerprint = config.fingerprint
+        var warnings: [String] = []
+        let int8Inputs = try Model.int8Inputs(options, layers: layers, fingerprint: cfgFingerprint, cfg: config.file,
+                                              kernels: kernelSet.int8, warnings: &warnings)
+        let int8Scratch = int8Inputs.isEmpty ? 0 : kernelSet.int8.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
+        gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch)
+        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs)
         let order = layers.filter { $0.head == nil } + layers.filter { $0.head != nil }
         let bound = ActivationPlan(writes: order.map { ($0.index, $0.sources) }, deferred: Model.heads(layers).count,
                                    layers: layers, input: inputShape, keepingAll: false)
@@ -140,7 +162,6 @@ public final class Model: Sendable {
 
         // 3. How choices are made: measured now, read from the plan cache, or by the table.
         let tuningThreads = options.tuningThreads ?? availableCores()
-        var warnings: [String] = []
         var cached: [CachedChoice] = []
         var measuring = false, reads = true
         switch options.planning {
@@ -230,6 +251,25 @@ public final class Model: Sendable {
     }
 
     static func heads(_ layers: [any Layer]) -> [HeadInfo] { layers.compactMap { $0.head } }
+
+    /// With precision .int8: the quantization of each convolution input the calibration table
+    /// covers (checked against the cfg), when the kernel set has INT8 kernels (else a warning: all
+    /// FP32). Whichever library computes the FP32 GEMMs (ours or OpenBLAS).
+    static func int8Inputs(_ options: ModelOptions, layers: [any Layer], fingerprint: String, cfg: String,
+                           kernels: Int8Functions?, warnings: inout [String]) throws(YOLOError) -> [Int: Int8Quantization] {
+        guard options.precision == .int8 else { return [:] }
+        guard let table = options.calibration else {
+            throw .invalidArgument("precision int8 needs a calibration table (ModelOptions.calibration; make one with 'yolo calibrate')")
+        }
+        try table.check(fingerprint: fingerprint, convolutions: Set(layers.compactMap { $0.convolution?.index }), cfg: cfg)
+        guard kernels != nil else {
+            warnings.append("precision int8: the kernel level has no INT8 kernels: every convolution runs in FP32")
+            return [:]
+        }
+        var inputs: [Int: Int8Quantization] = [:]
+        for l in layers { if let c = l.convolution, let q = table.quantization(ofLayer: c.index) { inputs[c.index] = q } }
+        return inputs
+    }
 
     /// The plan a session runs.
     func plan(keepingAll: Bool) -> Plan { keepingAll ? inspection : inference }

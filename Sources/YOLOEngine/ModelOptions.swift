@@ -52,6 +52,15 @@ public struct ModelOptions: Sendable, Equatable {
     /// for tests and benchmarks that compare levels. One the CPU cannot run is an error.
     public var kernelLevel: KernelLevel?
 
+    /// The arithmetic of the convolutions: `.fp32` (the default and the reference) or `.int8`,
+    /// where each convolution whose input the calibration table covers may run in INT8 (the
+    /// planner picks per layer, as for algorithms: the table's choice, or the faster when measured;
+    /// the others stay FP32, and `Model.plan` says which is which).
+    public var precision: Precision
+    /// The INT8 calibration table (`.int8`): per convolution, its input's range. nil: the table
+    /// next to the weights file (`Int8Calibration.defaultPath(weights:)`) when loading from files.
+    public var calibration: Int8Calibration?
+
     /// An input width and height in pixels.
     public struct InputSize: Sendable, Equatable, CustomStringConvertible {
         public var width: Int
@@ -62,7 +71,10 @@ public struct ModelOptions: Sendable, Equatable {
 
     public init(convolution: Convolution = .winograd, fusesLayers: Bool = true, maxActivationBytes: Int = 2 << 30,
                 inputSize: InputSize? = nil, gemm: GemmBackend = .automatic, kernelLevel: KernelLevel? = nil,
-                planning: Planning = .table, tuningThreads: Int? = nil, algorithms: [Int: ConvAlgorithm] = [:]) {
+                planning: Planning = .table, tuningThreads: Int? = nil, algorithms: [Int: ConvAlgorithm] = [:],
+                precision: Precision = .fp32, calibration: Int8Calibration? = nil) {
+        self.precision = precision
+        self.calibration = calibration
         self.convolution = convolution
         self.fusesLayers = fusesLayers
         self.planning = planning
@@ -75,3 +87,14 @@ public struct ModelOptions: Sendable, Equatable {
     }
 }
 
+
+/// The arithmetic of a model's convolutions (`ModelOptions.precision`).
+public enum Precision: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// 32-bit floats everywhere (the reference).
+    case fp32
+    /// 8-bit integers where calibrated: u8 activations (per tensor) x s8 weights (per filter),
+    /// int32 sums, float outputs; FP32 elsewhere.
+    case int8
+
+    public var description: String { rawValue }
+}

@@ -4,6 +4,15 @@
 /// Rows are independent, so threads split them.
 public func im2col(_ src: UnsafePointer<Float>, height: Int, width: Int, kernel k: Int, stride: Int, pad: Int,
             outWidth: Int, outRows: Range<Int>, rows: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
+    im2col(src, height: height, width: width, kernel: k, stride: stride, pad: pad, outWidth: outWidth, outRows: outRows,
+           rows: rows, padding: 0, into: dst)
+}
+
+/// `im2col` of any element type, `padding` standing for the taps outside the input (the INT8
+/// convolutions' grouped u8 planes: the zero point in each byte).
+@inlinable
+public func im2col<T>(_ src: UnsafePointer<T>, height: Int, width: Int, kernel k: Int, stride: Int, pad: Int,
+                      outWidth: Int, outRows: Range<Int>, rows: Range<Int>, padding: T, into dst: UnsafeMutablePointer<T>) {
     let rowLength = outRows.count * outWidth
     for row in rows {
         let c = row / (k * k), ky = row / k % k, kx = row % k
@@ -15,17 +24,17 @@ public func im2col(_ src: UnsafePointer<Float>, height: Int, width: Int, kernel 
         for oy in outRows {
             let iy = oy * stride + ky - pad
             if iy < 0 || iy >= height {
-                out.update(repeating: 0, count: outWidth)
+                out.update(repeating: padding, count: outWidth)
             } else {
-                // Hot loop: a row copy for stride 1, zeros only at the borders.
-                out.update(repeating: 0, count: first)
+                // Hot loop: a row copy for stride 1, padding only at the borders.
+                out.update(repeating: padding, count: first)
                 let inRow = plane + iy * width + kx - pad
                 if stride == 1 {
                     (out + first).update(from: inRow + first, count: last - first)
                 } else {
                     for ox in first..<last { out[ox] = inRow[ox * stride] }
                 }
-                (out + last).update(repeating: 0, count: outWidth - last)
+                (out + last).update(repeating: padding, count: outWidth - last)
             }
             out += outWidth
         }

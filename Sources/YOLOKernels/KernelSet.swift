@@ -110,12 +110,20 @@ public struct KernelSet: Sendable {
     public let winograd2: WinogradFunctions
     public let winograd4: WinogradFunctions
     public let direct: DirectConvFunctions
+    /// The INT8 convolution kernels, where the level has them (Int8KernelSet.swift).
+    public let int8: Int8Functions?
 
     @usableFromInline
     init(name: String, requires: CPUFeatureSet, gemm: GemmFunctions, winograd2: WinogradFunctions,
-         winograd4: WinogradFunctions, direct: DirectConvFunctions) {
+         winograd4: WinogradFunctions, direct: DirectConvFunctions, int8: Int8Functions? = nil) {
         (self.name, self.requires, self.gemm) = (name, requires, gemm)
-        (self.winograd2, self.winograd4, self.direct) = (winograd2, winograd4, direct)
+        (self.winograd2, self.winograd4, self.direct, self.int8) = (winograd2, winograd4, direct, int8)
+    }
+
+    /// This set with `int8` as its INT8 kernels.
+    public func adding(int8: Int8Functions) -> KernelSet {
+        KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4, direct: direct,
+                  int8: int8)
     }
 
     /// The kernel set of a level from its generic parts: `K` the GEMM micro-kernel, `W` the

@@ -3,6 +3,7 @@
 #if arch(x86_64)
 import YOLOKernels
 import CHints
+import CDot
 
 /// Private to this target: keeps its specializations of the generic kernels apart from every other
 /// target's (distinct symbol names, so the linker never merges copies built for different CPUs).
@@ -12,11 +13,23 @@ enum AVX2Tag: GemmISA, WinogradISA {
     @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
 }
 
+/// INT8 dots from vpmaddwd (16-bit halves: exact, see Int8MaddDot).
+extension AVX2Tag: Int16MultiplyAdd {
+    typealias Acc = SIMD8<Int32>
+    typealias Floats = SIMD8<Float>
+    @inline(__always) static func floats(_ v: SIMD8<Int32>) -> SIMD8<Float> { yolo_float_256(v) }
+    @inline(__always) static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> SIMD8<Int32> {
+        yolo_quantize_256(p, inverseScale, zeroPoint)
+    }
+    @inline(__always) static func multiplyAdd16(_ a: SIMD8<Int32>, _ b: SIMD8<Int32>) -> SIMD8<Int32> { yolo_madd16_256(a, b) }
+}
+
 public enum KernelsAVX2 {
     /// GEMM tiles of 4 x 24 (4 x 3 ymm accumulators); Winograd and direct convolution 8 lanes wide.
     public static var kernelSet: KernelSet {
         .make(name: "avx2", requires: [.avx2], gemm: GemmKernel4x3<SIMD8<Float>, AVX2Tag>.self,
               kc: 256, nc: 504, winograd: AVX2Tag.self, direct: SIMD8<Float>.self, AVX2Tag.self)
+            .adding(int8: .make(dot: "vpmaddwd", kernel: Int8Kernel4x2<Int8MaddDot<AVX2Tag>>.self, kc: 256, nc: 512))
     }
 }
 #endif

@@ -3,6 +3,7 @@
 #if arch(x86_64)
 import YOLOKernels
 import CHints
+import CDot
 
 /// Private to this target: keeps its specializations of the generic kernels apart from every other
 /// target's (distinct symbol names, so the linker never merges copies built for different CPUs).
@@ -12,11 +13,23 @@ enum AVX512Tag: GemmISA, WinogradISA {
     @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
 }
 
+/// INT8 dots from vpmaddwd (16-bit halves: exact, see Int8MaddDot).
+extension AVX512Tag: Int16MultiplyAdd {
+    typealias Acc = SIMD16<Int32>
+    typealias Floats = SIMD16<Float>
+    @inline(__always) static func floats(_ v: SIMD16<Int32>) -> SIMD16<Float> { yolo_float_512(v) }
+    @inline(__always) static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> SIMD16<Int32> {
+        yolo_quantize_512(p, inverseScale, zeroPoint)
+    }
+    @inline(__always) static func multiplyAdd16(_ a: SIMD16<Int32>, _ b: SIMD16<Int32>) -> SIMD16<Int32> { yolo_madd16_512(a, b) }
+}
+
 public enum KernelsAVX512 {
     /// GEMM tiles of 8 x 48 (8 x 3 zmm accumulators); Winograd and direct convolution 16 lanes wide.
     public static var kernelSet: KernelSet {
         .make(name: "avx512", requires: [.avx2, .avx512], gemm: GemmKernel8x3<SIMD16<Float>, AVX512Tag>.self,
               kc: 256, nc: 480, winograd: AVX512Tag.self, direct: SIMD16<Float>.self, AVX512Tag.self)
+            .adding(int8: .make(dot: "vpmaddwd", kernel: Int8Kernel4x2<Int8MaddDot<AVX512Tag>>.self, kc: 256, nc: 512))
     }
 }
 #endif

@@ -1,6 +1,7 @@
 // The baseline level, compiled for the target's default CPU: SSE2 on x86-64 (GEMM tiles of 4 x 12
 // in xmm registers, no FMA), NEON on arm64 (the "neon" level: 8 x 12 tiles in 32 q registers,
-// fmla). The generic kernels of YOLOKernels specialized for 4-lane vectors, as one KernelSet.
+// fmla). The generic kernels of YOLOKernels specialized for 4-lane vectors, as one KernelSet; its
+// INT8 kernels are the portable ones (exact, not fast: a dot-product level is for later).
 import YOLOKernels
 import CHints
 
@@ -16,16 +17,24 @@ enum BaselineTag: GemmISA, WinogradISA {
     @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
 }
 
+extension BaselineTag: Int8Lanes {
+    typealias Acc = SIMD4<Int32>
+    typealias Floats = SIMD4<Float>
+    @inline(__always) static func floats(_ v: SIMD4<Int32>) -> SIMD4<Float> { SIMD4<Float>(v) }
+}
+
 public enum KernelsBaseline {
     #if arch(arm64) || arch(aarch64)
     public static var kernelSet: KernelSet {
         .make(name: "neon", requires: [], gemm: GemmKernel8x3<SIMD4<Float>, BaselineTag>.self,
               kc: 256, nc: 504, winograd: BaselineTag.self, direct: SIMD4<Float>.self, BaselineTag.self)
+            .adding(int8: .make(dot: "portable", kernel: Int8Kernel4x2<Int8PortableDot<BaselineTag>>.self, kc: 256, nc: 512))
     }
     #else
     public static var kernelSet: KernelSet {
         .make(name: "baseline", requires: [], gemm: GemmKernel4x3<SIMD4<Float>, BaselineTag>.self,
               kc: 256, nc: 504, winograd: BaselineTag.self, direct: SIMD4<Float>.self, BaselineTag.self)
+            .adding(int8: .make(dot: "portable", kernel: Int8Kernel4x2<Int8PortableDot<BaselineTag>>.self, kc: 256, nc: 512))
     }
     #endif
 }

@@ -34,6 +34,7 @@ enum DetectCommand {
                        transformed kernels)
       --size WxH       network input size instead of the cfg's width and height (multiples
                        of 32, e.g. 608x352 for wide images)
+    \(precisionUsage)
       --stretch        stretch images to the network size instead of letterboxing
                        (AlexeyAB's default; boxes then differ from pjreddie's)
       --no-exif        ignore the EXIF orientation (as Darknet does), default: apply it
@@ -76,8 +77,8 @@ enum DetectCommand {
     """
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: ["cfg", "weights", "names", "thresh", "nms", "threads", "output", "coco",
-                                        "classes", "max-det", "size", "conv", "max-pixels", "save-txt"],
+        let a = try Arguments(args, options: (["cfg", "weights", "names", "thresh", "nms", "threads", "output", "coco",
+                                        "classes", "max-det", "size", "conv", "max-pixels", "save-txt"] as Set<String>).union(precisionOptionNames),
                               flags: ["agnostic", "stretch", "no-exif", "json", "no-draw", "help", "ext-output", "save-conf"],
                               short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
@@ -93,6 +94,7 @@ enum DetectCommand {
             guard let c = ModelOptions.Convolution(rawValue: conv) else { throw UsageError("--conv \(conv): expected winograd, winograd2 or im2col") }
             modelOptions.convolution = c
         }
+        try applyPrecisionOptions(a, to: &modelOptions)
         let threads = try a.int("threads", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
         let maxPixels = try a.int("max-pixels", default: defaultMaxPixels, range: 1...Int.max)
         let json = a.has("json")

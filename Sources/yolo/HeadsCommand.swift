@@ -5,6 +5,7 @@ import YOLO
 enum HeadsCommand {
     static let usage = """
     usage: yolo heads INPUT.f32 --out DIR [--cfg F] [--weights F] [--size WxH] [--threads N] [--all-layers]
+                      [--precision P] [--int8-table F]
 
     Runs the network on a raw input tensor and writes its raw YOLO heads.
     INPUT.f32 holds little-endian float32 CHW values at the network's input size
@@ -21,21 +22,24 @@ enum HeadsCommand {
                        (multiples of 32, e.g. 608x352)
       --threads N      threads (default: 1)
       --all-layers     also write every layer's output
+    \(precisionUsage)
 
     example:
       yolo heads dog_input_416.f32 --out /tmp/heads
     """
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: ["out", "cfg", "weights", "threads", "size"], flags: ["all-layers", "help"], short: ["h": "help"])
+        let a = try Arguments(args, options: Set(["out", "cfg", "weights", "threads", "size"]).union(precisionOptionNames),
+                              flags: ["all-layers", "help"], short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard a.positionals.count == 1 else { throw UsageError("heads takes exactly one INPUT.f32") }
         guard let out = a.string("out") else { throw UsageError("heads needs --out DIR") }
         let threads = try a.int("threads", default: 1, range: 1...256)
         let cfgPath = a.string("cfg") ?? defaultCfg, weightsPath = a.string("weights") ?? defaultWeights
         // With --all-layers, every layer's exact output (no conv + max pool fusion).
-        let network = try Network(cfgPath: cfgPath, weightsPath: weightsPath, threads: threads,
-                                  options: ModelOptions(fusesLayers: !a.has("all-layers"), inputSize: try a.inputSize("size")))
+        var options = ModelOptions(fusesLayers: !a.has("all-layers"), inputSize: try a.inputSize("size"))
+        try applyPrecisionOptions(a, to: &options)
+        let network = try Network(cfgPath: cfgPath, weightsPath: weightsPath, threads: threads, options: options)
         let path = a.positionals[0]
         let data = try readInputFile(path, maxBytes: FileLimits.imageBytes)
         guard data.count == network.input.count * 4 else {

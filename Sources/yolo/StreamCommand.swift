@@ -24,7 +24,7 @@ enum StreamCommand {
       --live           a live source: drop stale frames (newest wins) instead of falling behind;
                        default for devices and URLs; files and stdin are processed frame by frame
     Detection:
-      --cfg F, --weights F, --names F   as for 'yolo detect'
+      --cfg F, --weights F, --names F, --precision P, --int8-table F   as for 'yolo detect'
       --thresh T       report a (box, class) when its confidence > T, default 0.25
       --nms T          NMS IoU threshold, default 0.45
       --agnostic       NMS across classes
@@ -49,8 +49,8 @@ enum StreamCommand {
     """
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: ["cfg", "weights", "names", "thresh", "nms", "input", "raw", "fps", "scale",
-                                              "classes", "sessions", "smooth", "output", "json"],
+        let a = try Arguments(args, options: Set(["cfg", "weights", "names", "thresh", "nms", "input", "raw", "fps", "scale",
+                                                  "classes", "sessions", "smooth", "output", "json"]).union(precisionOptionNames),
                               flags: ["agnostic", "live", "no-stats", "help"], short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard a.positionals.isEmpty else { throw UsageError("stream takes no positional arguments (use --input SOURCE)") }
@@ -101,7 +101,9 @@ enum StreamCommand {
 
         let cfg = a.string("cfg") ?? defaultCfg, weights = a.string("weights") ?? defaultWeights
         let namesPath = a.string("names") ?? defaultNames
-        let model = try Model(cfgPath: cfg, weightsPath: weights)
+        var modelOptions = ModelOptions()
+        try applyPrecisionOptions(a, to: &modelOptions)
+        let model = try Model(cfgPath: cfg, weightsPath: weights, options: modelOptions)
         let names = try Detector.readClassNames(path: namesPath)
         let classCount = model.heads.first?.classes ?? 0
         if names.count < classCount {

@@ -6,10 +6,12 @@ import YOLO
 
 enum TuneCommand {
     static let usage = """
-    usage: yolo tune [--cfg F] [--weights F] [--size WxH] [--threads LIST] [--conv ALGO] [--cache DIR | --no-cache]
+    usage: yolo tune [--cfg F] [--weights F] [--size WxH] [--threads LIST] [--conv ALGO] [--precision P] [--int8-table F]
+                     [--cache DIR | --no-cache]
 
     Measures, on this CPU, how fast each algorithm computes each convolution of the network
-    (im2col + GEMM, Winograd F(2x2) and F(4x4), the direct 3x3 conv + max pool, 1x1 GEMM), with the
+    (im2col + GEMM, Winograd F(2x2) and F(4x4), the direct 3x3 conv + max pool, 1x1 GEMM, and with
+    --precision int8 the INT8 GEMM where the calibration table covers the layer), with the
     threads the sessions will use, and keeps the fastest per layer. Prints the table of candidates
     (ms) and choices. The plan is stored in the plan cache (one small text file per CPU, kernel
     level, thread count, cfg and input size); 'yolo detect', 'yolo stream' and 'yolo-bench' use it
@@ -23,6 +25,7 @@ enum TuneCommand {
                        'yolo stream' runs one-thread sessions, 'yolo detect' one session of all cores)
       --conv ALGO      which algorithms may be used: winograd (all, default), winograd2 (no F(4x4)),
                        im2col (no Winograd: the least memory)
+    \(precisionUsage)
       --cache DIR      the plan cache (default: \(PlanCache.defaultDirectory ?? "$XDG_CACHE_HOME/yolo-swift/plans"))
       --no-cache       measure and print, store nothing
 
@@ -31,7 +34,8 @@ enum TuneCommand {
     """
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: ["cfg", "weights", "size", "threads", "conv", "cache"], flags: ["no-cache", "help"],
+        let a = try Arguments(args, options: Set(["cfg", "weights", "size", "threads", "conv", "cache"]).union(precisionOptionNames),
+                              flags: ["no-cache", "help"],
                               short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard a.positionals.isEmpty else { throw UsageError("tune takes no positional arguments") }
@@ -57,9 +61,10 @@ enum TuneCommand {
         let size = try a.inputSize("size")
         for count in threads {
             let start = Date()
-            let model = try Model(cfgPath: cfg, weightsPath: weights,
-                                  options: ModelOptions(convolution: convolution, inputSize: size,
-                                                        planning: .remeasure(cacheDirectory: directory), tuningThreads: count))
+            var options = ModelOptions(convolution: convolution, inputSize: size, planning: .remeasure(cacheDirectory: directory),
+                                       tuningThreads: count)
+            try applyPrecisionOptions(a, to: &options)
+            let model = try Model(cfgPath: cfg, weightsPath: weights, options: options)
             let seconds = Date().timeIntervalSince(start)
             let plan = model.plan
             print("yolo tune: \(cfg) at \(model.inputWidth)x\(model.inputHeight), \(plan.kernels) kernels, \(count) thread\(count == 1 ? "" : "s")")

@@ -20,6 +20,7 @@ Commands:
   stream    find objects in every frame of a video (ffmpeg input, JSON lines, annotated video)
   serve     the detector as an HTTP service (DeepStack's API, POST /detect, a live view, metrics)
   tune      measure the fastest algorithm of each layer on this CPU and store the plan
+  calibrate measure INT8 ranges on sample images and write the table --precision int8 reads
   heads     run the network on a raw float32 tensor and write its raw YOLO heads
   version   the version and the kernel levels built in and run on this CPU (also --version)
 
@@ -67,6 +68,7 @@ func runMain(_ argv: [String]) -> Int32 {
         case "stream": return try StreamCommand.run(rest)
         case "serve": return try ServeCommand.run(rest)
         case "tune": return try TuneCommand.run(rest)
+        case "calibrate": return try CalibrateCommand.run(rest)
         case "version", "--version":
             guard rest.isEmpty else { throw UsageError("\(command) takes no arguments") }
             print(versionText())

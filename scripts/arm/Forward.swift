@@ -4,11 +4,13 @@
 // compared by YOLOReference's SampledTensor, as in the XCTest suites), for every convolution
 // algorithm and each thread count given. Not part of the SwiftPM package.
 //
-// Usage: yolo-forward CFG WEIGHTS INPUT.f32 HEAD0.samples HEAD1.samples [gemm=NAME] [conv=NAME]... THREADS...
+// Usage: yolo-forward CFG WEIGHTS INPUT.f32 HEAD0.samples HEAD1.samples [gemm=NAME] [conv=NAME]... [int8=DIR] THREADS...
 // (gemm=automatic|kernels|openblas: ModelOptions.gemm, default automatic, which on aarch64 is the
 // engine's own NEON kernels; conv=winograd|winograd2|im2col, repeatable: those algorithms only,
 // default all of them; plan=measure: each convolution's algorithm measured at load, marked * in
-// the plan printed, instead of the fixed table.) Each session's
+// the plan printed, instead of the fixed table; int8=DIR: --precision int8 with the table next to the
+// weights, whose heads must equal DIR/head0.f32 and DIR/head1.f32, written by `yolo heads
+// --precision int8` on x86, bit for bit: the integer path is exact on every CPU.) Each session's
 // worker threads are counted (/proc/self/task), so a pool that silently fell back to running
 // its parts in turn fails the check.
 // Exit status 0 when every head of every run is within the tolerances, 1 otherwise.
@@ -75,7 +77,9 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
     var algorithms: [ModelOptions.Convolution] = []
     var gemm = ModelOptions.GemmBackend.automatic
     var planning = Planning.table
+    var int8Heads: String? = nil
     for a in args[6...] {
+        if a.hasPrefix("int8=") { int8Heads = String(a.dropFirst(5)); continue }
         if a == "plan=measure" { planning = .measure(cacheDirectory: nil); continue }
         if a.hasPrefix("conv=") {
             guard let c = ModelOptions.Convolution.allCases.first(where: { "conv=" + name($0) == a }) else {
@@ -94,6 +98,7 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
         guard let t = Int(a), t > 0 else { throw .invalidArgument("bad thread count '\(a)'") }
         threadCounts.append(t)
     }
+    if let int8Heads { return try int8(args, input: input, refs: refs, x86: int8Heads, threads: threadCounts) }
     if algorithms.isEmpty { algorithms = ModelOptions.Convolution.allCases }
     var ok = true
     var worst: Float = 0
@@ -140,6 +145,33 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
     }
     print(ok ? "forward: all heads within \(maxAbsTolerance) of Darknet (max abs diff \(worst))"
              : "forward: FAILED: a head differs from Darknet by more than \(maxAbsTolerance) (abs) or \(channelMeanTolerance) (channel mean)")
+    return ok
+}
+
+/// INT8 (the calibration table next to the weights): heads bit for bit as x86's (`x86`: a
+/// directory of head0.f32, head1.f32), and how far they are from Darknet's FP32 heads.
+func int8(_ args: [String], input: [Float], refs: [SampledTensor], x86: String, threads: [Int]) throws(YOLOError) -> Bool {
+    let model = try Model(cfgPath: args[1], weightsPath: args[2], options: ModelOptions(precision: .int8))
+    let int8Steps = model.plan.entries.filter { $0.precision == .int8 }.count
+    print("model int8: \(mib(model.parameterBytes)) MiB; \(int8Steps) INT8 steps; plan: " + model.plan.entries.map { $0.algorithm }.joined(separator: " "))
+    var ok = int8Steps > 0
+    for t in threads {
+        let session = try Session(model: model, threads: t)
+        try session.forward(input)
+        for (h, head) in session.heads.enumerated() {
+            let theirs = try readFloats(x86 + "/head\(h).f32")
+            var differ = 0
+            if theirs.count == head.raw.count {
+                for i in 0..<theirs.count where theirs[i].bitPattern != head.raw[i].bitPattern { differ += 1 }
+            } else {
+                differ = -1
+            }
+            let (maxAbs, maxMean) = refs[h].compare(head.raw)
+            ok = ok && differ == 0
+            print("int8 forward, \(t) thread\(t == 1 ? "" : "s"), head \(h): \(differ == 0 ? "bit for bit as x86's" : "FAIL: \(differ) values differ from x86's (-1: sizes)"); vs Darknet's FP32 max abs diff \(maxAbs), channel-mean diff \(maxMean)")
+        }
+    }
+    print(ok ? "int8: heads equal to x86's" : "int8: FAILED")
     return ok
 }
 

@@ -107,32 +107,39 @@ enum Gemm {
         }
     }
 
-    /// C (a.rows x n, row stride ldc) = a · B (a.columns x n, row stride ldb). With a pool of
-    /// several threads, the product is split over them: by rows of `a` (in whole micro-kernel
-    /// panels) when there are at least as many as columns (the 13x13 layers), else by columns
-    /// in multiples of 16. Without a pool it runs on the calling thread with `scratch.part(0)`.
+    /// C (a.rows x n, row stride ldc) = a · B (a.columns x n, row stride ldb), split over the
+    /// pool's threads as `split` says. Without a pool it runs on the calling thread with
+    /// `scratch.part(0)`.
     static func multiply(_ a: GemmWeights, _ b: UnsafePointer<Float>, n: Int, ldb: Int,
                          into c: UnsafeMutablePointer<Float>, ldc: Int, pool: WorkerPool?, scratch: GemmScratch) {
-        let m = a.rows
+        split(m: a.rows, n: n, panel: a.kernels?.mr ?? 1, pool: pool) { rows, cols, part in
+            kernel(a, rows: rows, b, ldb: ldb, cols: cols, into: c, ldc: ldc, scratch: scratch.part(part))
+        }
+    }
+
+    /// Shares an m x n product out to the pool's threads: by rows (in whole micro-kernel panels of
+    /// `panel` rows) when there are at least as many as columns (the 13x13 layers), else by
+    /// columns in multiples of 16; `body(rows, columns, thread)` computes one share. Without a
+    /// pool of several threads, one share of everything on the calling thread.
+    static func split(m: Int, n: Int, panel: Int, pool: WorkerPool?, _ body: (Range<Int>, Range<Int>, Int) -> Void) {
         guard let pool, pool.threadCount > 1 else {
-            kernel(a, rows: 0..<m, b, ldb: ldb, cols: 0..<n, into: c, ldc: ldc, scratch: scratch.part(0))
+            body(0..<m, 0..<n, 0)
             return
         }
         let parts = pool.threadCount
         if m >= n {
-            let panel = a.kernels?.mr ?? 1
             let chunk = (m + parts * panel - 1) / (parts * panel) * panel
             pool.run { part in
                 let lo = min(m, part * chunk), hi = min(m, lo + chunk)
                 guard hi > lo else { return }
-                kernel(a, rows: lo..<hi, b, ldb: ldb, cols: 0..<n, into: c, ldc: ldc, scratch: scratch.part(part))
+                body(lo..<hi, 0..<n, part)
             }
         } else {
             let chunk = (n + parts * 16 - 1) / (parts * 16) * 16
             pool.run { part in
                 let lo = min(n, part * chunk), hi = min(n, lo + chunk)
                 guard hi > lo else { return }
-                kernel(a, rows: 0..<m, b, ldb: ldb, cols: lo..<hi, into: c, ldc: ldc, scratch: scratch.part(part))
+                body(0..<m, lo..<hi, part)
             }
         }
     }

@@ -6,6 +6,7 @@ import YOLOKernelsBaseline
 #if arch(x86_64)
 import YOLOKernelsAVX2
 import YOLOKernelsAVX512
+import YOLOKernelsAVX512VNNI
 #endif
 
 /// Every kernel set this build has, lowest first. Adding a level: a target exporting a
@@ -16,13 +17,15 @@ enum KernelRegistry {
         #if arch(x86_64)
         sets.append(KernelsAVX2.kernelSet)
         sets.append(KernelsAVX512.kernelSet)
+        sets.append(KernelsAVX512VNNI.kernelSet)
         #endif
         return sets
     }()
 }
 
 /// A level of the engine's own kernels, named as YOLO_KERNEL_LEVEL spells it: `baseline` (x86-64
-/// SSE2), `avx2` (AVX2 + FMA), `avx512` (AVX-512 F/CD/BW/DQ/VL), `neon` (arm64). Which levels
+/// SSE2), `avx2` (AVX2 + FMA), `avx512` (AVX-512 F/CD/BW/DQ/VL), `avx512vnni` (+ VNNI: INT8 dot
+/// products), `neon` (arm64). Which levels
 /// exist is data (`KernelRegistry`); the static members are conveniences.
 public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String
@@ -37,6 +40,7 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let baseline = KernelLevel("baseline")
     public static let avx2 = KernelLevel("avx2")
     public static let avx512 = KernelLevel("avx512")
+    public static let avx512VNNI = KernelLevel("avx512vnni")
     public static let neon = KernelLevel("neon")
 
     public var description: String { rawValue }
@@ -80,7 +84,7 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
         let name = request.lowercased()
         if let level = supported.first(where: { $0.rawValue == name }) { return (level, nil) }
         guard allCases.contains(where: { $0.rawValue == name }) || name == KernelLevel.neon.rawValue
-                || [KernelLevel.baseline, .avx2, .avx512].contains(where: { $0.rawValue == name }) else {
+                || [KernelLevel.baseline, .avx2, .avx512, .avx512VNNI].contains(where: { $0.rawValue == name }) else {
             let names = allCases.map { $0.rawValue }.joined(separator: ", ")
             return (best, "YOLO_KERNEL_LEVEL=\(request) is not a kernel level (\(names)); using \(best.rawValue)")
         }

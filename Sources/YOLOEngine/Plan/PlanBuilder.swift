@@ -86,9 +86,9 @@ struct PlanBuilder {
         let i = conv.index
         epilogues[i] = Epilogue(bias: bias, activation: conv.activation)
         var prepared: [ConvAlgorithm: any ConvKernel] = [:]
-        let (kernelSet, gemm, loadPool) = (kernelSet, gemm, loadPool)
+        let (kernelSet, gemm, loadPool, int8Input) = (kernelSet, gemm, loadPool, planner.int8Inputs[i])
         let prepare = { (a: ConvAlgorithm) -> any ConvKernel in
-            a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool)
+            a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: int8Input)
         }
         guard let node = inferenceNode[i] else { return }
         let options = planner.options
@@ -161,7 +161,8 @@ struct PlanBuilder {
         let entries = s.map { step -> PlanReport.Entry in
             let what = step.layers.map { PlanBuilder.describe(layers[$0]) }.joined(separator: " + ")
             let decided = layers[step.layers.lowerBound].convolution.flatMap { chosen[$0.index] }
-            return PlanReport.Entry(layers: step.layers, what: what, algorithm: step.algorithm, source: decided?.1,
+            return PlanReport.Entry(layers: step.layers, what: what, algorithm: step.algorithm,
+                                    precision: step.convKernel?.algorithm.precision ?? .fp32, source: decided?.1,
                                     timings: decided?.2 ?? [])
         }
         let choices = inference.compactMap { node -> CachedChoice? in

@@ -34,14 +34,10 @@ public enum PlanCache {
     /// What the measurements depend on, as text.
     static func key(config: DarknetConfig, input: Shape, kernelSet: String, openBLAS: Bool, threads: Int,
                     options: ModelOptions) -> String {
-        var h = FNV64()
-        for section in config.sections {
-            h.add("[\(section.name)]")
-            for o in section.options { h.add("\(o.key)=\(o.value)") }
-        }
         return "engine plan \(formatVersion); cpu \(HostCPU.identity); level \(kernelSet)\(openBLAS ? " + OpenBLAS" : ""); "
-            + "threads \(threads); cfg \(h.hex); input \(input); convolution \(options.convolution.rawValue); "
-            + "fuses \(options.fusesLayers)"
+            + "threads \(threads); cfg \(config.fingerprint); input \(input); convolution \(options.convolution.rawValue); "
+            + "fuses \(options.fusesLayers)" + (options.precision == .fp32 ? "" : "; precision \(options.precision.rawValue)")
+            + (options.calibration.map { "; int8 table \($0.fingerprint)" } ?? "")
     }
 
     /// The file for `key` in `directory`.
@@ -125,6 +121,19 @@ public enum PlanCache {
 struct PlanCacheProblem: Error {
     let message: String
     init(_ message: String) { self.message = message }
+}
+
+extension DarknetConfig {
+    /// A hash of the cfg's sections, keys and values (not its file name, comments or layout):
+    /// what plans and calibration tables are made for.
+    var fingerprint: String {
+        var h = FNV64()
+        for section in sections {
+            h.add("[\(section.name)]")
+            for o in section.options { h.add("\(o.key)=\(o.value)") }
+        }
+        return h.hex
+    }
 }
 
 /// 64-bit FNV-1a, for cache keys and file names.

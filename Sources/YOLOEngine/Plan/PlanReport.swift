@@ -46,6 +46,8 @@ public struct PlanReport: Sendable, CustomStringConvertible {
         public let what: String
         /// How: a `ConvAlgorithm` name for convolutions, else the layer kind.
         public let algorithm: String
+        /// The arithmetic of its convolution (`.fp32` for the other layers).
+        public let precision: Precision
         /// Why (nil for layers with only one way).
         public let source: Source?
         /// Every candidate's milliseconds, when measured (now or in the cached plan).

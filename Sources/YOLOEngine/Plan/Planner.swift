@@ -45,11 +45,15 @@ struct Planner {
     let ourKernels: Bool
     /// How many steps read each layer's output (the decoder counts for the heads' inputs).
     let readers: [Int]
+    /// The quantization of each convolution's input that may run in INT8 (precision .int8, our
+    /// kernels with INT8 ones, and a calibrated range), by layer.
+    let int8Inputs: [Int: Int8Quantization]
 
-    init(layers: [any Layer], options: ModelOptions, ourKernels: Bool) {
+    init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:]) {
         self.layers = layers
         self.options = options
         self.ourKernels = ourKernels
+        self.int8Inputs = int8Inputs
         var readers = [Int](repeating: 0, count: layers.count)
         for l in layers { for s in l.sources where s >= 0 { readers[s] += 1 } }
         for l in layers { if let h = l.head, h.inputLayer >= 0 { readers[h.inputLayer] += 1 } }
@@ -60,7 +64,7 @@ struct Planner {
     func standaloneCandidates(_ conv: ConvolutionalLayer) -> [ConvAlgorithm] {
         ConvAlgorithm.allCases.filter {
             $0 != .directPool && $0.applies(to: conv, pooledBy: nil, ourKernels: ourKernels)
-                && $0.allowed(by: options.convolution)
+                && $0.allowed(by: options.convolution) && ($0.precision == .fp32 || int8Inputs[conv.index] != nil)
         }
     }
 

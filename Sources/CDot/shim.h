@@ -1,0 +1,75 @@
+// 8- and 16-bit dot-product instructions Swift has no words for, for the INT8 kernels
+// (Sources/YOLOKernels/Int8Gemm.swift). Header only: static inline wrappers over the compiler's
+// intrinsics, each compiled only where the importing module's -target-cpu has the instruction
+// (so this header builds in every target, and a kernel target calls only what its CPU has).
+// Vectors cross into Swift as SIMD8<Int32> / SIMD16<Int32> (clang ext_vector_type).
+#ifndef YOLO_CDOT_SHIM_H
+#define YOLO_CDOT_SHIM_H
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+typedef int yolo_i32x8 __attribute__((ext_vector_type(8)));
+typedef int yolo_i32x16 __attribute__((ext_vector_type(16)));
+typedef float yolo_f32x8 __attribute__((ext_vector_type(8)));
+typedef float yolo_f32x16 __attribute__((ext_vector_type(16)));
+
+// The quantization below must round exactly as the scalar Swift reference (Quantize.swift):
+// a multiply, then an add, never fused.
+#pragma clang fp contract(off)
+
+#if defined(__AVX__)
+/// 8 floats at p -> u8 in the low byte of each lane: clamp(x * inv + zp, 0, 255) + 1.5 * 2^23,
+/// whose low mantissa bits are the value rounded to nearest even.
+static inline __attribute__((always_inline)) yolo_i32x8 yolo_quantize_256(const float *p, float inv, float zp) {
+    __m256 t = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(p), _mm256_set1_ps(inv)), _mm256_set1_ps(zp));
+    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_setzero_ps()), _mm256_set1_ps(255.0f));
+    __m256i bits = _mm256_castps_si256(_mm256_add_ps(t, _mm256_set1_ps(12582912.0f)));
+    return (yolo_i32x8)_mm256_castps_si256(_mm256_and_ps(_mm256_castsi256_ps(bits), _mm256_castsi256_ps(_mm256_set1_epi32(0xFF))));
+}
+
+/// vcvtdq2ps (ymm): int32 -> float per lane, rounded to nearest even (as Float(Int32)).
+static inline __attribute__((always_inline)) yolo_f32x8 yolo_float_256(yolo_i32x8 v) {
+    return (yolo_f32x8)_mm256_cvtepi32_ps((__m256i)v);
+}
+#endif
+
+#if defined(__AVX512F__)
+/// 16 floats at p -> u8 in the low byte of each lane (as yolo_quantize_256).
+static inline __attribute__((always_inline)) yolo_i32x16 yolo_quantize_512(const float *p, float inv, float zp) {
+    __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(p), _mm512_set1_ps(inv)), _mm512_set1_ps(zp));
+    t = _mm512_min_ps(_mm512_max_ps(t, _mm512_setzero_ps()), _mm512_set1_ps(255.0f));
+    __m512i bits = _mm512_castps_si512(_mm512_add_ps(t, _mm512_set1_ps(12582912.0f)));
+    return (yolo_i32x16)_mm512_and_si512(bits, _mm512_set1_epi32(0xFF));
+}
+
+/// vcvtdq2ps (zmm).
+static inline __attribute__((always_inline)) yolo_f32x16 yolo_float_512(yolo_i32x16 v) {
+    return (yolo_f32x16)_mm512_cvtepi32_ps((__m512i)v);
+}
+#endif
+
+#if defined(__AVX2__)
+/// vpmaddwd (ymm): per 32-bit lane, a.lo16 * b.lo16 + a.hi16 * b.hi16 (signed 16-bit, exact).
+static inline __attribute__((always_inline)) yolo_i32x8 yolo_madd16_256(yolo_i32x8 a, yolo_i32x8 b) {
+    return (yolo_i32x8)_mm256_madd_epi16((__m256i)a, (__m256i)b);
+}
+#endif
+
+#if defined(__AVX512BW__)
+/// vpmaddwd (zmm).
+static inline __attribute__((always_inline)) yolo_i32x16 yolo_madd16_512(yolo_i32x16 a, yolo_i32x16 b) {
+    return (yolo_i32x16)_mm512_madd_epi16((__m512i)a, (__m512i)b);
+}
+#endif
+
+#if defined(__AVX512VNNI__)
+/// vpdpbusd (zmm): acc + per 32-bit lane the 4 products of u8 bytes of `u` and s8 bytes of `s`,
+/// summed without saturation.
+static inline __attribute__((always_inline)) yolo_i32x16 yolo_dpbusd_512(yolo_i32x16 acc, yolo_i32x16 u, yolo_i32x16 s) {
+    return (yolo_i32x16)_mm512_dpbusd_epi32((__m512i)acc, (__m512i)u, (__m512i)s);
+}
+#endif
+
+#endif  // __x86_64__
+#endif

@@ -1,0 +1,84 @@
+// Convolution in INT8 (`ConvAlgorithm.int8`): the input is quantized once (u8, per tensor, with the
+// calibrated scale and zero point) into planes of 4 channels per UInt32, the column matrix is
+// im2col of those planes (a 1x1 stride-1 convolution needs none: the planes are its columns), and
+// the INT8 GEMM (int32 sums, exact at every kernel level) writes float outputs, dequantized with
+// each filter's scale; bias + activation follow as for FP32 outputs (or in the max pool after
+// it), so the layers around it do not know. Blocks of output rows as Im2colGemm's.
+import YOLOCore
+import YOLOKernels
+
+final class Int8Conv: ConvKernel {
+    let algorithm = ConvAlgorithm.int8
+    let conv: ConvolutionalLayer
+    let weights: Int8Weights
+    let storage: ModelStorage
+    /// Output rows per block of columns: about `blockWords` UInt32s, at least 512 pixels wide.
+    let blockRows: Int
+    static let blockWords = 64 * 1024
+
+    init(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, input: Int8Quantization, kernels: Int8Functions) {
+        self.conv = conv
+        let storage = ModelStorage()
+        self.storage = storage
+        self.weights = Int8Weights(weights, filters: conv.filters, channels: conv.inputShape.c, kernel: conv.size,
+                                   input: input, kernels: kernels, storage: storage)
+        let w = conv.outputShape.w, rows = self.weights.columns / 4
+        blockRows = conv.isPointwise ? conv.outputShape.h
+            : max(1, min(conv.outputShape.h, max(Int8Conv.blockWords / max(1, rows * w), (512 + w - 1) / w)))
+    }
+
+    var groups: Int { int8ChannelGroups(conv.inputShape.c) }
+    /// UInt32s of the quantized input planes (shared by the threads: in thread 0's scratch).
+    var planeWords: Int { (groups * conv.inputShape.h * conv.inputShape.w + 15) & ~15 }
+    var blockCount: Int { (conv.outputShape.h + blockRows - 1) / blockRows }
+    var columnWords: Int { conv.isPointwise ? 0 : weights.columns / 4 * blockRows * conv.outputShape.w }
+    var workspaceFloats: Int { planeWords + columnWords }
+    var parameterBytes: Int { 4 * storage.floats }
+
+    func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
+             context: StepContext) -> UInt64 {
+        let pool = context.pool, (c, h, w) = (conv.inputShape.c, conv.inputShape.h, conv.inputShape.w)
+        let planes = UnsafeMutableRawPointer(context.workspace).bindMemory(to: UInt32.self, capacity: planeWords)
+        let (kernels, input) = (weights.kernels, weights.input)
+        pool.parallelFor(groups) { g in
+            kernels.quantize(src, channels: c, plane: h * w, groups: g, input, into: planes)
+        }
+        let (oh, ow) = (conv.outputShape.h, conv.outputShape.w)
+        if conv.isPointwise {
+            let n = oh * ow
+            let elapsed = timed(context.timesGemm) {
+                weights.multiply(planes, n: n, ldb: n, into: out, ldc: n, pool: pool, scratch: context.gemmScratch)
+            }
+            applyEpilogue(epilogue, out, shape: conv.outputShape, rows: 0..<oh, pool: pool)
+            return elapsed
+        }
+        // Each block's columns follow the quantized planes in its thread's workspace.
+        let planeWords = planeWords, columnWords = columnWords
+        return runInBlocks(total: oh, size: blockRows, count: blockCount, context: context) { rows, place in
+            let columns = UnsafeMutableRawPointer(place.workspace + planeWords).bindMemory(to: UInt32.self, capacity: columnWords)
+            return block(planes, out, rows: rows, epilogue: epilogue, columns: columns, place)
+        }
+    }
+
+    /// im2col of the quantized planes + GEMM + epilogue for output rows `rows` (at most
+    /// `blockRows`); spread over the pool's threads, or on the calling thread without one.
+    private func block(_ planes: UnsafePointer<UInt32>, _ out: UnsafeMutablePointer<Float>, rows: Range<Int>,
+                       epilogue: Epilogue?, columns: UnsafeMutablePointer<UInt32>, _ place: BlockPlace) -> UInt64 {
+        let pool = place.pool
+        let (h, w, k, s, p) = (conv.inputShape.h, conv.inputShape.w, conv.size, conv.stride, conv.pad)
+        let (oh, ow) = (conv.outputShape.h, conv.outputShape.w)
+        let count = weights.columns / 4, padding = UInt32(truncatingIfNeeded: weights.input.zeroPoint) &* 0x0101_0101
+        let fill = { (r: Range<Int>) in
+            im2col(planes, height: h, width: w, kernel: k, stride: s, pad: p, outWidth: ow, outRows: rows, rows: r,
+                   padding: padding, into: columns)
+        }
+        if let pool { pool.parallelFor(count, fill) } else { fill(0..<count) }
+        let n = rows.count * ow
+        let elapsed = timed(place.timed) {
+            weights.multiply(columns, n: n, ldb: n, into: out + rows.lowerBound * ow, ldc: oh * ow, pool: pool,
+                             scratch: place.scratch)
+        }
+        applyEpilogue(epilogue, out, shape: conv.outputShape, rows: rows, pool: pool)
+        return elapsed
+    }
+}

@@ -1,0 +1,63 @@
+// The engine's INT8 products: a convolution's weights quantized per filter (symmetric s8), in the
+// grouped order of the INT8 layout, packed at load for the level's INT8 kernels, with what turns
+// their int32 sums back into floats (the input's zero point times each filter's weight sum, and
+// the input's scale times the filter's); shared out to a session's threads as FP32 products are.
+import YOLOCore
+import YOLOKernels
+
+/// Raw bytes of a model's parameters, shareable between threads (never written after load).
+struct RawParameterPointer: @unchecked Sendable {
+    let base: UnsafeRawPointer
+}
+
+/// A convolution's weights prepared for INT8 products with an input quantized as `input`.
+struct Int8Weights: Sendable {
+    /// Filters, and the depth of the product in the grouped order (groups x k x k x 4).
+    let rows: Int
+    let columns: Int
+    let input: Int8Quantization
+    let kernels: Int8Functions
+    private let packedA: RawParameterPointer
+    private let compensation: RawParameterPointer
+    private let scales: ParameterPointer
+
+    var packed: UnsafeRawPointer { packedA.base }
+    /// Per filter: zero point x the sum of its quantized weights.
+    var comp: UnsafePointer<Int32> { compensation.base.assumingMemoryBound(to: Int32.self) }
+    /// Per filter: input scale x weight scale.
+    var scale: UnsafePointer<Float> { scales.base }
+
+    /// Quantizes and packs the folded weights of a convolution (filters x channels x k x k).
+    init(_ weights: UnsafePointer<Float>, filters: Int, channels: Int, kernel k: Int, input: Int8Quantization,
+         kernels: Int8Functions, storage: ModelStorage) {
+        let columns = int8ChannelGroups(channels) * k * k * 4
+        (rows, self.columns, self.input, self.kernels) = (filters, columns, input, kernels)
+        let q = UnsafeMutablePointer<Int8>.allocate(capacity: filters * columns)
+        let sums = UnsafeMutablePointer<Int32>.allocate(capacity: filters)
+        defer { q.deallocate(); sums.deallocate() }
+        let scale = storage.allocate(filters)
+        quantizeWeights(weights, filters: filters, channels: channels, kernel: k, into: q, scales: scale, sums: sums)
+        let comp = storage.allocateBytes(4 * filters).bindMemory(to: Int32.self, capacity: filters)
+        for f in 0..<filters {
+            comp[f] = input.zeroPoint &* sums[f]
+            scale[f] *= input.scale
+        }
+        let packed = storage.allocateBytes(kernels.packedASize(m: filters, k: columns))
+        kernels.packA(q, lda: columns, m: filters, k: columns, into: packed)
+        packedA = RawParameterPointer(base: packed)
+        compensation = RawParameterPointer(base: UnsafeRawPointer(comp))
+        scales = ParameterPointer(base: scale)
+    }
+
+    /// C (rows x n, row stride ldc) = the dequantized product with grouped B (columns / 4 rows of
+    /// n UInt32s, row stride ldb), shared out as `Gemm.split` says (without a pool, on the calling
+    /// thread with `scratch.part(0)`).
+    func multiply(_ b: UnsafePointer<UInt32>, n: Int, ldb: Int, into c: UnsafeMutablePointer<Float>, ldc: Int,
+                  pool: WorkerPool?, scratch: GemmScratch) {
+        Gemm.split(m: rows, n: n, panel: kernels.mr, pool: pool) { rows, cols, part in
+            kernels.gemm(m: self.rows, n: cols.count, k: columns, packedA: packed, b: b + cols.lowerBound, ldb: ldb,
+                         c: c + cols.lowerBound, ldc: ldc, comp: comp, scale: scale,
+                         scratch: UnsafeMutableRawPointer(scratch.part(part)), rows: rows)
+        }
+    }
+}

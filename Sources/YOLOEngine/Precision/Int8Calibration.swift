@@ -1,0 +1,167 @@
+// An INT8 calibration table: per convolution, the range its input is clipped to when quantized
+// (scale and zero point follow: Int8Quantization), with how it was made. Written by
+// `yolo calibrate` (Calibrator.swift), read by models with `ModelOptions(precision: .int8)`. A small
+// versioned text file:
+//
+//   yolo-swift int8 1
+//   cfg 3f0c5e9a1b2d4c6e
+//   method percentile 99.99
+//   images 9
+//   layer 0 min 0 max 9.99511719e-01 effect 1.21e-02 fp32
+//   layer 2 min -2.62817955e+00 max 5.80167847e+01 effect 4.60e-03
+//
+// The cfg line is the fingerprint of the cfg the table was made for (its sections, keys and
+// values): a table made for another cfg is refused, as is anything that does not parse. `effect`
+// is what running that convolution alone in INT8 did to the detections' confidences (mean
+// absolute change where the FP32 confidence exceeds 0.05) on the calibration images; `fp32`
+// marks a convolution whose effect was too large: it stays in FP32, as does one without a line.
+// (Delete `fp32` to let it run in INT8 anyway.)
+import YOLOCore
+import YOLOKernels
+
+public struct Int8Calibration: Sendable, Equatable {
+    public static let formatVersion = 1
+    /// Per convolution (layer index): the range its input is clipped to (min <= 0 <= max).
+    public var ranges: [Int: ClosedRange<Float>]
+    /// How the ranges were chosen ("minmax", "percentile 99.99").
+    public var method: String
+    /// How many images they were measured on.
+    public var imageCount: Int
+    /// The fingerprint of the cfg they were measured with.
+    public var cfgFingerprint: String
+    /// Per convolution (where measured): its effect on the confidences when it alone runs in INT8.
+    public var effects: [Int: Float]
+    /// The convolutions that stay in FP32 (their effect was too large).
+    public var fp32Layers: Set<Int>
+    /// Where the table came from (its file), for messages.
+    public var source = "the INT8 calibration table"
+
+    public init(ranges: [Int: ClosedRange<Float>], method: String, imageCount: Int, cfgFingerprint: String,
+                effects: [Int: Float] = [:], fp32Layers: Set<Int> = []) {
+        (self.ranges, self.method, self.imageCount, self.cfgFingerprint) = (ranges, method, imageCount, cfgFingerprint)
+        (self.effects, self.fp32Layers) = (effects, fp32Layers)
+    }
+
+    /// The quantization of layer `index`'s input, if the table has it and lets it run in INT8.
+    func quantization(ofLayer index: Int) -> Int8Quantization? {
+        guard !fp32Layers.contains(index) else { return nil }
+        return ranges[index].map { Int8Quantization(min: $0.lowerBound, max: $0.upperBound) }
+    }
+
+    /// This table with only layer `index` in INT8 (for measuring its effect).
+    func only(_ index: Int) -> Int8Calibration {
+        Int8Calibration(ranges: ranges.filter { $0.key == index }, method: method, imageCount: imageCount,
+                        cfgFingerprint: cfgFingerprint)
+    }
+
+    /// The table next to a weights file: its path with the extension replaced by `.int8`
+    /// (weights/yolov3-tiny.weights -> weights/yolov3-tiny.int8).
+    public static func defaultPath(weights: String) -> String {
+        let slash = weights.lastIndex(of: "/")
+        var stem = Substring(weights)
+        if let dot = weights.lastIndex(of: "."), slash.map({ dot > $0 }) ?? true, dot != weights.startIndex { stem = weights[..<dot] }
+        return stem + ".int8"
+    }
+
+    /// The table's text.
+    public var text: String {
+        var lines = ["yolo-swift int8 \(Int8Calibration.formatVersion)", "cfg \(cfgFingerprint)", "method \(method)",
+                     "images \(imageCount)"]
+        for (layer, range) in ranges.sorted(by: { $0.key < $1.key }) {
+            var line = "layer \(layer) min \(Int8Calibration.decimal(range.lowerBound)) max \(Int8Calibration.decimal(range.upperBound))"
+            if let e = effects[layer] { line += " effect \(Int8Calibration.decimal(e, digits: 3))" }
+            if fp32Layers.contains(layer) { line += " fp32" }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A hash of the table's text (for plan cache keys).
+    var fingerprint: String {
+        var h = FNV64()
+        h.add(text)
+        return h.hex
+    }
+
+    /// Parses a table's text; `name` names it in errors.
+    public init(text: String, name: String) throws(YOLOError) {
+        func bad(_ line: Int, _ message: String) -> YOLOError {
+            .invalidArgument("\(name): line \(line): \(message) (not an INT8 calibration table of format \(Int8Calibration.formatVersion); make one with 'yolo calibrate')")
+        }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.split(separator: " ").map(String.init) }
+        guard lines.first == ["yolo-swift", "int8", "\(Int8Calibration.formatVersion)"] else {
+            throw bad(1, "expected 'yolo-swift int8 \(Int8Calibration.formatVersion)'")
+        }
+        var (ranges, method, images, cfg): ([Int: ClosedRange<Float>], String?, Int?, String?) = ([:], nil, nil, nil)
+        var (effects, fp32): ([Int: Float], Set<Int>) = ([:], [])
+        for (i, words) in lines.enumerated().dropFirst() where !words.isEmpty {
+            switch words[0] {
+            case "cfg" where words.count == 2 && cfg == nil: cfg = words[1]
+            case "method" where words.count >= 2 && method == nil: method = words.dropFirst().joined(separator: " ")
+            case "images" where words.count == 2 && images == nil:
+                guard let n = Int(words[1]), n > 0 else { throw bad(i + 1, "images must be a positive count") }
+                images = n
+            case "layer" where words.count >= 6 && words[2] == "min" && words[4] == "max":
+                guard let layer = Int(words[1]), layer >= 0, ranges[layer] == nil else {
+                    throw bad(i + 1, "'\(words[1])' is not a new layer index")
+                }
+                guard let lo = Float(words[3]), let hi = Float(words[5]), lo.isFinite, hi.isFinite, lo <= 0, hi >= 0, hi > lo else {
+                    throw bad(i + 1, "layer \(layer): min \(words[3]) and max \(words[5]) must be finite numbers with min <= 0 <= max, min < max")
+                }
+                ranges[layer] = lo...hi
+                var rest = words.dropFirst(6)
+                if rest.first == "effect" {
+                    guard rest.count >= 2, let e = Float(rest[rest.startIndex + 1]), e.isFinite, e >= 0 else {
+                        throw bad(i + 1, "layer \(layer): effect must be a finite number >= 0")
+                    }
+                    effects[layer] = e
+                    rest = rest.dropFirst(2)
+                }
+                if rest.first == "fp32" { fp32.insert(layer); rest = rest.dropFirst() }
+                guard rest.isEmpty else { throw bad(i + 1, "layer \(layer): unexpected '\(rest.joined(separator: " "))'") }
+            default:
+                throw bad(i + 1, "unexpected '\(words.joined(separator: " "))'")
+            }
+        }
+        guard let cfg, let method, let images else { throw bad(lines.count, "the cfg, method and images lines are required") }
+        self.init(ranges: ranges, method: method, imageCount: images, cfgFingerprint: cfg, effects: effects, fp32Layers: fp32)
+        source = name
+    }
+
+    /// Reads a table file.
+    public init(path: String) throws(YOLOError) {
+        let bytes: [UInt8]
+        switch readRegularFile(path, maxBytes: 1 << 20) {
+        case .success(let b): bytes = b
+        case .failure(let failure): throw .file(path: path, reason: failure.reason)
+        }
+        try self.init(text: String(decoding: bytes, as: UTF8.self), name: path)
+    }
+
+    /// Checks the table against the network it is for: made for its cfg, naming only its
+    /// convolutions.
+    func check(fingerprint: String, convolutions: Set<Int>, cfg: String) throws(YOLOError) {
+        guard cfgFingerprint == fingerprint else {
+            throw .invalidArgument("\(source): this INT8 calibration table was made for another cfg (fingerprint \(cfgFingerprint), \(cfg)'s is \(fingerprint)); make one for it with 'yolo calibrate'")
+        }
+        if let layer = ranges.keys.sorted().first(where: { !convolutions.contains($0) }) {
+            throw .invalidArgument("\(source): layer \(layer) is not a convolution of \(cfg)")
+        }
+    }
+
+    /// `digits` significant digits ("1.23456789e-02"; 9, the default, is enough for a Float to
+    /// read back exactly). By hand: Embedded Swift prints no floating-point numbers.
+    static func decimal(_ v: Float, digits: Int = 9) -> String {
+        guard v != 0 else { return "0" }
+        var x = Double(v.magnitude), e = 0
+        while x >= 10 { x /= 10; e += 1 }
+        while x < 1 { x *= 10; e -= 1 }
+        var power = 1
+        for _ in 1..<digits { power *= 10 }
+        var m = Int((x * Double(power)).rounded())
+        if m >= 10 * power { m /= 10; e += 1 }
+        let digits = String(m)
+        let exponent = e.magnitude < 10 ? "0\(e.magnitude)" : "\(e.magnitude)"
+        return (v < 0 ? "-" : "") + digits.prefix(1) + "." + digits.dropFirst() + "e" + (e < 0 ? "-" : "+") + exponent
+    }
+}

@@ -1,0 +1,84 @@
+// The INT8 part of a kernel set: references to one level's INT8 GEMM (Int8Gemm.swift) and grouped
+// quantization (Quantize.swift), specialized in the level's target with its dot product, as
+// `KernelSet.make` does for the FP32 kernels. Optional per level (`KernelSet.int8`); a level
+// gains it with `.adding(int8: .make(...))` in its target.
+
+/// One level's INT8 kernels.
+public struct Int8Functions: Sendable {
+    /// What computes the dot products ("vpdpbusd", "vpmaddwd", "portable"), for reports.
+    public let dot: String
+    /// Micro-kernel tile, lanes per vector, blocking (kc in groups of 4 steps of k).
+    public let mr: Int, nr: Int, lanes: Int, kc: Int, nc: Int
+    /// (m, k) -> bytes of packed A.
+    public let packedASize: @Sendable (Int, Int) -> Int
+    /// (a, lda, m, k, packed)
+    public let packA: @Sendable (UnsafePointer<Int8>, Int, Int, Int, UnsafeMutableRawPointer) -> Void
+    /// (m, n, k) -> bytes of per-thread scratch.
+    public let scratchSize: @Sendable (Int, Int, Int) -> Int
+    /// (m, n, k, packedA, b, ldb, c, ldc, comp, scale, scratch, rows)
+    public let gemm: @Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, Int, UnsafeMutablePointer<Float>, Int,
+                                UnsafePointer<Int32>, UnsafePointer<Float>, UnsafeMutableRawPointer, Range<Int>) -> Void
+    /// (src, channels, plane, groups, inverseScale, zeroPoint, dst)
+    public let quantize: @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Float, Int32, UnsafeMutablePointer<UInt32>) -> Void
+
+    @usableFromInline
+    init(dot: String, mr: Int, nr: Int, lanes: Int, kc: Int, nc: Int,
+         packedASize: @escaping @Sendable (Int, Int) -> Int,
+         packA: @escaping @Sendable (UnsafePointer<Int8>, Int, Int, Int, UnsafeMutableRawPointer) -> Void,
+         scratchSize: @escaping @Sendable (Int, Int, Int) -> Int,
+         gemm: @escaping @Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, Int, UnsafeMutablePointer<Float>, Int,
+                                    UnsafePointer<Int32>, UnsafePointer<Float>, UnsafeMutableRawPointer, Range<Int>) -> Void,
+         quantize: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Float, Int32, UnsafeMutablePointer<UInt32>) -> Void) {
+        (self.dot, self.mr, self.nr, self.lanes, self.kc, self.nc) = (dot, mr, nr, lanes, kc, nc)
+        (self.packedASize, self.packA, self.scratchSize, self.gemm, self.quantize) = (packedASize, packA, scratchSize, gemm, quantize)
+    }
+
+    /// The INT8 kernels of micro-kernel `K` (its dot product's level) with blocking kc groups x
+    /// nc columns. @inlinable, so the calling target specializes them for its CPU.
+    @inlinable
+    public static func make<K: Int8MicroKernel>(dot: String, kernel _: K.Type, kc: Int, nc: Int) -> Int8Functions {
+        Int8Functions(
+            dot: dot, mr: K.mr, nr: K.nr, lanes: K.Dot.Acc.scalarCount, kc: kc, nc: nc,
+            packedASize: { Int8PackedGemm<K>.packedASize(m: $0, k: $1) },
+            packA: { Int8PackedGemm<K>.packA($0, lda: $1, m: $2, k: $3, kc: kc, into: $4) },
+            scratchSize: { Int8PackedGemm<K>.scratchSize(m: $0, n: $1, k: $2, kc: kc, nc: nc) },
+            gemm: { m, n, k, a, b, ldb, c, ldc, comp, scale, scratch, rows in
+                Int8PackedGemm<K>.gemm(m: m, n: n, k: k, packedA: a, b: b, ldb: ldb, c: c, ldc: ldc, comp: comp, scale: scale,
+                                       scratch: scratch, kc: kc, nc: nc, rowStart: rows.lowerBound, rowEnd: rows.upperBound)
+            },
+            quantize: { Int8Quantize<K.Dot>.channels($0, channels: $1, plane: $2, groups: $3, inverseScale: $4, zeroPoint: $5,
+                                                      into: $6) })
+    }
+}
+
+extension Int8Functions {
+    @inline(__always) public func packedASize(m: Int, k: Int) -> Int { packedASize(m, k) }
+    /// Packs s8 A (m x k, row stride lda >= k) into `packed` (`packedASize(m:k:)` bytes).
+    @inline(__always)
+    public func packA(_ a: UnsafePointer<Int8>, lda: Int, m: Int, k: Int, into packed: UnsafeMutableRawPointer) {
+        packA(a, lda, m, k, packed)
+    }
+    @inline(__always) public func scratchSize(m: Int, n: Int, k: Int) -> Int { scratchSize(m, n, k) }
+
+    /// C[m x n] (row stride ldc >= n) = Float(A · B - comp[row]) * scale[row]: A packed by
+    /// `packA`, B grouped (ceil(k / 4) rows of n UInt32s, row stride ldb >= n), `scratch` at least
+    /// `scratchSize(m:n:k:)` bytes. With `rows`, only those rows of C (the lower bound a multiple
+    /// of `mr`).
+    @inline(__always)
+    public func gemm(m: Int, n: Int, k: Int, packedA: UnsafeRawPointer, b: UnsafePointer<UInt32>, ldb: Int,
+                     c: UnsafeMutablePointer<Float>, ldc: Int, comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>,
+                     scratch: UnsafeMutableRawPointer, rows: Range<Int>? = nil) {
+        let rows = rows ?? 0..<m
+        precondition(ldb >= n && ldc >= n, "int8 gemm: ldb and ldc must be >= n")
+        precondition(rows.lowerBound >= 0 && rows.upperBound <= m && rows.lowerBound % mr == 0,
+                     "int8 gemm: rows must lie in 0..<m and start at a multiple of mr")
+        gemm(m, n, k, packedA, b, ldb, c, ldc, comp, scale, scratch, rows)
+    }
+
+    /// Planes `groups` of the grouped u8 layout of `src` (channels planes of `plane` floats).
+    @inline(__always)
+    public func quantize(_ src: UnsafePointer<Float>, channels: Int, plane: Int, groups: Range<Int>,
+                         _ q: Int8Quantization, into dst: UnsafeMutablePointer<UInt32>) {
+        quantize(src, channels, plane, groups, q.inverseScale, q.zeroPoint, dst)
+    }
+}

@@ -1,0 +1,47 @@
+// The AVX-512 VNNI level (AVX-512 F/CD/BW/DQ/VL + VNNI: Cascade Lake, Ice Lake and later, Zen 4
+// and later), built with -target-cpu cascadelake (Package.swift): the FP32 kernels as the avx512
+// level has them, and INT8 GEMMs whose dot product is vpdpbusd (64 u8 x s8 products a
+// zmm instruction), as one KernelSet.
+#if arch(x86_64)
+import YOLOKernels
+import CHints
+import CDot
+
+/// Private to this target: keeps its specializations of the generic kernels apart from every other
+/// target's (distinct symbol names, so the linker never merges copies built for different CPUs).
+enum VNNITag: GemmISA, WinogradISA, Int8DotISA {
+    typealias Vector = SIMD16<Float>
+    static var fusedMultiplyAdd: Bool { true }
+    @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
+
+    typealias Acc = SIMD16<Int32>
+    typealias Floats = SIMD16<Float>
+    typealias BOperand = SIMD16<Int32>
+    typealias AOperand = SIMD16<Int32>
+    static var aBytes: Int { 4 }
+    @inline(__always) static func packA(_ w0: Int8, _ w1: Int8, _ w2: Int8, _ w3: Int8, into p: UnsafeMutableRawPointer) {
+        p.storeBytes(of: (w0, w1, w2, w3), as: (Int8, Int8, Int8, Int8).self)
+    }
+    @inline(__always) static func loadB(_ p: UnsafeRawPointer) -> SIMD16<Int32> { p.loadUnaligned(as: SIMD16<Int32>.self) }
+    @inline(__always) static func loadA(_ p: UnsafeRawPointer) -> SIMD16<Int32> {
+        SIMD16<Int32>(repeating: p.loadUnaligned(as: Int32.self))
+    }
+    @inline(__always) static func dot(_ acc: SIMD16<Int32>, _ b: SIMD16<Int32>, _ a: SIMD16<Int32>) -> SIMD16<Int32> {
+        yolo_dpbusd_512(acc, b, a)
+    }
+    @inline(__always) static func floats(_ v: SIMD16<Int32>) -> SIMD16<Float> { yolo_float_512(v) }
+    @inline(__always) static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> SIMD16<Int32> {
+        yolo_quantize_512(p, inverseScale, zeroPoint)
+    }
+}
+
+public enum KernelsAVX512VNNI {
+    /// FP32: GEMM tiles of 8 x 48, Winograd and direct convolution 16 lanes wide (as avx512).
+    /// INT8: tiles of 8 x 48 int32 sums (8 x 3 zmm accumulators), 4 steps of k per vpdpbusd.
+    public static var kernelSet: KernelSet {
+        KernelSet.make(name: "avx512vnni", requires: [.avx2, .avx512, .avx512VNNI], gemm: GemmKernel8x3<SIMD16<Float>, VNNITag>.self,
+                       kc: 256, nc: 480, winograd: VNNITag.self, direct: SIMD16<Float>.self, VNNITag.self)
+            .adding(int8: .make(dot: "vpdpbusd", kernel: Int8Kernel8x3<VNNITag>.self, kc: 256, nc: 480))
+    }
+}
+#endif

@@ -1,0 +1,107 @@
+// `yolo calibrate`: runs the FP32 network on sample images and writes the INT8 calibration table
+// (per convolution, the range its input is clipped to) that `--precision int8` reads.
+import Foundation
+import YOLO
+import YOLOImage
+
+enum CalibrateCommand {
+    static let usage = """
+    usage: yolo calibrate IMAGE|DIR ... --out FILE [--method mse|percentile|minmax] [--percentile P]
+                          [--max-effect E|none] [--fp32 LIST|none] [--cfg F] [--weights F] [--size WxH] [--threads N]
+
+    Runs the FP32 network on the images (letterboxed as yolo detect does) and records, for each
+    convolution, the values of its input; then runs each convolution alone in INT8 and measures its
+    effect on the detections' confidences. Writes the INT8 calibration table: per convolution the
+    range its input is clipped to when quantized to 8 bits, its effect, and whether it stays FP32
+    (effect over --max-effect), with the method, the number of images and the cfg's fingerprint
+    (a table is refused for another cfg). 'yolo detect --precision int8'
+    finds FILE next to the weights when it is named like them with .int8 (weights/yolov3-tiny.int8),
+    or takes it with --int8-table FILE. Use photos like those the model will see; a few dozen
+    are plenty.
+
+    options:
+      --out FILE       the table to write (required)
+      --method M       mse (default): the range with the least squared quantization error
+                       (rounding inside, clipping outside) over the values seen; percentile:
+                       clip the top and bottom (100 - P)% of the values; minmax: the smallest
+                       and largest values seen
+      --percentile P   for --method percentile, default \(defaultPercentile)
+      --max-effect E   the largest mean change of confidences (over 0.05) one convolution may
+                       cause in INT8; those above stay FP32 (default \(Int8Calibrator.defaultMaxEffect);
+                       none: measure nothing)
+      --fp32 LIST      convolutions (layer indices, comma-separated) that stay FP32 whatever
+                       their effect; default: the first (it reads the image: the most sensitive
+                       on the photos measured, and cheap in FP32); none: no such layer
+      --cfg F          Darknet cfg (default: \(defaultCfg))
+      --weights F      Darknet weights (default: \(defaultWeights))
+      --size WxH       network input size instead of the cfg's (multiples of 32)
+      --threads N      threads (default: the number of cores)
+
+    example:
+      yolo calibrate samples/ --out weights/yolov3-tiny.int8
+    """
+
+    static let defaultPercentile = 99.99
+
+    static func run(_ args: [String]) throws -> Int32 {
+        let a = try Arguments(args, options: ["out", "method", "percentile", "max-effect", "fp32", "cfg", "weights", "size", "threads"],
+                              flags: ["help"], short: ["h": "help"])
+        if a.has("help") { print(usage); return 0 }
+        guard !a.positionals.isEmpty else { throw UsageError("calibrate needs at least one IMAGE or DIR") }
+        guard let out = a.string("out"), !out.isEmpty else { throw UsageError("calibrate needs --out FILE") }
+        let method: CalibrationMethod
+        switch a.string("method") ?? "mse" {
+        case "mse":
+            if a.string("percentile") != nil { throw UsageError("--percentile is for --method percentile") }
+            method = .mse
+        case "minmax":
+            if a.string("percentile") != nil { throw UsageError("--percentile is for --method percentile") }
+            method = .minMax
+        case "percentile":
+            let p = a.string("percentile").map { Double($0) } ?? defaultPercentile
+            guard let p, p > 50, p <= 100 else { throw UsageError("--percentile \(a.string("percentile")!): expected a number in (50, 100], e.g. 99.99") }
+            method = .percentile(p)
+        case let m: throw UsageError("--method \(m): expected mse, percentile or minmax")
+        }
+        let threads = try a.int("threads", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
+        let cfgPath = a.string("cfg") ?? defaultCfg, weightsPath = a.string("weights") ?? defaultWeights
+        let (inputs, _, failed) = DetectCommand.expandInputs(a.positionals, outputDirectory: nil)
+        if failed { return 1 }
+        try DetectCommand.checkOutputs([(out, "the calibration table")], inputs: inputs.map(\.path) + [cfgPath, weightsPath])
+        let size = try a.inputSize("size")
+        let maxEffect: Float? = a.string("max-effect") == "none" ? nil : try a.float("max-effect", default: Int8Calibrator.defaultMaxEffect, range: 0...1)
+        let load = { (options: ModelOptions) throws(YOLOError) -> Model in
+            var options = options
+            options.inputSize = size
+            return try Model(cfgPath: cfgPath, weightsPath: weightsPath, options: options)
+        }
+        var fp32: Set<Int>? = nil
+        if let list = a.string("fp32") {
+            fp32 = []
+            for item in list == "none" ? [] : list.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let n = Int(item.trimmingCharacters(in: .whitespaces)), n >= 0 else {
+                    throw UsageError("--fp32 \(list): expected layer indices, e.g. 0,13, or none")
+                }
+                fp32!.insert(n)
+            }
+        }
+        let detector = try Detector(model: try load(ModelOptions()), threads: 1)
+        let table = try Int8Calibrator.calibrate(inputs: inputs.count, method: method, threads: threads, maxEffect: maxEffect, fp32: fp32,
+                                                 load: load) { i, buffer throws(YOLOError) in
+            let path = inputs[i].path
+            do {
+                let image = try loadImage(path: path)
+                try image.pixels.withUnsafeBytes { try detector.preprocess(pixels: $0, width: image.width, height: image.height) }
+            } catch {
+                throw .invalidArgument("\(DetectCommand.describe(error, path: path))")
+            }
+            _ = buffer.update(fromContentsOf: detector.session.input)
+        }
+        removeTemporaryFilesOnSignals()
+        try writeOutputFile(Array(table.text.utf8), to: out)
+        let fp32Text = table.fp32Layers.sorted().map { "\($0)" }.joined(separator: ", ")
+        printError("yolo: calibrate: \(table.ranges.count) convolutions, \(inputs.count) image\(inputs.count == 1 ? "" : "s"), \(table.method)"
+                   + (fp32Text.isEmpty ? "" : "; staying FP32: layer\(table.fp32Layers.count == 1 ? "" : "s") \(fp32Text)") + ": \(out)")
+        return 0
+    }
+}

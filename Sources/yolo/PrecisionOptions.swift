@@ -1,0 +1,32 @@
+// `--precision fp32|int8` and `--int8-table FILE`, the same for every command that loads a model
+// (detect, stream, tune, heads): one function to call after parsing.
+import Foundation
+import YOLO
+
+/// The option names, for each command's parser.
+let precisionOptionNames: Set<String> = ["precision", "int8-table"]
+
+/// The help lines of the precision options.
+let precisionUsage = """
+  --precision P    convolution arithmetic: fp32 (default, the reference) or int8 (8-bit
+                   weights and inputs where the calibration table covers a layer and the
+                   planner finds it worth it; FP32 elsewhere)
+  --int8-table F   the INT8 calibration table (yolo calibrate); default: the weights' path
+                   with .int8 for its extension (weights/yolov3-tiny.int8 ships with the repository)
+"""
+
+/// Sets `options.precision` and `options.calibration` from `--precision` and `--int8-table`
+/// (the table is read here, so a bad one is reported before the model loads; without
+/// `--int8-table`, the model looks next to the weights).
+func applyPrecisionOptions(_ a: Arguments, to options: inout ModelOptions) throws {
+    if let p = a.string("precision") {
+        guard let precision = Precision(rawValue: p.lowercased()) else {
+            throw UsageError("--precision \(p): expected \(Precision.allCases.map(\.rawValue).joined(separator: " or "))")
+        }
+        options.precision = precision
+    }
+    if let table = a.string("int8-table") {
+        guard options.precision == .int8 else { throw UsageError("--int8-table is for --precision int8") }
+        options.calibration = try Int8Calibration(path: table)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import XCTest
+import YOLO
+import YOLOImage
+
+/// INT8 (`--precision int8` with the table shipped in weights/yolov3-tiny.int8) against FP32 on
+/// the sample photos, as issue #20 measures it: a detection matches one of the other precision
+/// with the same class and IoU >= 0.5; recall and precision pooled over the photos >= 0.97. And
+/// INT8 heads the same, bit for bit, at every kernel level (the integer sums are exact everywhere).
+final class Int8AccuracyTests: XCTestCase {
+    static let root = DarknetImageTests.repoRoot
+
+    func paths() throws -> (cfg: String, weights: String, names: String) {
+        let (cfg, weights, names) = (Self.root + "/weights/yolov3-tiny.cfg", Self.root + "/weights/yolov3-tiny.weights",
+                                     Self.root + "/weights/coco.names")
+        guard FileManager.default.fileExists(atPath: weights) else {
+            XCTFail("weights/yolov3-tiny.weights is missing: run weights/fetch.sh")
+            throw XCTSkip("no weights")
+        }
+        return (cfg, weights, names)
+    }
+
+    func samples() throws -> [RGBImage] {
+        let dir = Self.root + "/samples"
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
+            .filter { $0.hasSuffix(".png") || $0.hasSuffix(".jpg") }.sorted()
+        guard names.count >= 5 else {
+            XCTFail("samples/ has \(names.count) photos: run scripts/fetch-samples.sh")
+            throw XCTSkip("no samples")
+        }
+        return try names.map { try loadImage(path: dir + "/" + $0) }
+    }
+
+    static func iou(_ a: Detection, _ b: Detection) -> Float {
+        let w = max(0, min(a.right, b.right) - max(a.left, b.left)), h = max(0, min(a.bottom, b.bottom) - max(a.top, b.top))
+        let union = (a.right - a.left) * (a.bottom - a.top) + (b.right - b.left) * (b.bottom - b.top) - w * h
+        return union > 0 ? w * h / union : 0
+    }
+
+    /// Greedy matching, most confident reference first: (matched pairs).
+    static func match(_ reference: [Detection], _ other: [Detection]) -> [(Detection, Detection)] {
+        var used = Set<Int>(), pairs: [(Detection, Detection)] = []
+        for a in reference.sorted(by: { $0.confidence > $1.confidence }) {
+            var best: (Int, Float)? = nil
+            for (j, b) in other.enumerated() where !used.contains(j) && b.classIndex == a.classIndex {
+                let v = iou(a, b)
+                if v >= 0.5 && v > (best?.1 ?? 0) { best = (j, v) }
+            }
+            if let (j, _) = best { used.insert(j); pairs.append((a, other[j])) }
+        }
+        return pairs
+    }
+
+    func testInt8DetectionsMatchFP32OnTheSamples() throws {
+        let (cfg, weights, names) = try paths()
+        let photos = try samples()
+        let options = DetectorOptions(threshold: 0.1)
+        let fp32 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2)
+        let int8 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2,
+                                modelOptions: ModelOptions(precision: .int8))
+        // The table next to the weights was found, and most of the network runs in INT8.
+        let int8Steps = int8.model.plan.entries.filter { $0.precision == .int8 }.count
+        XCTAssertGreaterThanOrEqual(int8Steps, 12, int8.model.plan.description)
+        let results = try photos.map { p in
+            (try fp32.detect(rgb: p.pixels, width: p.width, height: p.height), try int8.detect(rgb: p.pixels, width: p.width, height: p.height))
+        }
+        // (Above 0.25: the detections above 0.1 that pass it; NMS lets no weaker box suppress them.)
+        for threshold: Float in [0.25, 0.1] {
+            var (reference, found, matched, drift) = (0, 0, 0, Float(0))
+            for (all32, all8) in results {
+                let (a, b) = (all32.filter { $0.confidence > threshold }, all8.filter { $0.confidence > threshold })
+                let pairs = Self.match(a, b)
+                (reference, found, matched) = (reference + a.count, found + b.count, matched + pairs.count)
+                drift = max(drift, pairs.map { abs($0.0.confidence - $0.1.confidence) }.max() ?? 0)
+            }
+            let recall = Double(matched) / Double(max(1, reference)), precision = Double(matched) / Double(max(1, found))
+            let summary = "threshold \(threshold): FP32 \(reference), INT8 \(found), matched \(matched)"
+            XCTAssertGreaterThanOrEqual(reference, threshold < 0.2 ? 10 : 4, summary)
+            XCTAssertGreaterThanOrEqual(recall, 0.97, summary)
+            XCTAssertGreaterThanOrEqual(precision, 0.97, summary)
+            XCTAssertLessThan(drift, 0.1, summary + ": the largest confidence change of a matched detection")
+        }
+    }
+
+    func testInt8HeadsAreTheSameAtEveryKernelLevel() throws {
+        let (cfg, weights, _) = try paths()
+        let photo = try samples()[3]
+        let shipped = try Int8Calibration(path: Int8Calibration.defaultPath(weights: weights))
+        var allInt8 = shipped
+        allInt8.fp32Layers = []
+        func heads(_ level: KernelLevel, _ table: Int8Calibration) throws -> [[Float]] {
+            // (At 160x160: the same kernels, partial tiles and panels as at 416x416, a seventh of the work.)
+            let model = try Model(cfgPath: cfg, weightsPath: weights,
+                                  options: ModelOptions(inputSize: .init(width: 160, height: 160), kernelLevel: level, precision: .int8,
+                                                        calibration: table))
+            let detector = try Detector(model: model, threads: 2)
+            try photo.pixels.withUnsafeBytes { try detector.preprocess(pixels: $0, width: photo.width, height: photo.height) }
+            detector.session.forward()
+            return detector.session.heads.map { Array($0.raw) }
+        }
+        func differ(_ a: [[Float]], _ b: [[Float]]) -> (count: Int, worst: Float) {
+            let pairs = zip(a, b).flatMap { zip($0, $1) }
+            return (pairs.filter { $0.bitPattern != $1.bitPattern }.count, pairs.map { abs($0 - $1) }.max() ?? 0)
+        }
+        // Every convolution in INT8: the same bits at every level (exact integer sums, the same
+        // float operations around them).
+        let levels = KernelLevel.supported
+        let reference = try heads(levels[0], allInt8)
+        for level in levels.dropFirst() {
+            XCTAssertEqual(differ(reference, try heads(level, allInt8)).count, 0, "\(level) vs \(levels[0]): every convolution INT8")
+        }
+        // The shipped table keeps the first convolution FP32 (the direct conv + pool), whose sums
+        // round as each level's FMA does (the levels with FMA agree: measured) or, at the x86
+        // baseline, as a multiply then an add: a few inputs of the next layer then quantize one
+        // step apart, and the heads (values up to ~20) stay within 0.3 (measured at 416x416: 0.22).
+        XCTAssertLessThanOrEqual(differ(try heads(levels.last!, shipped), try heads(levels[0], shipped)).worst, 0.3)
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import XCTest
+
+/// `--precision int8`, `--int8-table` and `yolo calibrate` on the command line.
+extension CLITests {
+    func testPrecisionInt8DetectsAsFP32DoesAndBadTablesAreErrors() throws {
+        let coffee = try sample("coffee.png"), motorbike = try sample("motorcycle_left.png")
+        // The table next to the weights (weights/yolov3-tiny.int8) is found by default.
+        let fp32 = try yolo(["detect", "--json", "--no-draw", coffee, motorbike] + modelArgs)
+        let int8 = try yolo(["detect", "--json", "--no-draw", "--precision", "int8", coffee, motorbike] + modelArgs)
+        XCTAssertEqual(int8.status, 0, int8.stderr)
+        let classes = { (text: String) in try self.jsonLines(text).map { ($0["detections"] as? [[String: Any]] ?? []).compactMap { $0["class"] as? String } } }
+        XCTAssertEqual(try classes(int8.stdout), try classes(fp32.stdout))
+        XCTAssertEqual(try classes(int8.stdout), [["cup"], ["motorbike"]])
+
+        let dir = try temporaryDirectory()
+        try "yolo-swift int8 1\ncfg 0\nmethod x\nimages 1\nlayer 0 min 1 max 2\n".write(toFile: dir + "/bad.int8", atomically: true, encoding: .utf8)
+        try "yolo-swift int8 1\ncfg 0123456789abcdef\nmethod x\nimages 1\n".write(toFile: dir + "/other.int8", atomically: true, encoding: .utf8)
+        for (args, status, message) in [(["--precision", "int4"], 64, "--precision int4: expected fp32 or int8"),
+                                        (["--int8-table", dir + "/bad.int8"], 64, "--int8-table is for --precision int8"),
+                                        (["--precision", "int8", "--int8-table", dir + "/bad.int8"], 1,
+                                         "bad.int8: line 5: layer 0: min 1 and max 2 must be finite numbers with min <= 0 <= max"),
+                                        (["--precision", "int8", "--int8-table", dir + "/other.int8"], 1,
+                                         "other.int8: this INT8 calibration table was made for another cfg"),
+                                        (["--precision", "int8", "--int8-table", dir + "/none.int8"], 1, "none.int8")] {
+            let r = try yolo(["detect", "--no-draw", coffee] + args + modelArgs)
+            XCTAssertEqual(r.status, Int32(status), "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(message), "\(args): \(r.stderr)")
+        }
+        // Weights elsewhere without a table next to them: the error says where it looked.
+        try FileManager.default.createSymbolicLink(atPath: dir + "/w.weights", withDestinationPath: Self.repoRoot + "/weights/yolov3-tiny.weights")
+        let none = try yolo(["detect", "--no-draw", "--precision", "int8", coffee, "--weights", dir + "/w.weights",
+                             "--cfg", Self.repoRoot + "/weights/yolov3-tiny.cfg", "--names", Self.repoRoot + "/weights/coco.names"])
+        XCTAssertEqual(none.status, 1)
+        XCTAssertTrue(none.stderr.contains("there is none next to the weights (\(dir)/w.int8)"), none.stderr)
+    }
+
+    func testCalibrateWritesATableTheModelReads() throws {
+        let coffee = try sample("coffee.png"), motorbike = try sample("motorcycle_left.png")
+        let dir = try temporaryDirectory()
+        let made = try yolo(["calibrate", coffee, motorbike, "--out", dir + "/t.int8", "--method", "minmax", "--max-effect", "none"]
+                            + modelArgs.prefix(4))
+        XCTAssertEqual(made.status, 0, made.stderr)
+        XCTAssertTrue(made.stderr.contains("13 convolutions, 2 images, minmax; staying FP32: layer 0: \(dir)/t.int8"), made.stderr)
+        let table = try String(contentsOfFile: dir + "/t.int8", encoding: .utf8)
+        XCTAssertTrue(table.hasPrefix("yolo-swift int8 1\ncfg "), table)
+        XCTAssertEqual(table.split(separator: "\n").filter { $0.hasPrefix("layer ") }.count, 13)
+        XCTAssertTrue(table.contains("\nlayer 0 min 0 max 1.00000000e+00 fp32\n"), table)
+        let int8 = try yolo(["detect", "--json", "--no-draw", "--precision", "int8", "--int8-table", dir + "/t.int8", coffee] + modelArgs)
+        XCTAssertEqual(int8.status, 0, int8.stderr)
+        XCTAssertTrue(int8.stdout.contains("\"cup\""), int8.stdout)
+        // yolo tune times INT8 against FP32 where the table allows it (not layer 0, which stays FP32).
+        let tune = try yolo(["tune", "--no-cache", "--threads", "1", "--size", "160x160", "--precision", "int8", "--int8-table", dir + "/t.int8"]
+                            + modelArgs.prefix(4))
+        XCTAssertEqual(tune.status, 0, tune.stderr)
+        let lines = tune.stdout.split(separator: "\n")
+        XCTAssertTrue(lines.first { $0.hasPrefix("0-1 conv") }?.contains(" int8 ") == false, tune.stdout)
+        XCTAssertTrue(lines.first { $0.hasPrefix("2-3 conv") }?.contains(", int8 ") == true, tune.stdout)
+        XCTAssertEqual(lines.filter { $0.contains("conv") && $0.contains(", int8 ") }.count, 12, tune.stdout)
+        for (args, message) in [([coffee], "calibrate needs --out FILE"), (["--out", dir + "/x.int8"], "at least one IMAGE or DIR"),
+                                ([coffee, "--out", dir + "/x.int8", "--method", "kl"], "--method kl: expected mse, percentile or minmax"),
+                                ([coffee, "--out", dir + "/x.int8", "--percentile", "20"], "--percentile is for --method percentile"),
+                                ([coffee, "--out", dir + "/x.int8", "--fp32", "a"], "--fp32 a: expected layer indices"),
+                                ([coffee, "--out", coffee], "refusing to write the calibration table there")] {
+            let r = try yolo(["calibrate"] + args + modelArgs.prefix(4))
+            XCTAssertEqual(r.status, 64, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(message), "\(args): \(r.stderr)")
+        }
+    }
+}

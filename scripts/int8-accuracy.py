@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""INT8 against FP32 detections, as issue #20 measures them: `yolo detect --json` on the images
+(or directories) given, once in FP32 and once with --precision int8; a detection of one matches a
+detection of the other with the same class and IoU >= 0.5 (greedy, most confident first);
+recall = matched / FP32 detections, precision = matched / INT8 detections, pooled over the photos.
+
+  scripts/int8-accuracy.py ../shared/images samples [--table F] [--thresh 0.25] [--yolo PATH]
+
+Prints one line per photo where the two differ and the pooled figures; exits 1 when recall or
+precision is below --require (default 0.97)."""
+import argparse, json, subprocess, sys
+
+
+def detect(yolo, inputs, thresh, extra):
+    out = subprocess.run([yolo, "detect", *inputs, "--json", "--no-draw", "--thresh", str(thresh), *extra],
+                         check=True, capture_output=True, text=True).stdout
+    return {o["image"]: o["detections"] for o in map(json.loads, out.splitlines())}
+
+
+def iou(a, b):
+    ix = max(0.0, min(a["right"], b["right"]) - max(a["left"], b["left"]))
+    iy = max(0.0, min(a["bottom"], b["bottom"]) - max(a["top"], b["top"]))
+    inter = ix * iy
+    union = (a["right"] - a["left"]) * (a["bottom"] - a["top"]) + (b["right"] - b["left"]) * (b["bottom"] - b["top"]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def matches(ref, got):
+    used, n = set(), 0
+    for a in sorted(ref, key=lambda d: -d["confidence"]):
+        best, best_iou = None, 0.5
+        for j, b in enumerate(got):
+            if j not in used and b["class"] == a["class"] and iou(a["box"], b["box"]) >= best_iou:
+                best, best_iou = j, iou(a["box"], b["box"])
+        if best is not None:
+            used.add(best)
+            n += 1
+    return n
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("inputs", nargs="+")
+    p.add_argument("--table", help="INT8 calibration table (default: next to the weights)")
+    p.add_argument("--thresh", type=float, default=0.25)
+    p.add_argument("--yolo", default=".build/release/yolo")
+    p.add_argument("--require", type=float, default=0.97)
+    a = p.parse_args()
+    fp32 = detect(a.yolo, a.inputs, a.thresh, [])
+    int8 = detect(a.yolo, a.inputs, a.thresh, ["--precision", "int8"] + (["--int8-table", a.table] if a.table else []))
+    total_ref = total_got = total_match = 0
+    for image in sorted(fp32):
+        ref, got = fp32[image], int8.get(image, [])
+        m = matches(ref, got)
+        total_ref, total_got, total_match = total_ref + len(ref), total_got + len(got), total_match + m
+        if m != len(ref) or m != len(got):
+            print(f"{image}: FP32 {len(ref)}, INT8 {len(got)}, matched {m}")
+    recall = total_match / total_ref if total_ref else 1.0
+    precision = total_match / total_got if total_got else 1.0
+    print(f"{len(fp32)} photos, threshold {a.thresh}: FP32 {total_ref} detections, INT8 {total_got}, matched {total_match}: "
+          f"recall {recall:.3f}, precision {precision:.3f}")
+    sys.exit(0 if recall >= a.require and precision >= a.require else 1)
+
+
+main()
