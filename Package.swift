@@ -33,6 +33,7 @@ let package = Package(
         // Public API
         .library(name: "YOLO", targets: ["YOLO"]),
         .library(name: "YOLOImage", targets: ["YOLOImage"]),
+        .library(name: "YOLOStream", targets: ["YOLOStream"]),
         .executable(name: "yolo", targets: ["yolo"]),
         .executable(name: "yolo-bench", targets: ["yolo-bench"]),
     ],
@@ -56,12 +57,15 @@ let package = Package(
         .target(name: "YOLO", dependencies: ["YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2", "YOLOKernelsAVX512",
                                              "CCPUID", "CHints", "COpenBLAS"], swiftSettings: engineSettings),
         .target(name: "YOLOImage", dependencies: ["YOLO", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
-        .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage"], swiftSettings: cpuFlags),
+        // Video: frames through several detectors of one model, in order, with tracking (not in
+        // the Embedded build: it uses Dispatch and Synchronization's Mutex).
+        .target(name: "YOLOStream", dependencies: ["YOLO"], swiftSettings: cpuFlags),
+        .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage", "YOLOStream"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",
                           swiftSettings: cpuFlags),
 
         // Tests
-        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOKernels"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOKernels", "YOLOStream"], resources: [.copy("Fixtures")]),
         .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO"], resources: [.copy("Fixtures")]),
         .testTarget(name: "yoloTests", dependencies: ["yolo"]),
         // End to end: image files through the engine, checked against Darknet's outputs.

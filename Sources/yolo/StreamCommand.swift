@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import YOLO
 import YOLOImage
+import YOLOStream
 
 enum StreamCommand {
     static let usage = """
