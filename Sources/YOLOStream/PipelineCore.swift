@@ -1,17 +1,19 @@
 import Dispatch
+import Foundation
 import Synchronization
 import YOLO
 
-/// The inside of a `FramePipeline`: the frames waiting for a detector, the results waiting to
-/// be taken in order, and the idle detectors, all under one `Mutex`. Nothing polls: a frame
-/// admitted while a detector is idle starts a work item at once (on a concurrent dispatch
-/// queue: one per busy detector, none while idle), a worker that finishes takes the next
-/// waiting frame, and whoever must wait (a producer for room, the consumer for the next
-/// result) registers a wake-up call that the change it waits for makes, outside the lock.
+/// The inside of a `FramePipeline`: the frames waiting for a detector and the results waiting
+/// to be taken in order, under one `Mutex`, and one thread per detector. Nothing polls:
+/// whoever must wait (an idle worker for a frame, a producer for room, the consumer for the
+/// next result) registers a wake-up call under the lock and sleeps on a semaphore (or a
+/// continuation); the change it waits for makes the call, outside the lock. The workers have
+/// threads of their own (not a shared pool), so `sessions` detections run at once whatever
+/// else the process does, and a caller blocked in `submit` or `next` can never starve them.
 final class PipelineCore: Sendable {
     typealias Waiter = @Sendable () -> Void
 
-    /// A detector; only the work item that took it from the idle list uses it.
+    /// A detector; only its worker thread uses it.
     struct Worker: @unchecked Sendable { let detector: Detector }
 
     struct Item: Sendable {
@@ -22,12 +24,14 @@ final class PipelineCore: Sendable {
 
     enum SubmitOutcome { case admitted, dropped, full, closed }
     enum TakeOutcome { case result(FrameResult), end, notReady }
+    private enum Work { case frame(Item), wait, stop }
 
     private struct State {
         let capacity: Int
         let dropStale: Bool
         var waiting: [Item] = []
-        var idle: [Worker]
+        /// Wake-ups of the workers waiting for a frame.
+        var idleWorkers: [Waiter] = []
         var done: [Int: FrameResult] = [:]
         var nextSeq = 0
         var nextOut = 0
@@ -41,16 +45,11 @@ final class PipelineCore: Sendable {
 
         var inFlight: Int { nextSeq - nextOut }
 
-        /// An idle worker and a waiting frame to start it on, if both exist.
-        mutating func assignWork() -> (Worker, Item)? {
-            guard !cancelled, !idle.isEmpty, !waiting.isEmpty else { return nil }
-            return (idle.removeLast(), waiting.removeFirst())
-        }
-
         /// Everyone waiting, to wake (each rechecks what it waits for).
         mutating func takeAllWaiters() -> [Waiter] {
-            var all = spaceWaiters
+            var all = spaceWaiters + idleWorkers
             spaceWaiters = []
+            idleWorkers = []
             if let w = resultWaiter { all.append(w); resultWaiter = nil }
             return all
         }
@@ -58,17 +57,22 @@ final class PipelineCore: Sendable {
 
     let capacity: Int
     private let state: Mutex<State>
-    private let queue = DispatchQueue(label: "YOLOStream.FramePipeline", attributes: .concurrent)
 
+    /// Starts a thread per worker; they end after `finish` (once no frame waits) or `cancel`.
     init(capacity: Int, dropStale: Bool, workers: [Worker]) {
         self.capacity = capacity
-        state = Mutex(State(capacity: capacity, dropStale: dropStale, idle: workers))
+        state = Mutex(State(capacity: capacity, dropStale: dropStale))
+        for worker in workers {
+            let thread = Thread { [self] in work(worker) }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
     }
 
     /// Admits a frame if there is room (when live, by replacing the frame that waits for a
     /// detector, or dropping this one when every place is taken).
     func submit(_ frame: VideoFrame) -> SubmitOutcome {
-        let (outcome, start) = state.withLock { s -> (SubmitOutcome, (Worker, Item)?) in
+        let (outcome, wake) = state.withLock { s -> (SubmitOutcome, Waiter?) in
             if s.finished || s.cancelled { return (.closed, nil) }
             if s.dropStale {
                 if let last = s.waiting.indices.last {
@@ -89,9 +93,9 @@ final class PipelineCore: Sendable {
             s.waiting.append(Item(seq: s.nextSeq, frame: frame, skipped: s.pendingSkipped))
             s.pendingSkipped = []
             s.nextSeq += 1
-            return (.admitted, s.assignWork())
+            return (.admitted, s.idleWorkers.popLast())
         }
-        if let (worker, item) = start { launch(worker, item) }
+        wake?()
         return outcome
     }
 
@@ -156,26 +160,30 @@ final class PipelineCore: Sendable {
     var trailingSkipped: [Int] { state.withLock { $0.pendingSkipped } }
     var skippedCount: Int { state.withLock { $0.skippedCount } }
 
-    private func launch(_ worker: Worker, _ item: Item) {
-        queue.async { self.work(worker, item) }
-    }
-
-    /// Detects frames with one worker until no frame waits; then the worker goes idle.
-    private func work(_ worker: Worker, _ first: Item) {
-        var item = first
+    /// A worker thread: takes frames (sleeping while none waits), detects, hands the result on.
+    private func work(_ worker: Worker) {
+        let wake = DispatchSemaphore(value: 0)
         while true {
-            let result = Self.detect(item, with: worker.detector)
-            let (next, wake) = state.withLock { s -> (Item?, Waiter?) in
-                s.done[item.seq] = result
-                var wake: Waiter? = nil
-                if item.seq == s.nextOut || s.cancelled { wake = s.resultWaiter; s.resultWaiter = nil }
-                if !s.cancelled, !s.waiting.isEmpty { return (s.waiting.removeFirst(), wake) }
-                s.idle.append(worker)
-                return (nil, wake)
+            let next = state.withLock { s -> Work in
+                if s.cancelled { return .stop }
+                if !s.waiting.isEmpty { return .frame(s.waiting.removeFirst()) }
+                if s.finished { return .stop }
+                s.idleWorkers.append { wake.signal() }
+                return .wait
             }
-            wake?()
-            guard let next else { return }
-            item = next
+            switch next {
+            case .stop: return
+            case .wait: wake.wait()
+            case .frame(let item):
+                let result = Self.detect(item, with: worker.detector)
+                let ready = state.withLock { s -> Waiter? in
+                    s.done[item.seq] = result
+                    guard item.seq == s.nextOut else { return nil }
+                    defer { s.resultWaiter = nil }
+                    return s.resultWaiter
+                }
+                ready?()
+            }
         }
     }
 
