@@ -30,8 +30,9 @@ let avx512Settings: [SwiftSetting] = [optimized]
 let package = Package(
     name: "yolo-swift",
     products: [
-        // Public API
+        // Public API: YOLO (the engine, detection and the shared types; each also on its own)
         .library(name: "YOLO", targets: ["YOLO"]),
+        .library(name: "YOLOEngine", targets: ["YOLOEngine"]),
         .library(name: "YOLOImage", targets: ["YOLOImage"]),
         .library(name: "YOLOStream", targets: ["YOLOStream"]),
         .executable(name: "yolo", targets: ["yolo"]),
@@ -54,20 +55,30 @@ let package = Package(
         .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CHints"], swiftSettings: avx512Settings),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
-        .target(name: "YOLO", dependencies: ["YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2", "YOLOKernelsAVX512",
-                                             "CCPUID", "CHints", "COpenBLAS"], swiftSettings: engineSettings),
-        .target(name: "YOLOImage", dependencies: ["YOLO", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
+        // Shared types and the platform: detections, pixel formats, hardened file access, locks,
+        // threads. Imports only the C library (the Embedded build too).
+        .target(name: "YOLOCore", swiftSettings: engineSettings),
+        // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
+        .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2",
+                                                   "YOLOKernelsAVX512", "CCPUID", "CHints", "COpenBLAS"],
+                swiftSettings: engineSettings),
+        // Detection: letterbox, decoding, NMS, Detector.
+        .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),
+        // The umbrella: re-exports the three above.
+        .target(name: "YOLO", dependencies: ["YOLOCore", "YOLOEngine", "YOLODetection"], swiftSettings: engineSettings),
+        .target(name: "YOLOImage", dependencies: ["YOLOCore", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
         // Video: frames through several detectors of one model, in order, with tracking (not in
-        // the Embedded build: it uses Dispatch and Synchronization's Mutex).
+        // the Embedded build: it uses Foundation's threads and Synchronization's Mutex).
         .target(name: "YOLOStream", dependencies: ["YOLO"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage", "YOLOStream"], swiftSettings: cpuFlags),
-        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",
+        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOKernels", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",
                           swiftSettings: cpuFlags),
 
         // Tests
-        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOKernels", "YOLOStream"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOCore", "YOLOEngine", "YOLODetection", "YOLOKernels", "YOLOStream"],
+                    resources: [.copy("Fixtures")]),
         .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "yoloTests", dependencies: ["yolo"]),
+        .testTarget(name: "yoloTests", dependencies: ["yolo", "yolo-bench"]),
         // End to end: image files through the engine, checked against Darknet's outputs.
         .testTarget(name: "IntegrationTests", dependencies: ["YOLO", "YOLOImage"], resources: [.copy("Fixtures")]),
     ],

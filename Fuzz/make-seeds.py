@@ -2,8 +2,10 @@
 """Writes the fuzzers' seed corpora (Fuzz/corpus/{cfg,weights,image}); run from the repo root.
 cfg: the weights fuzzer's three cfgs, a cfg without weighted layers, yolov3-tiny.cfg if present.
 weights: for each of the weights fuzzer's cfgs, its selector byte and a well-formed weights file
-(and a short and an old-header variant). image: small PNG/JPEG test fixtures."""
-import os, random, re, shutil, struct
+(and a short and an old-header variant). image: small PNG/JPEG test fixtures.
+Also the inputs of issue #16: cfgs with CRLF and lone-CR line ends and a UTF-8 byte-order mark,
+and 137-byte PNGs whose tEXt / iTXt / zTXt chunk claims 2^31 - 1 bytes."""
+import os, random, re, shutil, struct, zlib
 
 root = os.getcwd()
 src = open("Fuzz/WeightsFuzzer.swift").read()
@@ -33,6 +35,12 @@ open(f"{out}/cfg/noweights.cfg", "w").write(
     "[route]\nlayers=-1,-2\n[maxpool]\nsize=2\nstride=1\n[yolo]\nmask=0\nanchors=3,4\nclasses=1\nnum=1\n")
 if os.path.exists("weights/yolov3-tiny.cfg"):
     shutil.copy("weights/yolov3-tiny.cfg", f"{out}/cfg/yolov3-tiny.cfg")
+# Line ends and byte-order marks from other systems (the parser splits LF, CRLF and CR alike).
+small = cfgs[0].encode()
+open(f"{out}/cfg/small0_crlf.cfg", "wb").write(small.replace(b"\n", b"\r\n"))
+open(f"{out}/cfg/small0_cr.cfg", "wb").write(small.replace(b"\n", b"\r"))
+open(f"{out}/cfg/small0_bom.cfg", "wb").write(b"\xef\xbb\xbf" + small)
+open(f"{out}/cfg/small0_bom_crlf.cfg", "wb").write(b"\xef\xbb\xbf" + small.replace(b"\n", b"\r\n"))
 
 rng = random.Random(1)
 for i, cfg in enumerate(cfgs):
@@ -51,3 +59,12 @@ for name in ["gray1.png", "palette2_interlaced.png", "gray8_trns.png", "exif6.pn
              "graya16.png", "rgb8.png", "rgb8_interlaced.png", "gray.jpg", "cmyk.jpg", "progressive.jpg",
              "rgb.jpg", "exif6_mm.jpg"]:
     shutil.copy(f"Tests/YOLOImageTests/Fixtures/{name}", f"{out}/image/{name}")
+
+# A 4x4 PNG whose text chunk claims 2^31 - 1 bytes, 96 of which follow (137 bytes in all).
+def png_chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+ihdr = png_chunk(b"IHDR", struct.pack(">IIBBBBB", 4, 4, 8, 2, 0, 0, 0))
+for kind in [b"tEXt", b"iTXt", b"zTXt"]:
+    png = b"\x89PNG\r\n\x1a\n" + ihdr + struct.pack(">I", 0x7FFFFFFF) + kind + b"Comment\0" + b"x" * 88
+    assert len(png) == 137
+    open(f"{out}/image/huge_{kind.decode()}.png", "wb").write(png)

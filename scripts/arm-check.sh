@@ -72,8 +72,13 @@ level_modules=()
 for d in Sources/YOLOKernels?*/; do [ -d "$d" ] && level_modules+=("$(basename "$d")"); done
 level_sources=()
 for m in "${level_modules[@]}"; do level_sources+=(Sources/"$m"/*.swift); done
+# The engine's modules, in dependency order (the umbrella YOLO and what only the full toolchain
+# builds, image files and video, are not part of it).
+engine_modules=(YOLOCore YOLOEngine YOLODetection)
 engine_sources=()
-while IFS= read -r f; do engine_sources+=("$f"); done < <(find Sources/YOLO -name '*.swift' | LC_ALL=C sort)
+for m in "${engine_modules[@]}"; do
+    while IFS= read -r f; do engine_sources+=("$f"); done < <(find "Sources/$m" -name '*.swift' | LC_ALL=C sort)
+done
 [ ${#kernel_sources[@]} -gt 0 ] && [ -f "${kernel_sources[0]}" ] || fail "no Sources/YOLOKernels/*.swift"
 stamp=$( (cat "$0" "${kernel_sources[@]}" "${level_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/* Sources/CHints/*;
           swiftc --version 2>&1; ls -l "$blas") | sha256sum | cut -d' ' -f1)
@@ -83,7 +88,7 @@ if [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$out/kernel-check" 
     say "build: up to date ($out)"
 else
     rm -f "$out/stamp"
-    say "build: Embedded Swift, aarch64-none-none-elf: Glibc stand-in, YOLOKernels (${#kernel_sources[@]} files), ${level_modules[*]:-no kernel levels}, YOLO (${#engine_sources[@]} files), checks"
+    say "build: Embedded Swift, aarch64-none-none-elf: Glibc stand-in, YOLOKernels (${#kernel_sources[@]} files), ${level_modules[*]:-no kernel levels}, ${engine_modules[*]} (${#engine_sources[@]} files), checks"
     t0=$SECONDS
     "${emb[@]}" -module-name Glibc -emit-module -emit-module-path "$out/Glibc.swiftmodule" -c -o "$out/Glibc.o" \
         scripts/arm/Glibc/Glibc.swift || fail "building the Glibc stand-in module"
@@ -98,9 +103,14 @@ else
     "${emb[@]}" -module-name KernelCheck -c -o "$out/KernelCheck.o" scripts/arm/KernelCheck.swift \
         || fail "building scripts/arm/KernelCheck.swift for aarch64"
     # -package-name: the engine has `package` declarations (SwiftPM passes one too).
-    "${emb[@]}" -module-name YOLO -package-name yolo_swift -emit-module -emit-module-path "$out/YOLO.swiftmodule" -c -o "$out/YOLO.o" \
-        -I Sources/COpenBLAS -Xcc -I"$blas_include" "${engine_sources[@]}" \
-        || fail "building the engine (Sources/YOLO) for aarch64 (Embedded Swift)"
+    engine_objects=()
+    for m in "${engine_modules[@]}"; do
+        mapfile -t sources < <(find "Sources/$m" -name '*.swift' | LC_ALL=C sort)
+        "${emb[@]}" -module-name "$m" -package-name yolo_swift -emit-module -emit-module-path "$out/$m.swiftmodule" -c -o "$out/$m.o" \
+            -I Sources/COpenBLAS -I Sources/CCPUID -Xcc -I"$blas_include" "${sources[@]}" \
+            || fail "building the engine module $m (Sources/$m) for aarch64 (Embedded Swift)"
+        engine_objects+=("$out/$m.o")
+    done
     "${emb[@]}" -module-name Forward -package-name yolo_swift -c -o "$out/Forward.o" -I Sources/COpenBLAS -Xcc -I"$blas_include" \
         scripts/arm/Forward.swift || fail "building scripts/arm/Forward.swift for aarch64"
     aarch64-linux-gnu-gcc -O2 -c -o "$out/support.o" scripts/arm/support.c
@@ -108,7 +118,7 @@ else
     unicode="$embedded_stdlib/aarch64-none-none-elf/libswiftUnicodeDataTables.a"
     "${link[@]}" -o "$out/kernel-check" "$out/KernelCheck.o" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
         "$unicode" -lm || fail "linking kernel-check"
-    "${link[@]}" -o "$out/yolo-forward" "$out/Forward.o" "$out/YOLO.o" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
+    "${link[@]}" -o "$out/yolo-forward" "$out/Forward.o" "${engine_objects[@]}" "${level_objects[@]}" "$out/YOLOKernels.o" "$out/Glibc.o" "$out/support.o" \
         "$blas" "$unicode" -lpthread -lm || fail "linking yolo-forward"
     # The same kernel check for this machine, to compare output bits.
     host=(swiftc -O -wmo -parse-as-library -I Sources/CHints)
@@ -147,6 +157,9 @@ for cpu in cortex-a72 cortex-a76; do
     say "[$cpu] yolov3-tiny forward, the engine's own GEMM kernels (ModelOptions.gemm .automatic: NEON)"
     "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=automatic 1 2 \
         || fail "yolov3-tiny forward on $cpu (our GEMM kernels) does not match Darknet's heads (see above)"
+    say "[$cpu] yolov3-tiny forward, each layer's algorithm measured at load (ModelOptions.planning .measure)"
+    "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=automatic conv=winograd plan=measure 1 \
+        || fail "yolov3-tiny forward on $cpu with a measured plan does not match Darknet's heads (see above)"
     say "[$cpu] yolov3-tiny forward, OpenBLAS's sgemm (ModelOptions.gemm .openBLAS)"
     "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=openblas conv=winograd 1 2 \
         || fail "yolov3-tiny forward on $cpu (OpenBLAS) does not match Darknet's heads (see above)"

@@ -47,7 +47,7 @@ if [ "$(uname -m)" = x86_64 ]; then
     module YOLOKernelsAVX512 -target-cpu skylake-avx512
     kernelLevels+=(YOLOKernelsAVX2 YOLOKernelsAVX512)
 fi
-module YOLO
+for m in YOLOCore YOLOEngine YOLODetection YOLO; do module "$m"; done
 module YOLOImage -enable-testing   # the image harness calls the internal EXIF parsers
 
 harness() {  # harness TARGET SOURCE OBJECTS...
@@ -59,7 +59,7 @@ harness() {  # harness TARGET SOURCE OBJECTS...
 }
 objs=("$B/obj/YOLOKernels.o")
 for m in "${kernelLevels[@]}"; do objs+=("$B/obj/$m.o"); done
-objs+=("$B/obj/YOLO.o")
+for m in YOLOCore YOLOEngine YOLODetection YOLO; do objs+=("$B/obj/$m.o"); done
 for t in "${targets[@]}"; do
     case $t in
     cfg) harness cfg Fuzz/CfgFuzzer.swift "${objs[@]}" ;;

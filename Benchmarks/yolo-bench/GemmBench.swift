@@ -1,6 +1,7 @@
 import Foundation
 import COpenBLAS
 @_spi(Kernels) import YOLO
+import YOLOKernels
 
 /// `yolo-bench gemm`: GFLOP/s of each GEMM kernel level this CPU can run vs single-threaded
 /// OpenBLAS (cblas_sgemm), on one thread, on yolov3-tiny's GEMM shapes.
@@ -48,10 +49,10 @@ enum GemmBench {
             }
             i += 1
         }
-        var kernels: [String: GemmKernels] = [:]
+        var kernels: [String: GemmFunctions] = [:]
         for name in levels where name != "openblas" {
             guard let level = KernelLevel(rawValue: name) else { fail("gemm: \(name) is not a kernel level") }
-            guard let k = GemmKernels.forLevel(level) else { fail("gemm: this CPU cannot run \(name)", code: 1) }
+            guard let k = level.kernelSet?.gemm else { fail("gemm: this CPU cannot run \(name)", code: 1) }
             kernels[name] = k
         }
         openblas_set_num_threads(1)

@@ -50,6 +50,39 @@ enum Machine {
     }
 }
 
+/// How busy the machine was with other processes: CPU time all cores spent busy (/proc/stat:
+/// user, nice, system, irq, softirq, steal) less this process's own (/proc/self/stat: utime +
+/// stime), both in clock ticks, over a stretch of wall time. Steal counts as another's: a
+/// hypervisor gave the core to another guest.
+struct LoadSample {
+    let busyTicks: Double, ownTicks: Double, time: Double
+
+    /// Other processes' share of a core on average: above `LoadSample.quietLimit` the machine was
+    /// not quiet.
+    static let quietLimit = 0.10
+
+    static func now() -> LoadSample? {
+        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let cpu = stat.split(separator: "\n").first, cpu.hasPrefix("cpu "),
+              let own = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+              let close = own.lastIndex(of: ")") else { return nil }
+        let t = cpu.split(separator: " ").dropFirst().compactMap { Double($0) }
+        // Fields after the command name: utime and stime are the 12th and 13th (from 0: 11, 12).
+        let f = own[own.index(after: close)...].split(separator: " ")
+        guard t.count >= 8, f.count > 12, let utime = Double(f[11]), let stime = Double(f[12]) else { return nil }
+        // user nice system idle iowait irq softirq steal
+        return LoadSample(busyTicks: t[0] + t[1] + t[2] + t[5] + t[6] + t[7], ownTicks: utime + stime, time: nowSeconds())
+    }
+
+    /// Cores' worth of CPU that other processes used from `self` to `later`. A tick or two is
+    /// sampling noise between the two counters, not load.
+    func otherCores(until later: LoadSample) -> Double {
+        let ticks = (later.busyTicks - busyTicks) - (later.ownTicks - ownTicks)
+        guard ticks > 2, later.time > time else { return 0 }
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK))) / (later.time - time)
+    }
+}
+
 func nowSeconds() -> Double {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)

@@ -18,8 +18,13 @@ options:
   --threads LIST   thread counts to measure, comma-separated (default: 1,<cores>)
   --runs N         timed forward passes per thread count (default: 50)
   --warmup N       untimed passes before timing (default: 5)
-  --conv LIST      3x3 convolutions: winograd (F(4x4) or F(2x2) per layer), winograd2 (F(2x2)
-                   only), im2col (default: winograd,im2col); one model per algorithm and --gemm
+  --conv LIST      which algorithms the plan may use: winograd (all), winograd2 (no F(4x4)),
+                   im2col (no Winograd) (default: winograd,im2col); one model per entry and --gemm
+  --plan P         how each layer's algorithm is chosen: cached (default: the plan 'yolo tune'
+                   stored for this CPU, threads and model, else the table), table, measure
+                   (measured now unless cached; stored)
+  --tune           measure every layer's candidates now (as 'yolo tune'), store the plan and
+                   print its table for each thread count before timing
   --gemm LIST      GEMM kernels: automatic (ours at this CPU's level; YOLO_KERNEL_LEVEL lowers
                    it), kernels, openblas (default: automatic)
   --no-layers      skip the per-layer table
@@ -27,10 +32,16 @@ options:
                    model, the first --conv algorithm (default: cores; 0 skips)
   --seconds S      duration of the throughput test (default: 3)
   --image F        photo for the first-detection timing (default: samples/motorcycle_left.png)
-  --cfg F          Darknet cfg (default: weights/yolov3-tiny.cfg)
-  --weights F      Darknet weights (default: weights/yolov3-tiny.weights)
-  --json           end with one line of JSON (best latency configuration, throughput_fps,
-                   rss_mib_by_sessions, per-configuration results, ...)
+  --cfg F          Darknet cfg (default: \(DefaultModelFiles.cfg))
+  --weights F      Darknet weights (default: \(DefaultModelFiles.weights))
+  --json           write one JSON object to stdout (best latency configuration, throughput_fps,
+                   rss_mib_by_sessions, per-configuration results, machine_quiet, warnings,
+                   ...) and the text to stderr: yolo-bench --json | jq .median_ms
+
+Other processes' CPU time is measured during each measurement (/proc/stat less our own): when
+they used more than \(fmt(LoadSample.quietLimit, 2)) of a core, a warning says so (the times, and which
+configuration is best, are then not what a quiet machine gives).
+\(DefaultModelFiles.hint)
 
 example:
   swift run -c release yolo-bench --threads 1,2 --runs 100
@@ -42,10 +53,11 @@ struct Options {
     var seconds = 3.0
     var layers = true, json = false
     var image = "samples/motorcycle_left.png"
-    var cfg = "weights/yolov3-tiny.cfg", weights = "weights/yolov3-tiny.weights"
+    var cfg = DefaultModelFiles.cfg, weights = DefaultModelFiles.weights
     var input: String? = nil
     var serve = false
     var conv: [ModelOptions.Convolution] = [.winograd, .im2col]
+    var plan = "cached"
     var gemm: [ModelOptions.GemmBackend] = [.automatic]
 }
 
@@ -82,13 +94,17 @@ func parse(_ args: [String]) -> Options {
                 guard let c = ModelOptions.Convolution(rawValue: String($0)) else { fail("--conv \($0): expected winograd or im2col") }
                 return c
             }
+        case "--plan":
+            o.plan = value()
+            guard ["cached", "table", "measure"].contains(o.plan) else { fail("--plan \(o.plan): expected cached, table or measure") }
+        case "--tune": o.plan = "tune"
         case "--no-layers": o.layers = false
         case "--json": o.json = true
         case "--image": o.image = value()
         case "--cfg": o.cfg = value()
         case "--weights": o.weights = value()
         case "--input": o.input = value()
-        case "-h", "--help": print(usage); exit(0)
+        case "-h", "--help": say(usage); exit(0)
         default: fail("unknown option '\(args[i])'")
         }
         i += 1
@@ -108,6 +124,33 @@ if CommandLine.arguments.dropFirst().first == "gemm" {  // yolo-bench gemm: Gemm
 }
 let options = parse(Array(CommandLine.arguments.dropFirst()))
 
+/// The report for people: stdout, or with --json stderr (stdout then holds the JSON alone).
+func say(_ text: String) {
+    if options.json { FileHandle.standardError.write(Data((text + "\n").utf8)) } else { print(text) }
+}
+
+/// Warnings for the JSON's `warnings`, also said as they come.
+var warnings: [String] = []
+@MainActor func warn(_ text: String) {
+    warnings.append(text)
+    say("warning: " + text)
+}
+
+/// The most cores' worth of CPU other processes used during any one measurement.
+var otherCoresMax = 0.0
+/// Runs `body`, measuring what other processes used meanwhile; warns when the machine was busy.
+@MainActor func measuringLoad<T>(_ what: String, _ body: () throws -> T) rethrows -> (T, otherCores: Double) {
+    let before = LoadSample.now()
+    let result = try body()
+    guard let before, let after = LoadSample.now() else { return (result, 0) }
+    let other = before.otherCores(until: after)
+    otherCoresMax = max(otherCoresMax, other)
+    if other > LoadSample.quietLimit {
+        warn("\(what): other processes used \(fmt(other, 2)) of a core meanwhile: the machine is not quiet, so these times are slower than a quiet machine's and the best configuration may differ")
+    }
+    return (result, other)
+}
+
 func loadInput(_ path: String, count: Int) -> [Float] {
     guard let data = FileManager.default.contents(atPath: path) else { fail("\(path): cannot read", code: 1) }
     guard data.count == count * 4 else { fail("\(path): \(data.count) bytes, expected \(count * 4)", code: 1) }
@@ -116,6 +159,36 @@ func loadInput(_ path: String, count: Int) -> [Float] {
     }
 }
 
+/// The planning `--plan` asks for, measured for sessions of `threads` threads.
+@MainActor func modelOptions(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend, threads: Int) -> ModelOptions {
+    let directory = PlanCache.defaultDirectory
+    let planning: Planning
+    switch options.plan {
+    case "table": planning = .table
+    case "measure": planning = .measure(cacheDirectory: directory)
+    case "tune": planning = .remeasure(cacheDirectory: directory)
+    default: planning = directory.map { .cached(cacheDirectory: $0) } ?? .table
+    }
+    return ModelOptions(convolution: conv, gemm: gemm, planning: planning, tuningThreads: threads)
+}
+
+/// A model per (algorithms, GEMM, threads): plans are made for a thread count.
+var models: [String: Model] = [:]
+@MainActor func loadModel(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend, threads: Int) throws -> Model {
+    let key = "\(conv) \(gemm) \(options.plan == "table" ? 0 : threads)"
+    if let m = models[key] { return m }
+    let m = try Model(cfgPath: options.cfg, weightsPath: options.weights, options: modelOptions(conv, gemm, threads: threads))
+    models[key] = m
+    let sources = Set(m.plan.entries.compactMap { $0.source?.rawValue }).sorted().joined(separator: ", ")
+    say("plan (\(conv.rawValue), \(m.gemmKernels), \(threads) thread\(threads == 1 ? "" : "s")): \(sources)"
+        + (m.plan.tuningSeconds > 0 ? "; measured in \(fmt(m.plan.tuningSeconds, 2)) s" : "")
+        + (m.plan.cacheFile.map { "; cache \($0)" } ?? ""))
+    if options.plan == "tune" { say(m.plan.description) }
+    for w in m.plan.warnings { warn(w) }
+    return m
+}
+
+let runStart = LoadSample.now()
 do {
     if options.serve {
         let model = try Model(cfgPath: options.cfg, weightsPath: options.weights,
@@ -127,8 +200,8 @@ do {
     }
 
     // 1. Start-up: load the network and a photo, detect. This is what a CLI user waits for.
-    let detector = try Detector(cfgPath: options.cfg, weightsPath: options.weights, threads: options.threads.last!,
-                                modelOptions: ModelOptions(convolution: options.conv[0], gemm: options.gemm[0]))
+    let detector = try Detector(model: loadModel(options.conv[0], options.gemm[0], threads: options.threads.last!),
+                                threads: options.threads.last!)
     var photo: RGBImage
     var photoName = options.image
     if FileManager.default.fileExists(atPath: options.image) {
@@ -143,12 +216,12 @@ do {
     let model = detector.model
     let input = Array(detector.session.input)
 
-    print("yolo-bench: \(options.cfg) at \(model.inputWidth)x\(model.inputHeight), \(fmt(Double(model.flops) / 1e9, 3)) GFLOP per forward")
-    print("machine:    \(Machine.cpuModel), \(Machine.cores) cores; CPU vector extensions: \(Machine.cpuVectorFeatures)")
-    print("kernels:    GEMMs by \(model.gemmKernels == "OpenBLAS" ? "OpenBLAS" : "our \(model.gemmKernels) kernels") (levels this CPU runs: \(KernelLevel.supported.map { $0.rawValue }.joined(separator: ", ")); YOLO_KERNEL_LEVEL=\(ProcessInfo.processInfo.environment["YOLO_KERNEL_LEVEL"] ?? "(unset)")); other Swift kernels: \(BuildInfo.kernelTarget)")
-    print("OpenBLAS:   core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)"); \(BuildInfo.blasConfig)")
+    say("yolo-bench: \(options.cfg) at \(model.inputWidth)x\(model.inputHeight), \(fmt(Double(model.flops) / 1e9, 3)) GFLOP per forward")
+    say("machine:    \(Machine.cpuModel), \(Machine.cores) cores; CPU vector extensions: \(Machine.cpuVectorFeatures)")
+    say("kernels:    GEMMs by \(model.gemmKernels == "OpenBLAS" ? "OpenBLAS" : "our \(model.gemmKernels) kernels") (levels this CPU runs: \(KernelLevel.supported.map { $0.rawValue }.joined(separator: ", ")); YOLO_KERNEL_LEVEL=\(ProcessInfo.processInfo.environment["YOLO_KERNEL_LEVEL"] ?? "(unset)")); other Swift kernels: \(BuildInfo.kernelTarget)")
+    say("OpenBLAS:   core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)"); \(BuildInfo.blasConfig)")
     let startText = firstSinceStart.map { "\(fmt($0, 0)) ms from process start, " } ?? ""
-    print("start-up:   first detection \(startText)\(fmt(firstSinceMain, 1)) ms from main() (\(photoName): \(firstDetections.count) detections)")
+    say("start-up:   first detection \(startText)\(fmt(firstSinceMain, 1)) ms from main() (\(photoName): \(firstDetections.count) detections)")
 
     // 2. Memory: sessions of one model add only their activations and scratch. RSS after
     //    1 (the detector's), 2 and 4 sessions, each having run a forward.
@@ -167,84 +240,71 @@ do {
         }
     }
     let perSession = (rssBySessions["4"]! - rssBySessions["1"]!) / 3
-    print("memory:     RSS \(["1", "2", "4"].map { "\(fmt(rssBySessions[$0]!, 1)) MiB with \($0) session\($0 == "1" ? "" : "s")" }.joined(separator: ", ")) of one model (+\(fmt(perSession, 1)) MiB per session; parameters \(fmt(Double(model.parameterBytes) / 1048576, 1)) MiB, one 1-thread session allocates \(fmt(Double(model.sessionBytes(threads: 1)) / 1048576, 1)) MiB)")
-    print("")
+    say("memory:     RSS \(["1", "2", "4"].map { "\(fmt(rssBySessions[$0]!, 1)) MiB with \($0) session\($0 == "1" ? "" : "s")" }.joined(separator: ", ")) of one model (+\(fmt(perSession, 1)) MiB per session; parameters \(fmt(Double(model.parameterBytes) / 1048576, 1)) MiB, one 1-thread session allocates \(fmt(Double(model.sessionBytes(threads: 1)) / 1048576, 1)) MiB)")
+    say("")
 
     // 3. Latency per thread count, and the per-layer profile.
     var results: [[String: Any]] = []
     for conv in options.conv { for gemm in options.gemm {
-      let convModel = conv == model.options.convolution && gemm == model.options.gemm
-          ? model : try Model(cfgPath: options.cfg, weightsPath: options.weights, options: ModelOptions(convolution: conv, gemm: gemm))
       for threads in options.threads {
+        let convModel = try loadModel(conv, gemm, threads: threads)
         let network = try Session(model: convModel, threads: threads)
         try network.forward(input)
         for _ in 0..<options.warmup { network.forward() }
-        var times: [Double] = []
-        for _ in 0..<options.runs {
-            let t0 = nowSeconds()
-            network.forward()
-            times.append((nowSeconds() - t0) * 1000)
-        }
-        let s = Stats(times)
         let label = "\(conv.rawValue), \(convModel.gemmKernels)"
-        var entry: [String: Any] = ["threads": threads, "convolution": conv.rawValue, "gemm_kernels": convModel.gemmKernels, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
-                                    "max_ms": s.max, "mean_ms": s.mean, "iqr_over_median": s.spread]
-        if s.spread > 0.1 {
-            print("warning: \(label), threads \(threads): the runs spread widely (interquartile range \(fmt(100 * s.spread, 0))% of the median): other processes were busy; repeat before trusting small differences")
-        }
-        print("\(label), threads \(threads): forward min \(fmt(s.min)) ms, median \(fmt(s.median)) ms, max \(fmt(s.max)) ms over \(options.runs) runs (\(options.warmup) warm-up); \(fmt(1000 / s.median, 1)) fps")
-
-        if options.layers {
-            let layers = convModel.layers
-            var perLayer = [[Double]](repeating: [], count: layers.count)
-            var perGemm = [[Double]](repeating: [], count: layers.count)
-            var totals: [Double] = [], gemmTotals: [Double] = []
-            for _ in 0..<max(5, options.runs / 2) {
-                let p = network.forwardProfiled()
-                for i in perLayer.indices {
-                    perLayer[i].append(Double(p.layerNanoseconds[i]) / 1e6)
-                    perGemm[i].append(Double(p.gemmNanoseconds[i]) / 1e6)
-                }
-                totals.append(Double(p.layerNanoseconds.reduce(0, +)) / 1e6)
-                gemmTotals.append(Double(p.gemmNanoseconds.reduce(0, +)) / 1e6)
-            }
-            let medians = perLayer.map { Stats($0).median }
-            let gemmMedians = perGemm.map { Stats($0).median }
-            let total = medians.reduce(0, +)
-            print("  \(pad("layer", 16)) \(pad("input", 13)) \(pad("output", 13)) \(lpad("GFLOP", 6)) \(lpad("ms", 7)) \(lpad("sgemm", 8)) \(lpad("GFLOP/s", 8)) \(lpad("share", 6))")
-            for (i, l) in layers.enumerated() {
-                let gflop = Double(l.flops) / 1e9
-                let rate = medians[i] > 0 && gflop > 0 ? fmt(gflop / medians[i] * 1000, 1) : ""
-                let geom = l.size > 0 ? " \(l.size)x\(l.size)/\(l.stride)" : ""
-                print("  \(pad("\(i < 10 ? " " : "")\(i) \(l.kind.rawValue.prefix(7))\(geom)", 16)) \(pad(l.input.description, 13)) \(pad(l.output.description, 13)) \(lpad(gflop > 0 ? fmt(gflop, 3) : "", 6)) \(lpad(fmt(medians[i], 3), 7)) \(lpad(gemmMedians[i] > 0 ? fmt(gemmMedians[i], 3) : "", 8)) \(lpad(rate, 8)) \(lpad(fmt(100 * medians[i] / max(total, 1e-9), 1) + "%", 6))")
-            }
-            let forward = Stats(totals).median, gemmInForward = Stats(gemmTotals).median
-            // The same GEMM shapes alone (one full-size sgemm per conv layer, same threading),
-            // measured interleaved with plain forwards so both see the same machine.
-            var alone: [Double] = [], plain: [Double] = []
-            var alonePerLayer = [[Double]](repeating: [], count: layers.count)
-            for _ in 0..<max(5, options.runs / 2) {
-                let g = network.gemmOnlyNanoseconds()
-                for i in g.indices { alonePerLayer[i].append(Double(g[i]) / 1e6) }
-                alone.append(Double(g.reduce(0, +)) / 1e6)
+        let (times, otherCores) = measuringLoad("\(label), threads \(threads)") { () -> [Double] in
+            (0..<options.runs).map { _ in
                 let t0 = nowSeconds()
                 network.forward()
-                plain.append((nowSeconds() - t0) * 1000)
+                return (nowSeconds() - t0) * 1000
             }
-            let gemmAlone = Stats(alone).median, forwardPlain = Stats(plain).median
-            let aloneMedians = alonePerLayer.map { Stats($0).median }
-            let worst = layers.indices.filter { aloneMedians[$0] > 0 }
-                .map { (i: $0, extra: medians[$0] - aloneMedians[$0]) }.sorted { $0.extra > $1.extra }.prefix(4)
-            print("  conv layers' time over their sgemm alone: " + worst.map { "\($0.i): +\(fmt($0.extra)) ms" }.joined(separator: ", "))
-            print("  profiled forward median \(fmt(forward)) ms (sgemm inside it, thread 0: \(fmt(gemmInForward)) ms)")
-            print("  sgemm alone on these shapes: median \(fmt(gemmAlone)) ms; forward median \(fmt(forwardPlain)) ms; forward / sgemm alone = \(fmt(forwardPlain / gemmAlone, 3))")
+        }
+        let s = Stats(times)
+        var entry: [String: Any] = ["threads": threads, "convolution": conv.rawValue, "gemm_kernels": convModel.gemmKernels, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
+                                    "max_ms": s.max, "mean_ms": s.mean, "iqr_over_median": s.spread, "other_cores": otherCores]
+        if s.spread > 0.1 {
+            warn("\(label), threads \(threads): the runs spread widely (interquartile range \(fmt(100 * s.spread, 0))% of the median): other processes were busy; repeat before trusting small differences")
+        }
+        say("\(label), threads \(threads): forward min \(fmt(s.min)) ms, median \(fmt(s.median)) ms, max \(fmt(s.max)) ms over \(options.runs) runs (\(options.warmup) warm-up); \(fmt(1000 / s.median, 1)) fps")
+
+        if options.layers {
+            // The plan's steps (a fused step computes several layers), median over profiled runs.
+            let layers = convModel.layers
+            var perStep: [[Double]] = [], perGemm: [[Double]] = []
+            var totals: [Double] = [], gemmTotals: [Double] = []
+            var steps: [(layers: ClosedRange<Int>, algorithm: String)] = []
+            for _ in 0..<max(5, options.runs / 2) {
+                let p = network.forwardProfiled()
+                steps = p.steps
+                if perStep.isEmpty { perStep = p.steps.map { _ in [] }; perGemm = perStep }
+                for i in perStep.indices {
+                    perStep[i].append(Double(p.stepNanoseconds[i]) / 1e6)
+                    perGemm[i].append(Double(p.gemmNanoseconds[i]) / 1e6)
+                }
+                totals.append(Double(p.stepNanoseconds.reduce(0, +)) / 1e6)
+                gemmTotals.append(Double(p.gemmNanoseconds.reduce(0, +)) / 1e6)
+            }
+            let medians = perStep.map { Stats($0).median }
+            let gemmMedians = perGemm.map { Stats($0).median }
+            let total = medians.reduce(0, +)
+            say("  \(pad("layers", 20)) \(pad("algorithm", 17)) \(pad("input", 13)) \(pad("output", 13)) \(lpad("GFLOP", 6)) \(lpad("ms", 7)) \(lpad("gemm", 8)) \(lpad("GFLOP/s", 8)) \(lpad("share", 6))")
+            for (i, step) in steps.enumerated() {
+                let first = layers[step.layers.lowerBound], last = layers[step.layers.upperBound]
+                let gflop = Double(step.layers.map { layers[$0].flops }.reduce(0, +)) / 1e9
+                let rate = medians[i] > 0 && gflop > 0 ? fmt(gflop / medians[i] * 1000, 1) : ""
+                let names = step.layers.map { j -> String in
+                    let l = layers[j]
+                    return "\(j) \(l.kind.rawValue.prefix(7))" + (l.size > 0 ? " \(l.size)x\(l.size)/\(l.stride)" : "")
+                }.joined(separator: " + ")
+                say("  \(pad(names, 20)) \(pad(step.algorithm, 17)) \(pad(first.input.description, 13)) \(pad(last.output.description, 13)) \(lpad(gflop > 0 ? fmt(gflop, 3) : "", 6)) \(lpad(fmt(medians[i], 3), 7)) \(lpad(gemmMedians[i] > 0 ? fmt(gemmMedians[i], 3) : "", 8)) \(lpad(rate, 8)) \(lpad(fmt(100 * medians[i] / max(total, 1e-9), 1) + "%", 6))")
+            }
+            let forward = Stats(totals).median, gemmInForward = Stats(gemmTotals).median
+            say("  profiled forward median \(fmt(forward)) ms (GEMMs inside it, thread 0: \(fmt(gemmInForward)) ms)")
             entry["profiled_forward_ms"] = forward
             entry["gemm_in_forward_ms"] = gemmInForward
-            entry["gemm_alone_ms"] = gemmAlone
-            entry["forward_over_gemm_alone"] = forwardPlain / gemmAlone
         }
         results.append(entry)
-        print("")
+        say("")
       }
     } }
     let peakSingle = Machine.peakRSSMiB
@@ -259,21 +319,32 @@ do {
         let deadline = nowSeconds() + options.seconds
         let t0 = nowSeconds()
         nonisolated(unsafe) let shared = (sessions, counts)
-        DispatchQueue.concurrentPerform(iterations: sessions.count) { k in
-            while nowSeconds() < deadline { shared.0[k].forward(); shared.1[k] += 1 }
+        _ = measuringLoad("throughput") {
+            DispatchQueue.concurrentPerform(iterations: sessions.count) { k in
+                while nowSeconds() < deadline { shared.0[k].forward(); shared.1[k] += 1 }
+            }
         }
         let elapsed = nowSeconds() - t0
         let frames = (0..<sessions.count).reduce(0) { $0 + counts[$1] }
         counts.deallocate()
         throughput = Double(frames) / elapsed
-        print("throughput: \(fmt(throughput!, 1)) fps with \(sessions.count) frames in flight (\(model.options.convolution.rawValue); one 1-thread session each, sharing one model), \(frames) frames in \(fmt(elapsed, 1)) s")
+        say("throughput: \(fmt(throughput!, 1)) fps with \(sessions.count) frames in flight (\(model.options.convolution.rawValue); one 1-thread session each, sharing one model), \(frames) frames in \(fmt(elapsed, 1)) s")
     }
-    print("memory:     peak RSS \(fmt(peakSingle, 1)) MiB before the throughput test; \(fmt(Machine.peakRSSMiB, 1)) MiB at the end")
+    say("memory:     peak RSS \(fmt(peakSingle, 1)) MiB before the throughput test; \(fmt(Machine.peakRSSMiB, 1)) MiB at the end")
 
     let best = results.min { ($0["median_ms"] as! Double) < ($1["median_ms"] as! Double) }!
-    print("best:       \(best["convolution"]!), \(best["gemm_kernels"]!), \(best["threads"]!) thread(s): median \(fmt(best["median_ms"] as! Double)) ms per frame (latency)" + (throughput.map { "; \(fmt($0, 1)) fps with \(options.inflight) one-thread sessions in flight (throughput)" } ?? ""))
+    say("best:       \(best["convolution"]!), \(best["gemm_kernels"]!), \(best["threads"]!) thread(s): median \(fmt(best["median_ms"] as! Double)) ms per frame (latency)" + (throughput.map { "; \(fmt($0, 1)) fps with \(options.inflight) one-thread sessions in flight (throughput)" } ?? ""))
+    let quiet = otherCoresMax <= LoadSample.quietLimit
+    if !quiet {
+        warn("the machine was not quiet (other processes used up to \(fmt(otherCoresMax, 2)) of a core during a measurement): measure again on a quiet machine before comparing these times or trusting the best configuration")
+    }
     if options.json {
         var summary: [String: Any] = best
+        summary["machine_quiet"] = quiet
+        summary["other_cores_max"] = otherCoresMax
+        if let start = runStart, let end = LoadSample.now() { summary["other_cores_whole_run"] = start.otherCores(until: end) }
+        summary["quiet_limit_cores"] = LoadSample.quietLimit
+        summary["warnings"] = warnings
         summary["latency_fps"] = 1000 / (best["median_ms"] as! Double)
         if let throughput { summary["throughput_fps"] = throughput; summary["throughput_sessions"] = options.inflight }
         summary["rss_mib_by_sessions"] = rssBySessions
@@ -292,8 +363,15 @@ do {
         summary["gemm_kernels"] = model.gemmKernels
         summary["gflop"] = Double(model.flops) / 1e9
         let data = try JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])
-        print(String(decoding: data, as: UTF8.self))
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
+} catch let error as YOLOError {
+    // A default file that is not there: say where defaults come from, as yolo's usage does.
+    if case .file(let path, _) = error, options.cfg == DefaultModelFiles.cfg || options.weights == DefaultModelFiles.weights,
+       [DefaultModelFiles.cfg, DefaultModelFiles.weights].contains(path) {
+        fail("\(error)\n\(DefaultModelFiles.hint)", code: 1)
+    }
+    fail("\(error)", code: 1)
 } catch {
-    fail("error: \(error)", code: 1)
+    fail("\(error)", code: 1)
 }

@@ -56,6 +56,18 @@ static inline int yolo_png_open(yolo_png *p, const unsigned char *data, size_t s
     png_set_read_fn(p->png, p, yolo_png_read_data);
 #ifdef PNG_SET_USER_LIMITS_SUPPORTED
     png_set_user_limits(p->png, 0x7fffffff, 0x7fffffff);  // the caller's pixel limit applies instead
+    // No chunk holds more than the file (libpng only warns at a chunk over this, but it also
+    // caps what a compressed chunk may inflate to), and few ancillary chunks are kept.
+    png_set_chunk_malloc_max(p->png, size > 0 ? size : 1);
+    png_set_chunk_cache_max(p->png, 64);
+#endif
+#ifdef PNG_HANDLE_AS_UNKNOWN_SUPPORTED
+    // Chunks we do not use are skipped unread rather than copied, decompressed or parsed: text,
+    // ICC profiles, suggested palettes, calibration, EXIF (read by our own parser), and any
+    // chunk libpng does not know. (Each name is 4 letters and a NUL.)
+    static const png_byte skipped[] = "iCCP\0iTXt\0pCAL\0sCAL\0sPLT\0tEXt\0zTXt\0eXIf";
+    png_set_keep_unknown_chunks(p->png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_keep_unknown_chunks(p->png, PNG_HANDLE_CHUNK_NEVER, skipped, (int)(sizeof skipped / 5));
 #endif
     png_read_info(p->png, p->info);
     return YOLO_PNG_OK;

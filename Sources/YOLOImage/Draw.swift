@@ -1,4 +1,4 @@
-import YOLO
+import YOLOCore
 
 /// A distinct, deterministic colour for a class, spread over the hues the way Darknet does it:
 /// the class index is scrambled (`index * 123457 mod classCount`) and the result picks a point

@@ -1,4 +1,4 @@
-import YOLO
+import YOLOCore
 
 /// Drawing into video frames in the caller's memory (any `PixelFormat`, any row stride): boxes
 /// with one label line each, in a distinct colour per class (`videoClassColor`), labels that

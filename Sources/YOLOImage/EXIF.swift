@@ -65,20 +65,16 @@ func jpegEXIFOrientation(_ bytes: [UInt8]) -> Int? {
 
 /// The orientation in a PNG's eXIf chunk, if any (before or after the image data).
 func pngEXIFOrientation(_ bytes: [UInt8]) -> Int? {
-    var i = 8
-    while i + 12 <= bytes.count {
-        let length = Int(bigEndian32(bytes, at: i))
-        guard length <= bytes.count - i - 12 else { return nil }
-        let type = bytes[(i + 4)..<(i + 8)]
-        if type.elementsEqual("eXIf".utf8) {
-            var data = bytes[(i + 8)..<(i + 8 + length)]
-            if data.starts(with: exifHeader) { data = data.dropFirst(exifHeader.count) }  // not per spec, but seen
-            return tiffOrientation(data)
-        }
-        if type.elementsEqual("IEND".utf8) { return nil }
-        i += 12 + length
+    var orientation: Int? = nil
+    forEachPNGChunk(bytes) { type, offset, length in
+        guard length <= bytes.count - offset - 12, !type.elementsEqual("IEND".utf8) else { return false }
+        guard type.elementsEqual("eXIf".utf8) else { return true }
+        var data = bytes[(offset + 8)..<(offset + 8 + length)]
+        if data.starts(with: exifHeader) { data = data.dropFirst(exifHeader.count) }  // not per spec, but seen
+        orientation = tiffOrientation(data)
+        return false
     }
-    return nil
+    return orientation
 }
 
 let exifHeader: [UInt8] = Array("Exif\0\0".utf8)

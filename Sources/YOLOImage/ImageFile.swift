@@ -1,9 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import YOLO
+import YOLOCore
 
 /// The image formats this module reads and writes.
 public enum ImageFormat: String, Sendable {

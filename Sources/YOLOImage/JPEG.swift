@@ -1,9 +1,5 @@
 import CJPEG
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import YOLOCore
 
 /// Decodes a JPEG to 8-bit RGB with libjpeg (see `decodeImage`).
 func decodeJPEG(_ bytes: [UInt8], name: String, maxPixels: Int) throws -> RGBImage {

@@ -1,7 +1,10 @@
+// PNG reading (libpng through the shim in Sources/CPNG, after our own checks of the header and
+// of the chunk lengths) and writing (libpng's simplified API).
 import CPNG
 
 /// Decodes a PNG to 8-bit RGB exactly as stb_image would (see `decodeImage`).
 func decodePNG(_ bytes: [UInt8], name: String, maxPixels: Int) throws -> RGBImage {
+    try checkPNGChunkLengths(bytes, name: name)
     // Check the IHDR size first: libpng itself rejects a zero width with a generic error.
     if bytes.count >= 24, bytes[12..<16].elementsEqual("IHDR".utf8) {
         let width = Int(bigEndian32(bytes, at: 16)), height = Int(bigEndian32(bytes, at: 20))
@@ -83,6 +86,35 @@ func encodePNG(_ image: RGBImage, path: String) throws -> [UInt8] {
         capacity = Int(size)
     }
     throw ImageError.writeFailed(file: path, reason: "libpng: output buffer too small")
+}
+
+/// Walks a PNG's chunks after the signature, in file order: `visit(type, offset, length)` for
+/// each chunk whose 8-byte header (length, type) is in `bytes`, with the chunk's offset and the
+/// data length its header claims. The walk ends when `visit` returns false, at a chunk that
+/// claims more bytes than the file has left (its data and CRC), or at the end of the bytes.
+func forEachPNGChunk(_ bytes: [UInt8], _ visit: (_ type: ArraySlice<UInt8>, _ offset: Int, _ length: Int) throws -> Bool) rethrows {
+    var i = 8
+    while i + 8 <= bytes.count {
+        let length = Int(bigEndian32(bytes, at: i))
+        guard try visit(bytes[(i + 4)..<(i + 8)], i, length), length <= bytes.count - i - 12 else { return }
+        i += 12 + length
+    }
+}
+
+/// Refuses, before libpng sees the file, an ancillary chunk ahead of the image data (tEXt,
+/// zTXt, iTXt, iCCP, ...) that claims more bytes than the file has left: libpng would allocate
+/// (and clear) a buffer of the claimed size, up to 2 GiB, before finding the data missing.
+/// Critical chunks are left to libpng, which checks their lengths and streams IDAT.
+func checkPNGChunkLengths(_ bytes: [UInt8], name: String) throws {
+    try forEachPNGChunk(bytes) { type, offset, length in
+        if type.elementsEqual("IDAT".utf8) || type.elementsEqual("IEND".utf8) { return false }
+        let left = bytes.count - offset - 8
+        if type.first! & 0x20 != 0, length > left - 4 {
+            let chunk = String(decoding: type.map { (0x41...0x7A).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+            throw ImageError.corrupt(file: name, format: "PNG", message: "the \(chunk) chunk at byte \(offset) claims \(length) bytes, but the file has \(max(left, 0)) bytes after its header (a corrupt length, or a truncated file)")
+        }
+        return true
+    }
 }
 
 func bigEndian32(_ bytes: [UInt8], at offset: Int) -> UInt32 {

@@ -1,3 +1,4 @@
+// A small command-line parser (options, flags, positionals; typed values with ranges), usage errors, stderr.
 import Foundation
 import YOLO
 

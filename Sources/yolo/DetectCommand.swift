@@ -1,3 +1,5 @@
+// `yolo detect`: its options and help, and the run over the images (paths: DetectPlan.swift;
+// what is written: Output.swift).
 import Foundation
 import YOLO
 import YOLOImage
@@ -23,8 +25,8 @@ enum DetectCommand {
       --agnostic       NMS across classes: a box that overlaps a better box of any class is
                        dropped (default: only boxes of the same class suppress each other); a
                        kept box still reports every class above --thresh (e.g. car and truck)
-      --classes LIST   report only these classes: names from --names (or indices), comma-
-                       separated, e.g. person,car
+      --classes LIST   report only these classes: names from --names (any case) or indices,
+                       comma-separated, e.g. person,car
       --max-det N      report at most N detections per image (the most confident)
       --conv ALGO      3x3 convolutions: winograd (default, fastest: F(4x4) or F(2x2) per
                        layer), winograd2 (F(2x2) only) or im2col (least memory: no
@@ -41,6 +43,13 @@ enum DetectCommand {
                        predictions.png), for several (or a DIR, or PATH ending in /) a directory
                        that receives one image per input under its own name (default predictions/)
       --no-draw        write no annotated images
+      --save-txt DIR   also write YOLO-format labels: DIR/<image name>.txt per image (under its
+                       path relative to a DIR searched), one line per detection, 'class cx cy w h'
+                       (the box clamped to the image, divided by its size; as Ultralytics'
+                       save_txt); an image without detections gets an empty file
+      --save-conf      with --save-txt: the confidence as a sixth number on each line
+      --ext-output     Darknet's text lines with the box in pixels (as its -ext_output):
+                       'dog: 99%\\t(left_x:  128   top_y:  224   width:  185   height:  303)'
       --json           print one JSON object per image per line instead of Darknet's text:
                        {"image", "width", "height", "inference_ms", "detections": [{"class",
                        "class_index", "confidence", "objectness", "box": {"left", "top",
@@ -51,10 +60,14 @@ enum DetectCommand {
                        for an 80-class model, else the class index (0-based) for custom models
       -h, --help       show this help
 
-    The default cfg, weights and names come from $YOLO_WEIGHTS (a directory), else weights/.
-    No output (annotated image, --coco file) may replace an input file (an image, the cfg,
-    weights or names; also through symbolic or hard links): such a run is refused before
-    anything is written. Outputs are written to a temporary file renamed into place.
+    The default cfg, weights and names come from $YOLO_WEIGHTS (a directory), else weights/
+    under the current directory.
+    No output (annotated image, label file, --coco file) may replace an input file (an image,
+    the cfg, weights or names; also through symbolic or hard links): such a run is refused
+    before anything is written. Outputs are written to a temporary file renamed into place;
+    SIGINT, SIGTERM or SIGHUP remove the one being written. A DIR given as a symbolic link is
+    followed (links to directories inside it are not); the output directory inside a DIR is
+    not searched (so a run can be repeated). Stderr says where annotated images and labels went.
 
     Output: results on stdout, errors on stderr as 'yolo: <path>: <message>'.
     Exit status: 0 all images processed, 1 if any image failed (the others are still
@@ -63,8 +76,9 @@ enum DetectCommand {
 
     static func run(_ args: [String]) throws -> Int32 {
         let a = try Arguments(args, options: ["cfg", "weights", "names", "thresh", "nms", "threads", "output", "coco",
-                                        "classes", "max-det", "size", "conv", "max-pixels"],
-                              flags: ["agnostic", "stretch", "no-exif", "json", "no-draw", "help"], short: ["h": "help"])
+                                        "classes", "max-det", "size", "conv", "max-pixels", "save-txt"],
+                              flags: ["agnostic", "stretch", "no-exif", "json", "no-draw", "help", "ext-output", "save-conf"],
+                              short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard !a.positionals.isEmpty else { throw UsageError("detect needs at least one IMAGE or DIR") }
         var options = DetectorOptions()
@@ -82,95 +96,73 @@ enum DetectCommand {
         let maxPixels = try a.int("max-pixels", default: defaultMaxPixels, range: 1...Int.max)
         let json = a.has("json")
         let draw = !a.has("no-draw")
+        let extOutput = a.has("ext-output")
+        if extOutput && json { throw UsageError("--ext-output adds pixel boxes to Darknet's text lines; --json has them already") }
         if let coco = a.string("coco"), coco.isEmpty { throw UsageError("--coco needs a file name") }
+        let labelsDirectory = a.string("save-txt")
+        if labelsDirectory?.isEmpty == true { throw UsageError("--save-txt needs a directory") }
+        if a.has("save-conf") && labelsDirectory == nil { throw UsageError("--save-conf adds the confidence to --save-txt's labels: give --save-txt DIR") }
 
-        // Inputs: files as given, directories expanded. Nonexistent paths stay in the list and
-        // fail when loaded, so the error names them.
-        var failed = false
-        var inputs: [(path: String, outputName: String)] = []
-        var sawDirectory = false
-        for arg in a.positionals {
-            var isDir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: arg, isDirectory: &isDir), isDir.boolValue {
-                sawDirectory = true
-                let found = imageFiles(in: arg)
-                if found.isEmpty {
-                    printError("yolo: \(arg): no .jpg, .jpeg or .png files in this directory")
-                    failed = true
-                }
-                let prefix = arg.hasSuffix("/") ? arg : arg + "/"
-                inputs += found.map { (prefix + $0, $0) }
-            } else {
-                inputs.append((arg, (arg as NSString).lastPathComponent))
-            }
-        }
+        // Inputs: files as given, directories searched (with a directory among the inputs,
+        // annotated images go to a directory, which is then not searched).
+        let given = a.string("output")
+        var (inputs, sawDirectory, failed) = expandInputs(a.positionals, outputDirectory: draw ? given ?? "predictions" : nil)
 
         // Where annotated images go.
         var outputs: [String?] = Array(repeating: nil, count: inputs.count)
+        var outputTarget = ""
         if draw && !inputs.isEmpty {
-            let given = a.string("output")
             var isDir: ObjCBool = false
             let givenIsDir = given.map { $0.hasSuffix("/") || (FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && isDir.boolValue) } ?? false
             if inputs.count == 1 && !sawDirectory && !givenIsDir {
                 let path = given ?? "predictions.png"
-                let ext = (path as NSString).pathExtension.lowercased()
-                guard ["png", "jpg", "jpeg"].contains(ext) else {
+                guard hasImageExtension(path) else {
                     throw UsageError("--output \(path): name a .png, .jpg or .jpeg file (or a directory, ending in /)")
                 }
                 outputs[0] = path
+                outputTarget = path
             } else {
                 let dir = given ?? "predictions"
-                var used = Set<String>()
-                for (i, input) in inputs.enumerated() {
-                    var name = input.outputName
-                    let ext = (name as NSString).pathExtension.lowercased()
-                    if !["png", "jpg", "jpeg"].contains(ext) { name += ".png" }
-                    var candidate = (dir as NSString).appendingPathComponent(name)
-                    var n = 2
-                    while used.contains(candidate) {
-                        let stem = (name as NSString).deletingPathExtension, e = (name as NSString).pathExtension
-                        candidate = (dir as NSString).appendingPathComponent("\(stem)-\(n).\(e)")
-                        n += 1
-                    }
-                    used.insert(candidate)
-                    outputs[i] = candidate
-                }
+                outputs = uniquePaths(inputs.map { hasImageExtension($0.outputName) ? $0.outputName : $0.outputName + ".png" }, in: dir)
+                outputTarget = dir.hasSuffix("/") ? dir : dir + "/"
             }
         }
+        // Where labels go: the image's name with .txt for its extension.
+        let labels: [String?] = labelsDirectory.map { dir in
+            uniquePaths(inputs.map { ($0.outputName as NSString).deletingPathExtension + ".txt" }, in: dir)
+        } ?? Array(repeating: nil, count: inputs.count)
 
-        // No output may replace an input (an image, or a model file), however its path is spelled.
+        // No output may replace an input (an image, or a model file), however its path is
+        // spelled, nor another output.
         let cfgPath = a.string("cfg") ?? defaultCfg, weightsPath = a.string("weights") ?? defaultWeights
         let namesPath = a.string("names") ?? defaultNames
-        var inputFiles = InputFiles()
-        for path in inputs.map(\.path) + [cfgPath, weightsPath, namesPath] { inputFiles.add(path) }
-        for case let out? in outputs { try inputFiles.checkOutput(out, option: "an annotated image") }
-        if let coco = a.string("coco") {
-            try inputFiles.checkOutput(coco, option: "the COCO results")
-            if outputs.contains(coco) {
-                throw UsageError("\(coco): both the COCO results and an annotated image would go there", hint: false)
-            }
-        }
+        let planned = outputs.compactMap { $0.map { ($0, "an annotated image") } } + labels.compactMap { $0.map { ($0, "a label file") } }
+            + (a.string("coco").map { [($0, "the COCO results")] } ?? [])
+        try checkOutputs(planned, inputs: inputs.map(\.path) + [cfgPath, weightsPath, namesPath])
         // Output directories, made before any work so that a failure is reported once.
         var made = Set<String>()
-        for case let out? in outputs {
+        for case let out? in outputs + labels {
             let dir = parentDirectory(out)
             if !dir.isEmpty, made.insert(dir).inserted { try makeDirectories(dir) }
         }
+        removeTemporaryFilesOnSignals()
 
         let detector = try Detector(cfgPath: cfgPath, weightsPath: weightsPath, namesPath: namesPath,
                                     options: options, threads: threads, modelOptions: modelOptions)
-        if let list = a.string("classes") { detector.options.classFilter = try classFilter(list, names: detector) }
+        if let list = a.string("classes") {
+            detector.options.classFilter = try classFilter(list, names: detector.classNames, classCount: detector.classCount)
+        }
 
         var progress = ProgressBar(total: inputs.count, enabled: sawDirectory)
         var cocoResults: [String] = []
+        var drawn = 0, labelled = 0
         let stdout = FileHandle.standardOutput
         for (index, input) in inputs.enumerated() {
             progress.show(done: index, current: input.path)
-            let result: (image: RGBImage, detections: [Detection])
+            let image: RGBImage, detections: [Detection]
             do {
-                let image = try loadImage(path: input.path, applyEXIFOrientation: !a.has("no-exif"), maxPixels: maxPixels)
-                let detections = try detector.detect(rgb: image.pixels, width: image.width, height: image.height)
-                result = (image, detections)
+                image = try loadImage(path: input.path, applyEXIFOrientation: !a.has("no-exif"), maxPixels: maxPixels)
+                detections = try detector.detect(rgb: image.pixels, width: image.width, height: image.height)
             } catch {
                 progress.clear()
                 printError("yolo: \(describe(error, path: input.path))")
@@ -180,24 +172,35 @@ enum DetectCommand {
             let ms = Double(detector.lastTiming.inference) / 1e6
             var text: String
             if json {
-                text = detectionsJSON(image: input.path, width: result.image.width, height: result.image.height,
-                                      inferenceMilliseconds: ms, detections: result.detections) + "\n"
+                text = detectionsJSON(image: input.path, width: image.width, height: image.height,
+                                      inferenceMilliseconds: ms, detections: detections) + "\n"
             } else {
                 text = "\(input.path): Predicted in \(String(format: "%.1f", ms)) ms.\n"
-                text += darknetLines(result.detections).map { $0 + "\n" }.joined()
+                text += darknetLines(detections, pixelBoxesIn: extOutput ? (image.width, image.height) : nil)
+                    .map { $0 + "\n" }.joined()
             }
             progress.clear()
             stdout.write(text.data(using: .utf8)!)
             if a.string("coco") != nil {
-                cocoResults += cocoEntries(result.detections, imageID: cocoImageID(path: input.path) ?? index,
-                                           width: result.image.width, height: result.image.height,
-                                           classCount: detector.classCount)
+                cocoResults += cocoEntries(detections, imageID: cocoImageID(path: input.path) ?? index,
+                                           width: image.width, height: image.height, classCount: detector.classCount)
+            }
+            if let path = labels[index] {
+                let lines = yoloLabelLines(detections, width: image.width, height: image.height, confidence: a.has("save-conf"))
+                do {
+                    try writeOutputFile(Array(lines.map { $0 + "\n" }.joined().utf8), to: path)
+                    labelled += 1
+                } catch {
+                    printError("yolo: \(error)")
+                    failed = true
+                }
             }
             if let out = outputs[index] {
-                var annotated = result.image
-                drawDetections(result.detections, on: &annotated, classCount: detector.classCount)
+                var annotated = image
+                drawDetections(detections, on: &annotated, classCount: detector.classCount)
                 do {
                     try writeImage(annotated, to: out)
+                    drawn += 1
                 } catch {
                     printError("yolo: \(describe(error, path: out))")
                     failed = true
@@ -215,37 +218,32 @@ enum DetectCommand {
                 failed = true
             }
         }
+        if drawn > 0 {
+            printError(outputTarget.hasSuffix("/") ? "yolo: \(drawn) annotated image\(drawn == 1 ? "" : "s") in \(outputTarget)"
+                                                   : "yolo: annotated image: \(outputTarget)")
+        }
+        if labelled > 0, let dir = labelsDirectory {
+            printError("yolo: \(labelled) label file\(labelled == 1 ? "" : "s") in \(dir.hasSuffix("/") ? dir : dir + "/")")
+        }
         return failed ? 1 : 0
     }
 
-    /// Class indices from `--classes`: names (as in the names file) or indices, comma-separated.
-    static func classFilter(_ list: String, names detector: Detector) throws -> Set<Int> {
+    /// Class indices from `--classes`: comma-separated names from the names file, matched
+    /// exactly or else ignoring case, or else indices.
+    static func classFilter(_ list: String, names allNames: [String], classCount: Int) throws -> Set<Int> {
+        let names = Array(allNames.prefix(classCount))
         var filter = Set<Int>()
         for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
-            if let k = detector.classNames.firstIndex(of: item) ?? Int(item).flatMap({ (0..<detector.classCount).contains($0) ? $0 : nil }) {
+            let lower = item.lowercased()
+            if let k = names.firstIndex(of: item) ?? names.firstIndex(where: { $0.lowercased() == lower })
+                ?? Int(item).flatMap({ (0..<classCount).contains($0) ? $0 : nil }) {
                 filter.insert(k)
             } else {
-                throw UsageError("--classes: '\(item)' is not a class name of this model (nor an index in 0..<\(detector.classCount)); names: \(detector.classNames.prefix(detector.classCount).joined(separator: ","))")
+                throw UsageError("--classes: '\(item)' is not a class name of this model (nor an index in 0..<\(classCount)); names: \(names.joined(separator: ","))")
             }
         }
         guard !filter.isEmpty else { throw UsageError("--classes needs at least one class name") }
         return filter
-    }
-
-    /// The image files under `dir`, as paths relative to it, sorted; hidden files are skipped.
-    static func imageFiles(in dir: String) -> [String] {
-        guard let walker = FileManager.default.enumerator(atPath: dir) else { return [] }
-        var found: [String] = []
-        while let rel = walker.nextObject() as? String {
-            let name = (rel as NSString).lastPathComponent
-            if name.hasPrefix(".") { walker.skipDescendants(); continue }
-            let ext = (name as NSString).pathExtension.lowercased()
-            guard ["jpg", "jpeg", "png"].contains(ext) else { continue }
-            var isDir: ObjCBool = false
-            let full = (dir as NSString).appendingPathComponent(rel)
-            if FileManager.default.fileExists(atPath: full, isDirectory: &isDir), !isDir.boolValue { found.append(rel) }
-        }
-        return found.sorted()
     }
 
     /// "<path>: <message>" for an error, unless its description already starts with the path.

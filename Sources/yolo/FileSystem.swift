@@ -1,8 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+// The file system for the commands: file identities (no output may replace an input), the
+// search of directories for images, output directories and files, temporary files on signals.
 import YOLO
 
 /// A file-system failure, printed as one line: `<path>: <what>` (strerror's text where there is one).
@@ -87,5 +84,76 @@ func readInputFile(_ path: String, maxBytes: Int) throws -> [UInt8] {
     switch readRegularFile(path, maxBytes: maxBytes) {
     case .success(let bytes): return bytes
     case .failure(let failure): throw FileError(path: path, what: failure.reason)
+    }
+}
+
+/// What a search of a directory for images found.
+struct ImageSearch {
+    /// The image files, as paths relative to the directory searched, sorted.
+    var files: [String] = []
+    /// Subdirectories left out because they are excluded (relative paths).
+    var skipped: [String] = []
+    /// Subdirectories that could not be read, as "<path>: <why>".
+    var errors: [String] = []
+}
+
+/// Whether a file name has an image extension: .jpg, .jpeg or .png, in any case.
+func hasImageExtension(_ name: String) -> Bool {
+    guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
+    return ["jpg", "jpeg", "png"].contains(name[name.index(after: dot)...].lowercased())
+}
+
+/// The .jpg, .jpeg and .png files under `root`, recursively. `root` may be a symbolic link to a
+/// directory (given explicitly, it is followed); below it, links to files are taken (a broken
+/// one too, so that its error is reported) but links to directories are not followed, so a
+/// cycle cannot be entered. Hidden entries (".name") are skipped, and so are the directories
+/// whose identity is in `excluded` (the output directory, which holds earlier runs' results).
+func findImageFiles(in root: String, excluding excluded: Set<FileIdentity>) -> ImageSearch {
+    var search = ImageSearch()
+    let base = root.hasSuffix("/") ? root : root + "/"
+    func walk(_ relative: String) {
+        let path = relative.isEmpty ? root : base + relative
+        guard let dir = opendir(path) else {
+            search.errors.append("\(path): cannot read the directory: \(errnoText())")
+            return
+        }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if !name.hasPrefix(".") { names.append(name) }
+        }
+        closedir(dir)
+        for name in names {
+            let rel = relative.isEmpty ? name : relative + "/" + name
+            var st = stat()
+            guard lstat(base + rel, &st) == 0 else { continue }
+            if st.st_mode & S_IFMT == S_IFDIR {
+                if let id = FileIdentity(path: base + rel), excluded.contains(id) { search.skipped.append(rel) } else { walk(rel) }
+            } else if hasImageExtension(name) {
+                // A link to a directory is not followed; a link to anything else is taken.
+                if st.st_mode & S_IFMT == S_IFLNK, stat(base + rel, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { continue }
+                search.files.append(rel)
+            }
+        }
+    }
+    walk("")
+    search.files.sort()
+    return search
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP remove the temporary files of the outputs being written
+/// before they end the process (as they would have: same exit status). A signal that is
+/// ignored (e.g. SIGHUP under nohup) stays ignored.
+func removeTemporaryFilesOnSignals() {
+    removeTemporaryFilesInFlight()  // sets up its state now, not in the handler
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        let previous = signal(sig) { sig in
+            removeTemporaryFilesInFlight()
+            signal(sig, SIG_DFL)
+            raise(sig)
+        }
+        if let previous, unsafeBitCast(previous, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self) {
+            signal(sig, SIG_IGN)
+        }
     }
 }

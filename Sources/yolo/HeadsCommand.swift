@@ -1,3 +1,4 @@
+// `yolo heads`: the raw [yolo] heads (and optionally every layer) for a raw input tensor.
 import Foundation
 import YOLO
 
@@ -52,6 +53,7 @@ enum HeadsCommand {
         let layerPaths = a.has("all-layers") ? network.layers.indices.map { "\(out)/layer\($0 < 10 ? "0" : "")\($0).f32" } : []
         for file in headPaths + layerPaths { try inputs.checkOutput(file, option: "a tensor") }
         try makeDirectories(out)
+        removeTemporaryFilesOnSignals()
         for (i, head) in network.heads.enumerated() { try writeFloats(head.raw, to: headPaths[i]) }
         for (i, file) in layerPaths.enumerated() { try writeFloats(network.output(ofLayer: i), to: file) }
         return 0

@@ -1,3 +1,5 @@
+// What `yolo detect` writes: JSON lines, Darknet's text lines, COCO results, YOLO label files,
+// and the progress bar.
 import Foundation
 import YOLO
 
@@ -47,9 +49,32 @@ func detectionsJSON(image: String, width: Int, height: Int, inferenceMillisecond
         + "\"detections\": [\(items.joined(separator: ", "))]}"
 }
 
-/// Darknet's console output for one image: `dog: 57%` per (box, class), in Darknet's order.
-func darknetLines(_ detections: [Detection]) -> [String] {
-    detections.map { "\($0.className): \(String(format: "%.0f", Double($0.confidence) * 100))%" }
+/// Darknet's console output for one image: `dog: 57%` per (box, class), in Darknet's order. With
+/// `pixelBoxesIn` (the image's width and height: AlexeyAB's `-ext_output`) each line goes on
+/// with the box in pixels, rounded and unclamped, as Darknet prints it:
+/// `dog: 57%\t(left_x:  128   top_y:  224   width:  185   height:  303)`.
+func darknetLines(_ detections: [Detection], pixelBoxesIn image: (width: Int, height: Int)? = nil) -> [String] {
+    detections.map { d in
+        let line = "\(d.className): \(String(format: "%.0f", Double(d.confidence) * 100))%"
+        guard let image else { return line }
+        let w = Float(image.width), h = Float(image.height)
+        let box = [d.left, d.top, d.width * w, d.height * h].map { String(format: "%4.0f", Double($0.rounded())) }
+        return line + "\t(left_x: \(box[0])   top_y: \(box[1])   width: \(box[2])   height: \(box[3]))"
+    }
+}
+
+/// YOLO-format labels, as Ultralytics' `save_txt` writes them: `class cx cy w h` per detection,
+/// the box clamped to the image (each edge, as Ultralytics' clip_boxes) and divided by its size,
+/// numbers as `%g`; with `confidence` (`save_conf`), the confidence last.
+func yoloLabelLines(_ detections: [Detection], width: Int, height: Int, confidence: Bool) -> [String] {
+    let w = Float(width), h = Float(height)
+    return detections.map { d in
+        let x0 = min(max(0, d.left), w), x1 = min(max(0, d.right), w)
+        let y0 = min(max(0, d.top), h), y1 = min(max(0, d.bottom), h)
+        var values = [(x0 + x1) / 2 / w, (y0 + y1) / 2 / h, (x1 - x0) / w, (y1 - y0) / h]
+        if confidence { values.append(d.confidence) }
+        return "\(d.classIndex) " + values.map { String(format: "%g", Double($0)) }.joined(separator: " ")
+    }
 }
 
 /// COCO's category ids for the 80 classes of coco.names, in order (COCO numbers 91 categories,

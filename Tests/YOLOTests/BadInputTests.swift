@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// Bad cfgs, weights and inputs give a thrown error whose message names the problem.
 final class BadInputTests: XCTestCase {
@@ -47,6 +49,31 @@ final class BadInputTests: XCTestCase {
         XCTAssertEqual(n.heads.count, 1)
         n.forward()
         XCTAssertTrue(n.heads[0].activated.allSatisfy { $0.isFinite })
+    }
+
+    /// Issue #16, case 3: a cfg saved with Windows (CRLF) or old Mac (CR) line ends, or with a
+    /// UTF-8 byte-order mark, parses as the LF original, with the same line numbers.
+    func testCfgLineEndsAndByteOrderMark() throws {
+        let reference = try DarknetConfig(text: tiny)
+        func summary(_ c: DarknetConfig) -> [String] {
+            c.sections.flatMap { s in ["\(s.line) [\(s.name)]"] + s.options.map { "\($0.line) \($0.key)=\($0.value)" } }
+        }
+        let crlf = tiny.replacingOccurrences(of: "\n", with: "\r\n")
+        let variants = ["CRLF": crlf, "CR": tiny.replacingOccurrences(of: "\n", with: "\r"), "BOM": "\u{FEFF}" + tiny,
+                        "BOM + CRLF": "\u{FEFF}" + crlf + "\r\n", "mixed": tiny.replacingOccurrences(of: "size", with: "\r\nsize")]
+        for (label, text) in variants.sorted(by: { $0.key < $1.key }) where label != "mixed" {
+            XCTAssertEqual(summary(try DarknetConfig(text: text)), summary(reference), label)
+            let n = try Network(cfgText: text, weights: weightsFile([Float](repeating: 0.5, count: tinyFloats)))
+            XCTAssertEqual(n.heads.count, 1, label)
+        }
+        // An error in a CRLF (or BOM) file names the line it names in the LF file.
+        for text in [tiny, crlf, "\u{FEFF}" + crlf] {
+            expectError({ _ = try DarknetConfig(text: text.replacingOccurrences(of: "filters=14", with: "filters 14"), file: "w.cfg") },
+                        contains: ["w.cfg:15: expected key=value, found 'filters 14'"])
+        }
+        // A CR on its own before CRLF ends two lines: later line numbers count both.
+        let mixed = try DarknetConfig(text: variants["mixed"]!)
+        XCTAssertEqual(mixed.sections[1].options.first { $0.key == "size" }?.line, 10)
     }
 
     func testTruncatedWeights() {

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 import YOLOKernels
 
 /// The Darknet semantics beyond yolov3-tiny: every activation, shortcuts of unequal channel
@@ -21,9 +23,13 @@ extension LayerTests {
             let body = "[convolutional]\nbatch_normalize=1\nfilters=\(filters)\nsize=3\nstride=1\npad=1\nactivation=\(act)\n"
                 + "[maxpool]\nsize=2\nstride=2\n"
             let n = try net(s, body, weights: bias + scale + mean + variance + w)
-            XCTAssertEqual((n.model.impl[0] as! ConvolutionalLayer).epilogueDeferred, Activation(rawValue: act)!.isMonotonic, act)
-            try n.forward(input)
+            let fused = n.model.inference.steps.contains { ["maxpool+epilogue", "direct+pool"].contains($0.algorithm) }
+            XCTAssertEqual(fused, Activation(rawValue: act)!.isMonotonic, act)
             let pooled = naiveMaxPool(ref.out, ref.shape, size: 2, stride: 2, padding: 1)
+            let session = try Session(model: n.model, threads: 1)
+            try session.forward(input)
+            assertClose(try session.output(ofLayer: 1), pooled.out, tolerance: 2e-5, "conv(\(act)) + maxpool, inference plan")
+            try n.forward(input)
             assertClose(n.output(ofLayer: 1), pooled.out, tolerance: 2e-5, "conv(\(act)) + maxpool")
             let unfused = try net(s, body, weights: bias + scale + mean + variance + w, options: ModelOptions(fusesLayers: false))
             try unfused.forward(input)
@@ -172,7 +178,7 @@ final class CfgSemanticsTests: XCTestCase {
         try n.forward(raw)
         var p = Postprocessor()
         let netSize = 416
-        let found = p.run(heads: n.heads, netWidth: netSize, netHeight: netSize, imageWidth: netSize, imageHeight: netSize,
+        let found = try p.run(heads: n.heads, netWidth: netSize, netHeight: netSize, imageWidth: netSize, imageHeight: netSize,
                           options: DetectorOptions(), classCount: 2, names: [])
         XCTAssertEqual(found.count, 3)
         let scale: Float = 1.05, shift = Float(-0.5 * (Double(Float(1.05)) - 1))
@@ -208,7 +214,7 @@ final class CfgSemanticsTests: XCTestCase {
         raw[5 * 13 + 7] = 1.3; raw[169 + 5 * 13 + 7] = -0.7; raw[4 * 169 + 5 * 13 + 7] = 3; raw[5 * 169 + 5 * 13 + 7] = 3
         try n.forward(raw)
         var p = Postprocessor()
-        let d = p.run(heads: n.heads, netWidth: 416, netHeight: 416, imageWidth: 416, imageHeight: 416,
+        let d = try p.run(heads: n.heads, netWidth: 416, netHeight: 416, imageWidth: 416, imageHeight: 416,
                       options: DetectorOptions(), classCount: 2, names: [])
         XCTAssertEqual(d.count, 1)
         XCTAssertEqual(d[0].x, (7 + Self.logistic(1.3)) / 13)
@@ -225,7 +231,7 @@ final class CfgSemanticsTests: XCTestCase {
         raw[base + 4 * 169] = 0.8; raw[base + 6 * 169] = 0.7
         try n.forward(raw)
         var p = Postprocessor()
-        let d = p.run(heads: n.heads, netWidth: 416, netHeight: 416, imageWidth: 416, imageHeight: 416,
+        let d = try p.run(heads: n.heads, netWidth: 416, netHeight: 416, imageWidth: 416, imageHeight: 416,
                       options: DetectorOptions(), classCount: 2, names: [])
         XCTAssertEqual(d.count, 1)
         XCTAssertEqual(d[0].classIndex, 1)

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// A hand-built [yolo] head: set the activated entries of chosen cells, the rest stay 0.
 fileprivate final class TestHead {
@@ -52,9 +54,9 @@ fileprivate final class TestHead {
 
 /// Runs the detector's postprocessing on hand-built heads.
 fileprivate func postprocess(_ heads: [TestHead], net: Int = 100, image: (Int, Int) = (100, 100),
-                 options: DetectorOptions = DetectorOptions()) -> [Detection] {
+                 options: DetectorOptions = DetectorOptions()) throws -> [Detection] {
     var p = Postprocessor()
-    return p.run(heads: heads.map(\.view), netWidth: net, netHeight: net, imageWidth: image.0, imageHeight: image.1,
+    return try p.run(heads: heads.map(\.view), netWidth: net, netHeight: net, imageWidth: image.0, imageHeight: image.1,
                  options: options, classCount: heads[0].classes, names: [])
 }
 
@@ -148,10 +150,10 @@ fileprivate func readReferenceDetections(_ path: String) throws -> [String: [Flo
 final class DetectDecodeTests: XCTestCase {
     // MARK: Decoding
 
-    func testDecodesAKnownBox() {
+    func testDecodesAKnownBox() throws {
         let head = TestHead(gridWidth: 2, gridHeight: 2, classes: 2, anchors: [(10, 20)])
         head.set(row: 1, col: 0, anchor: 0, x: 0.5, y: 0.25, tw: 0, th: Float(log(2.0)), objectness: 0.8, scores: [0.5, 0.9])
-        let dets = postprocess([head])
+        let dets = try postprocess([head])
         XCTAssertEqual(dets.count, 2)
         XCTAssertEqual(dets.map(\.classIndex), [0, 1])
         XCTAssertEqual(dets.map(\.boxIndex), [0, 0])
@@ -168,20 +170,20 @@ final class DetectDecodeTests: XCTestCase {
         XCTAssertEqual(d.bottom, (0.625 + d.height / 2) * 100, accuracy: 1e-4)
     }
 
-    func testThresholdsAreStrict() {
+    func testThresholdsAreStrict() throws {
         // objectness == threshold: no box.
         let a = TestHead(gridWidth: 1, gridHeight: 1, classes: 2, anchors: [(10, 10)])
         a.set(row: 0, col: 0, anchor: 0, x: 0.5, y: 0.5, objectness: 0.375, scores: [1, 1])
-        XCTAssertTrue(postprocess([a], options: DetectorOptions(threshold: 0.375)).isEmpty)
+        XCTAssertTrue(try postprocess([a], options: DetectorOptions(threshold: 0.375)).isEmpty)
         // objectness * class == threshold (0.75 * 0.5, exact): that class is not reported.
         let b = TestHead(gridWidth: 1, gridHeight: 1, classes: 2, anchors: [(10, 10)])
         b.set(row: 0, col: 0, anchor: 0, x: 0.5, y: 0.5, objectness: 0.75, scores: [0.5, Float(0.5).nextUp])
-        let dets = postprocess([b], options: DetectorOptions(threshold: 0.375))
+        let dets = try postprocess([b], options: DetectorOptions(threshold: 0.375))
         XCTAssertEqual(dets.map(\.classIndex), [1])
         XCTAssertEqual(dets[0].confidence, 0.75 * Float(0.5).nextUp)
     }
 
-    func testDecodeOrderIsHeadsThenCellsThenAnchors() {
+    func testDecodeOrderIsHeadsThenCellsThenAnchors() throws {
         // Far-apart boxes with equal probabilities keep their decode order through NMS.
         let h1 = TestHead(gridWidth: 3, gridHeight: 3, classes: 1, anchors: [(5, 5), (6, 6)])
         let h2 = TestHead(gridWidth: 3, gridHeight: 3, classes: 1, anchors: [(5, 5)])
@@ -189,7 +191,7 @@ final class DetectDecodeTests: XCTestCase {
         h1.set(row: 0, col: 2, anchor: 1, x: 0.5, y: 0.5, objectness: 0.5, scores: [1])
         h1.set(row: 0, col: 2, anchor: 0, x: 0.1, y: 0.1, objectness: 0.5, scores: [1])
         h2.set(row: 0, col: 0, anchor: 0, x: 0.5, y: 0.5, objectness: 0.5, scores: [1])
-        let dets = postprocess([h1, h2])
+        let dets = try postprocess([h1, h2])
         XCTAssertEqual(dets.count, 4)
         XCTAssertEqual(dets.map(\.boxIndex), [0, 1, 2, 3])
         // Cell (0,2) anchor 0, cell (0,2) anchor 1, cell (2,0), then the second head.
@@ -199,11 +201,11 @@ final class DetectDecodeTests: XCTestCase {
         XCTAssertEqual(dets.map(\.width), [0.05, 0.06, 0.05, 0.05])
     }
 
-    func testLetterboxCorrectionAndStretch() {
+    func testLetterboxCorrectionAndStretch() throws {
         let head = TestHead(gridWidth: 1, gridHeight: 1, classes: 1, anchors: [(20, 10)])
         head.set(row: 0, col: 0, anchor: 0, x: 0.5, y: 0.5, objectness: 0.9, scores: [1])
         // 200x100 in 100x100: resized to 100x50 at row offset 25.
-        let d = postprocess([head], image: (200, 100))[0]
+        let d = try postprocess([head], image: (200, 100))[0]
         XCTAssertEqual(d.x, 0.5)
         XCTAssertEqual(d.y, Float((0.5 - 25.0 / 100) / 0.5))
         XCTAssertEqual(d.width, 0.2)
@@ -212,11 +214,11 @@ final class DetectDecodeTests: XCTestCase {
         XCTAssertEqual(d.left, (0.5 - 0.1) * 200, accuracy: 1e-4)
         // Odd padding: 100x33 -> (100, 33), offset (100-33)/2 = 33 rows; the offset is the
         // integer difference halved in double, as Darknet's correct_yolo_boxes.
-        let e = postprocess([head], image: (300, 99))[0]
+        let e = try postprocess([head], image: (300, 99))[0]
         XCTAssertEqual(e.y, Float((0.5 - Double(100 - 33) / 2 / 100) / Double(Float(33) / 100)))
         XCTAssertEqual(e.height, 0.1 * (Float(100) / 33))
         // Stretch: no correction.
-        let s = postprocess([head], image: (200, 100), options: DetectorOptions(resize: .stretch))[0]
+        let s = try postprocess([head], image: (200, 100), options: DetectorOptions(resize: .stretch))[0]
         XCTAssertEqual([s.x, s.y, s.width, s.height], [0.5, 0.5, 0.2, 0.1])
         XCTAssertEqual(s.right, 0.6 * 200, accuracy: 1e-4)
     }
@@ -231,28 +233,28 @@ final class DetectDecodeTests: XCTestCase {
         return head
     }
 
-    func testPerClassNMSSuppressesWithinAClassOnly() {
+    func testPerClassNMSSuppressesWithinAClassOnly() throws {
         // Same class: the lower one goes.
-        var dets = postprocess([overlapping(scoresA: [1, 0], scoresB: [1, 0])])
+        var dets = try postprocess([overlapping(scoresA: [1, 0], scoresB: [1, 0])])
         XCTAssertEqual(dets.count, 1)
         XCTAssertEqual(dets[0].objectness, 0.9)
         // Different classes: both stay.
-        dets = postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1])])
+        dets = try postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1])])
         XCTAssertEqual(dets.map(\.classIndex).sorted(), [0, 1])
         // One box with both classes, the other with class 1 only, better: box A keeps class 0
         // and loses class 1 to box B.
-        dets = postprocess([overlapping(scoresA: [0.9, 0.5], scoresB: [0, 1], objectnessA: 0.9, objectnessB: 0.95)])
+        dets = try postprocess([overlapping(scoresA: [0.9, 0.5], scoresB: [0, 1], objectnessA: 0.9, objectnessB: 0.95)])
         XCTAssertEqual(dets.map(\.classIndex), [1, 0])
         XCTAssertEqual(dets.map(\.objectness), [0.95, 0.9])
         // With a higher NMS threshold nothing is suppressed.
-        dets = postprocess([overlapping(scoresA: [1, 0], scoresB: [1, 0])], options: DetectorOptions(nmsThreshold: 0.7))
+        dets = try postprocess([overlapping(scoresA: [1, 0], scoresB: [1, 0])], options: DetectorOptions(nmsThreshold: 0.7))
         XCTAssertEqual(dets.count, 2)
     }
 
-    func testClassAgnosticNMS() {
+    func testClassAgnosticNMS() throws {
         var o = DetectorOptions()
         o.classAgnostic = true
-        let dets = postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1], objectnessA: 0.7, objectnessB: 0.9)], options: o)
+        let dets = try postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1], objectnessA: 0.7, objectnessB: 0.9)], options: o)
         XCTAssertEqual(dets.count, 1)
         XCTAssertEqual(dets[0].classIndex, 1)
         XCTAssertEqual(dets[0].boxIndex, 0)
@@ -260,34 +262,34 @@ final class DetectDecodeTests: XCTestCase {
         let far = TestHead(gridWidth: 10, gridHeight: 10, classes: 2, anchors: [(10, 10)])
         far.set(row: 1, col: 1, anchor: 0, x: 0.5, y: 0.5, objectness: 0.9, scores: [1, 0])
         far.set(row: 8, col: 8, anchor: 0, x: 0.5, y: 0.5, objectness: 0.8, scores: [0, 1])
-        XCTAssertEqual(postprocess([far], options: o).count, 2)
+        XCTAssertEqual(try postprocess([far], options: o).count, 2)
     }
 
-    func testMaxDetectionsKeepsTheMostConfidentInOrder() {
+    func testMaxDetectionsKeepsTheMostConfidentInOrder() throws {
         let head = TestHead(gridWidth: 10, gridHeight: 10, classes: 2, anchors: [(5, 5)])
         head.set(row: 1, col: 1, anchor: 0, x: 0.5, y: 0.5, objectness: 0.9, scores: [0.5, 0.9])   // 0.45, 0.81
         head.set(row: 5, col: 5, anchor: 0, x: 0.5, y: 0.5, objectness: 0.6, scores: [1, 0])       // 0.6
         head.set(row: 8, col: 8, anchor: 0, x: 0.5, y: 0.5, objectness: 0.7, scores: [1, 0])       // 0.7
-        let all = postprocess([head])
+        let all = try postprocess([head])
         XCTAssertEqual(all.count, 4)
         var o = DetectorOptions()
         o.maxDetections = 2
-        let top = postprocess([head], options: o)
+        let top = try postprocess([head], options: o)
         XCTAssertEqual(top.map(\.confidence).sorted(by: >), [0.9 * 0.9, 0.7])
         // Kept in Darknet's order: the same relative order as in the full list.
         XCTAssertEqual(top, all.filter { top.contains($0) })
         o.maxDetections = 0
-        XCTAssertTrue(postprocess([head], options: o).isEmpty)
+        XCTAssertTrue(try postprocess([head], options: o).isEmpty)
     }
 
-    func testClassFilter() {
+    func testClassFilter() throws {
         var o = DetectorOptions()
         o.classFilter = [1]
-        let dets = postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1])], options: o)
+        let dets = try postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1])], options: o)
         XCTAssertEqual(dets.map(\.classIndex), [1])
         // Filtered-out classes do not suppress in agnostic mode either.
         o.classAgnostic = true
-        XCTAssertEqual(postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1])], options: o).map(\.classIndex), [1])
+        XCTAssertEqual(try postprocess([overlapping(scoresA: [1, 0], scoresB: [0, 1])], options: o).map(\.classIndex), [1])
     }
 
     func testStableSortMatchesANaiveStableSort() {
@@ -409,6 +411,40 @@ final class DetectDecodeTests: XCTestCase {
         XCTAssertEqual(try Detector.readClassNames(path: repoRoot + "/weights/coco.names").count, 80)
     }
 
+    /// Issue #16, case 3: names files with CRLF, CR or mixed line ends and a UTF-8 byte-order
+    /// mark give the same names (class 0 is "person", not "\u{FEFF}person").
+    func testClassNamesLineEndsAndByteOrderMark() throws {
+        let path = NSTemporaryDirectory() + "detect-names3-\(getpid()).txt"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for text in ["person\ncar\n", "person\r\ncar\r\n", "person\rcar\r", "person\r\ncar", "\u{FEFF}person\ncar\n",
+                     "\u{FEFF}person\r\ncar\r\n", "\u{FEFF}person\rcar"] {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            XCTAssertEqual(try Detector.readClassNames(path: path), ["person", "car"], text.debugDescription)
+        }
+    }
+
+    /// Issue #16, case 2: finite weights whose boxes overflow when decoded (a 3-class network
+    /// with weights uniform in [0, 0.05]: the raw tw reaches ~100, exp(tw) is infinite) fail
+    /// the frame with an error naming the [yolo] layer, instead of boxes of infinite size.
+    func testOverflowingBoxesFailNamingTheHead() throws {
+        let (cfg, count) = overflowingNetwork()
+        var rng = SeededRandom(seed: 16)
+        let model = try Model(cfgText: cfg, weights: weightsFile((0..<count).map { _ in rng.float(0, 0.05) }))
+        let detector = try Detector(model: model, classNames: ["a", "b", "c"])
+        let frame = randomBytes(40 * 30 * 3, seed: 3)
+        XCTAssertThrowsError(try detector.detect(rgb: frame, width: 40, height: 30)) { error in
+            guard case .numeric(let message)? = error as? YOLOError else { return XCTFail("\(error)") }
+            XCTAssertTrue(message.hasPrefix("the [yolo] layer 4 decodes a box to "), message)
+            XCTAssertTrue(message.contains("overflow"), message)
+        }
+        // The raw heads are finite: this is the decoded boxes' check, not the heads'.
+        XCTAssertTrue(detector.session.rawHeads[0].raw.allSatisfy(\.isFinite))
+        XCTAssertGreaterThan(detector.session.rawHeads[0].raw.max()!, 89)
+        // Stretched, the same.
+        detector.options.resize = .stretch
+        XCTAssertThrowsError(try detector.detect(rgb: frame, width: 40, height: 30))
+    }
+
     func testTinyNetworkDetectsOnOddSizesWithoutCrashing() throws {
         // Biases: objectness and class 0 high: every cell reports class 0, NMS keeps few.
         let detector = try Detector(model: tinyModel(width: 8, height: 8), classNames: ["thing", "other"])
@@ -454,4 +490,14 @@ final class DetectDecodeTests: XCTestCase {
             XCTAssertEqual(again.first?.className, image == "dog.jpg" ? "dog" : "horse")
         }
     }
+}
+
+/// A 3-class network of three 3x3 convolutions of 64 filters (leaky) and a 1x1 conv into a
+/// [yolo] head of 3 anchors on a 32x32 input, and its count of weights (no batch norm).
+func overflowingNetwork() -> (cfg: String, weights: Int) {
+    let conv = "[convolutional]\nfilters=64\nsize=3\nstride=1\npad=1\nactivation=leaky\n\n"
+    let cfg = "[net]\nwidth=32\nheight=32\nchannels=3\n\n" + String(repeating: conv, count: 3)
+        + "[convolutional]\nfilters=24\nsize=1\nstride=1\npad=1\nactivation=linear\n\n"
+        + "[yolo]\nmask=0,1,2\nanchors=10,14,23,27,37,58\nclasses=3\nnum=3\n"
+    return (cfg, 64 + 64 * 27 + 2 * (64 + 64 * 576) + 24 + 24 * 64)
 }

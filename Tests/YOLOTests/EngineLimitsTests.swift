@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// Hostile cfgs and weights: limits are checked before memory is allocated, non-finite
 /// numbers are refused instead of giving silently wrong detections.

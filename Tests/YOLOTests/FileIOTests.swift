@@ -3,7 +3,9 @@ import XCTest
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// The engine's file reader: only regular files, within a size cap, never blocking.
 final class FileIOTests: XCTestCase {

@@ -1,5 +1,7 @@
 import XCTest
-@testable @_spi(Kernels) import YOLO
+@testable @_spi(Kernels) import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 import YOLOKernels
 
 /// The packed GEMM of every kernel level this CPU can run (so an AVX-512 machine also tests
@@ -20,10 +22,11 @@ final class GemmKernelTests: XCTestCase {
         }
     }
 
-    var levels: [GemmKernels] {
+    /// The GEMM of every kernel set this CPU runs.
+    var levels: [GemmFunctions] {
         KernelLevel.supported.map { level in
-            guard let k = GemmKernels.forLevel(level) else { XCTFail("\(level) is supported but has no kernels"); fatalError() }
-            return k
+            guard let k = level.kernelSet else { XCTFail("\(level) is supported but has no kernels"); fatalError() }
+            return k.gemm
         }
     }
 
@@ -33,7 +36,7 @@ final class GemmKernelTests: XCTestCase {
     /// columns (ldc > n) left alone.
     /// With `rowRanges`, C is computed one range of rows at a time (as threads would), and rows
     /// outside them must stay untouched.
-    func check(_ kern: GemmKernels, _ s: Shape, samples: Int = 4000, rowRanges: [Range<Int>]? = nil,
+    func check(_ kern: GemmFunctions, _ s: Shape, samples: Int = 4000, rowRanges: [Range<Int>]? = nil,
                file: StaticString = #filePath, line: UInt = #line) {
         let (m, n, k) = (s.m, s.n, s.k)
         let ldb = n + s.ldbPad, ldc = n + s.ldcPad
@@ -198,16 +201,17 @@ final class GemmKernelTests: XCTestCase {
         XCTAssertFalse(supported.isEmpty)
         XCTAssertEqual(KernelLevel.detected, supported.last)
         XCTAssertTrue(supported.contains(KernelLevel.selected))
-        XCTAssertEqual(GemmKernels.selected.level, KernelLevel.selected)
+        XCTAssertEqual(KernelLevel.selected.kernelSet?.name, KernelLevel.selected.rawValue)
         #if arch(x86_64)
         XCTAssertEqual(supported.first, .baseline)
         XCTAssertFalse(supported.contains(.neon))
-        XCTAssertNil(GemmKernels.forLevel(.neon), "no NEON on x86")
-        let cpu = CPUFeatures.host
+        XCTAssertNil(KernelLevel.neon.kernelSet, "no NEON on x86")
+        let features = HostCPU.features
+        let cpu = (avx2: features.contains(.avx2), avx512: features.contains(.avx512))
         XCTAssertEqual(supported.contains(.avx2), cpu.avx2)
         XCTAssertEqual(supported.contains(.avx512), cpu.avx512)
-        if !cpu.avx512 { XCTAssertNil(GemmKernels.forLevel(.avx512), "AVX-512 offered to a CPU without it") }
-        if !cpu.avx2 { XCTAssertNil(GemmKernels.forLevel(.avx2), "AVX2 offered to a CPU without it") }
+        if !cpu.avx512 { XCTAssertNil(KernelLevel.avx512.kernelSet, "AVX-512 offered to a CPU without it") }
+        if !cpu.avx2 { XCTAssertNil(KernelLevel.avx2.kernelSet, "AVX2 offered to a CPU without it") }
         if cpu.avx512 { XCTAssertTrue(cpu.avx2, "AVX-512 level implies the AVX2 level") }
         // Cross-check with what the kernel reports in /proc/cpuinfo (Linux).
         if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
@@ -217,14 +221,17 @@ final class GemmKernelTests: XCTestCase {
                            "avx2 vs /proc/cpuinfo")
             XCTAssertEqual(cpu.avx512, cpu.avx2 && ["avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"].allSatisfy(flags.contains),
                            "avx512 vs /proc/cpuinfo")
+            XCTAssertEqual(features.contains(.avx512VNNI), cpu.avx512 && flags.contains("avx512_vnni"), "VNNI vs /proc/cpuinfo")
+            XCTAssertEqual(features.contains(.avx512BF16), cpu.avx512 && flags.contains("avx512_bf16"), "BF16 vs /proc/cpuinfo")
+            XCTAssertEqual(features.contains(.avxVNNI), cpu.avx2 && flags.contains("avx_vnni"), "AVX-VNNI vs /proc/cpuinfo")
         }
         #elseif arch(arm64) || arch(aarch64)
         XCTAssertEqual(supported, [.neon])
-        XCTAssertNil(GemmKernels.forLevel(.avx2))
-        XCTAssertNil(GemmKernels.forLevel(.avx512))
+        XCTAssertNil(KernelLevel.avx2.kernelSet)
+        XCTAssertNil(KernelLevel.avx512.kernelSet)
         #endif
         for level in KernelLevel.allCases {
-            XCTAssertEqual(GemmKernels.forLevel(level) != nil, supported.contains(level), "\(level)")
+            XCTAssertEqual(level.kernelSet != nil, supported.contains(level), "\(level)")
         }
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// Each layer type against a naive, obviously correct implementation, over tables of shapes.
 /// Networks are built from cfg text and random weights, so the cfg parser, the weights
@@ -136,36 +138,48 @@ final class LayerTests: XCTestCase {
                                 bn: bn ? (scale, mean, variance) : nil, activation: act)
             if t == 10 || t == 11 {
                 let n = try net(s, body, weights: floats)
-                XCTAssertGreaterThanOrEqual((n.model.impl[0] as! ConvolutionalLayer).blockCount, 3, "case \(t) should span several blocks")
+                XCTAssertGreaterThanOrEqual((n.model.inference.steps[0].convKernel as! Im2colGemm).blockCount, 3,
+                                            "case \(t) should span several blocks")
             }
             if t == 15 {
                 let n = try net(s, body, weights: floats)
-                XCTAssertGreaterThanOrEqual((n.model.impl[0] as! ConvolutionalLayer).winogradBlockCount, 2, "case \(t) should span several blocks")
+                XCTAssertGreaterThanOrEqual((n.model.inference.steps[0].convKernel as! WinogradConv).blockCount, 2,
+                                            "case \(t) should span several blocks")
             }
-            let combinations = ModelOptions.Convolution.allCases.flatMap { a in LayerTests.backends.map { (a, $0) } }
-            for (algorithm, backend) in combinations {
+            // Every algorithm that can compute the layer, through the planner (an override), at every
+            // GEMM path; the plan that keeps every output (Network) and the inference plan (Session).
+            let algorithms = ConvAlgorithm.allCases.filter { $0 != .directPool }
+            let layer = try net(s, body, weights: floats).model.impl[0].convolution!
+            for algorithm in algorithms where algorithm.applies(to: layer, pooledBy: nil, ourKernels: true) {
+              for backend in LayerTests.backends {
                 let model = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body,
                                       weights: weightsFile(floats),
-                                      options: ModelOptions(convolution: algorithm, gemm: backend.0, kernelLevel: backend.1))
+                                      options: ModelOptions(gemm: backend.0, kernelLevel: backend.1, algorithms: [0: algorithm]))
                 XCTAssertEqual(model.gemmKernels, backend.1?.rawValue ?? "OpenBLAS")
-                let conv = model.impl[0] as! ConvolutionalLayer
-                XCTAssertEqual(conv.winogradKernels != nil, algorithm != .im2col && conv.supportsWinograd, "case \(t)")
-                XCTAssertEqual(conv.winogradKernels?.count ?? 0, conv.winogradTile == 0 ? 0 : conv.winogradTile == 2 ? 16 : 36)
-                if conv.supportsWinograd && algorithm == .winograd {
-                    XCTAssertEqual(conv.winogradTile, min(s.h, s.w) >= ConvolutionalLayer.winograd4MinSize
-                                       && s.c >= ConvolutionalLayer.winograd4MinChannels ? 4 : 2,
-                                   "case \(t): F(4x4, 3x3) from 24x24 and 32 channels up")
-                }
+                XCTAssertEqual(model.inference.steps.map(\.algorithm), [algorithm.rawValue], "case \(t)")
+                XCTAssertEqual(model.inspection.steps.map(\.algorithm), [algorithm.rawValue], "case \(t)")
+                XCTAssertEqual(model.plan.entries.first?.source, .override)
+                // F(4x4, 3x3)'s transforms (factors up to 8 and 1/24) round more than im2col or
+                // F(2x2, 3x3); a wrong transform is off by O(1).
+                let tolerance = algorithm == .winograd4 ? max(2e-4, 1e-6 * Float(k)) : max(2e-5, 5e-8 * Float(k))
                 for threads in [1, 2, 3] {
+                    let label = "conv case \(t) \(s) threads \(threads) \(algorithm) \(model.gemmKernels)"
                     let n = try Network(model: model, threads: threads)
                     try n.forward(input)
                     XCTAssertEqual(n.layers[0].output, ref.shape, "case \(t)")
-                    // F(4x4, 3x3)'s transforms (factors up to 8 and 1/24) round more than
-                    // im2col or F(2x2, 3x3); a wrong transform is off by O(1).
-                    assertClose(n.output(ofLayer: 0), ref.out, tolerance: conv.winogradTile == 4 ? max(2e-4, 1e-6 * Float(k)) : max(2e-5, 5e-8 * Float(k)),
-                                "conv case \(t) \(s) threads \(threads) \(algorithm) \(model.gemmKernels)")
+                    assertClose(n.output(ofLayer: 0), ref.out, tolerance: tolerance, label)
+                    let session = try Session(model: model, threads: threads)
+                    try session.forward(input)
+                    assertClose(try session.output(ofLayer: 0), ref.out, tolerance: tolerance, label + " (inference plan)")
                 }
+              }
             }
+            // The table: F(4x4, 3x3) from 24x24 and 32 channels up, F(2x2) below 24x24, im2col
+            // below 32 channels, a plain GEMM for 1x1 layers.
+            let table = try net(s, body, weights: floats).model.inference.steps[0].algorithm
+            let expected: ConvAlgorithm = layer.isPointwise ? .gemm1x1 : !layer.is3x3Same || s.c < 32 ? .im2col
+                : min(s.h, s.w) >= 24 ? .winograd4 : .winograd2
+            XCTAssertEqual(table, expected.rawValue, "case \(t): the table's choice")
         }
     }
 
@@ -220,16 +234,23 @@ final class LayerTests: XCTestCase {
                                  bn: (scale, mean, variance), activation: act)
             let ref = naiveMaxPool(conv.out, conv.shape, size: size, stride: stride, padding: size - 1)
             for threads in [1, 2] {
-                let n = try net(s, body, weights: bias + scale + mean + variance + w, threads: threads)
-                XCTAssertTrue((n.model.impl[0] as! ConvolutionalLayer).epilogueDeferred, "fused by default")
+                let floats = bias + scale + mean + variance + w
+                let n = try net(s, body, weights: floats, threads: threads)
+                XCTAssertTrue(n.model.inference.steps.contains { ["maxpool+epilogue", "direct+pool"].contains($0.algorithm) },
+                              "fused by default: \(n.model.inference.steps.map(\.algorithm))")
+                // The inference plan (fused): the pool's output is the network's, kept.
+                let session = try Session(model: n.model, threads: threads)
+                try session.forward(input)
+                assertClose(try session.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) fused")
+                // Keeping every output, nothing is fused: the conv's exact output, then the pool.
                 try n.forward(input)
-                assertClose(n.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) fused")
-                let unfused = try net(s, body, weights: bias + scale + mean + variance + w, threads: threads,
-                                      options: ModelOptions(fusesLayers: false))
-                XCTAssertFalse((unfused.model.impl[0] as! ConvolutionalLayer).epilogueDeferred)
-                try unfused.forward(input)
-                assertClose(unfused.output(ofLayer: 0), conv.out, tolerance: 2e-5, "conv \(s) \(act) unfused")
-                assertClose(unfused.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) unfused")
+                assertClose(n.output(ofLayer: 0), conv.out, tolerance: 2e-5, "conv \(s) \(act) kept")
+                assertClose(n.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) kept")
+                let unfused = try net(s, body, weights: floats, threads: threads, options: ModelOptions(fusesLayers: false))
+                XCTAssertEqual(unfused.model.inference.steps.map(\.algorithm).last, "maxpool", "not fused")
+                let plain = try Session(model: unfused.model, threads: threads)
+                try plain.forward(input)
+                assertClose(try plain.output(ofLayer: 1), ref.out, tolerance: 2e-5, "conv+maxpool \(s) \(act) unfused")
             }
         }
     }
@@ -256,9 +277,8 @@ final class LayerTests: XCTestCase {
                 let model = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body,
                                       weights: weightsFile(bias + scale + mean + variance + w),
                                       options: ModelOptions(gemm: .kernels, kernelLevel: level))
-                let layer = model.impl[0] as! ConvolutionalLayer
-                XCTAssertNotNil(layer.directKernels, "\(s) \(level): direct kernel")
-                XCTAssertTrue(layer.absorbsPool, "\(s) \(level): the conv computes the pool")
+                XCTAssertEqual(model.inference.steps.map(\.algorithm), ["direct+pool"], "\(s) \(level): the conv computes the pool")
+                XCTAssertEqual(model.inspection.steps.map(\.algorithm), ["im2col", "maxpool"], "\(s) \(level): kept outputs")
                 for threads in [1, 2, 3] {
                     let session = try Session(model: model, threads: threads)
                     try session.forward(input)
@@ -283,7 +303,7 @@ final class LayerTests: XCTestCase {
                 let ref2 = naiveMaxPool(conv2.out, conv2.shape, size: 2, stride: 2, padding: 1)
                 let chain = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body2,
                                       weights: weightsFile(bias + scale + mean + variance + w + bias2 + w2))
-                XCTAssertTrue((chain.impl[2] as! ConvolutionalLayer).absorbsPool, "\(s): second pair absorbed")
+                XCTAssertEqual(chain.inference.steps.map(\.algorithm), ["direct+pool", "direct+pool"], "\(s): both pairs fused")
                 for threads in [1, 2] {
                     let session = try Session(model: chain, threads: threads)
                     try session.forward(input)
@@ -293,8 +313,7 @@ final class LayerTests: XCTestCase {
             // With OpenBLAS (the reference path) the conv is im2col + sgemm and nothing is absorbed.
             let reference = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body,
                                       weights: weightsFile(bias + scale + mean + variance + w), options: ModelOptions(gemm: .openBLAS))
-            XCTAssertNil((reference.impl[0] as! ConvolutionalLayer).directKernels)
-            XCTAssertFalse((reference.impl[0] as! ConvolutionalLayer).absorbsPool)
+            XCTAssertEqual(reference.inference.steps.map(\.algorithm), ["im2col", "maxpool+epilogue"])
         }
     }
 

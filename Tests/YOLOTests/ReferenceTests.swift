@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// The whole network against the original Darknet's outputs (compact fixtures derived from
 /// ../shared/reference by scripts/make-fixtures.py), and sessions sharing one model.
@@ -75,15 +77,23 @@ final class ReferenceTests: XCTestCase {
         }
     }
 
+    /// The planner's epilogue rewrite (a conv's bias + activation applied by the max pool after
+    /// it) is exact: with the same algorithm for every layer, the fused inference plan gives the
+    /// unfused one's heads bit for bit.
     func testFusedConvMaxPoolIsBitIdentical() throws {
         let input = try readGzipFloats(fixturePath("dog_input_416.f32.gz"))
-        var outputs: [[[Float]]] = []
+        let (cfg, weights) = try officialPaths()
+        // Layers 0 and 2 would be direct+pool when fused: im2col in both plans.
+        let same: [Int: ConvAlgorithm] = [0: .im2col, 2: .im2col]
+        var heads: [[[Float]]] = []
         for fuses in [false, true] {
-            let net = try Network(model: officialModel(ModelOptions(fusesLayers: fuses)), threads: 2)
-            try net.forward(input)
-            outputs.append((0..<24).filter { net.layers[$0].kind != .convolutional }.map { Array(net.output(ofLayer: $0)) })
+            let model = try Model(cfgPath: cfg, weightsPath: weights, options: ModelOptions(fusesLayers: fuses, algorithms: same))
+            XCTAssertEqual(model.inference.steps.filter { $0.algorithm == "maxpool+epilogue" }.count, fuses ? 5 : 0)
+            let session = try Session(model: model, threads: 2)
+            try session.forward(input)
+            heads.append(session.heads.map { Array($0.raw) })
         }
-        XCTAssertEqual(outputs[0], outputs[1], "fusing bias + activation into the max pools changes no non-conv output")
+        XCTAssertEqual(heads[0], heads[1], "moving bias + activation into the max pools changes no head")
     }
 
     func testThreadCountsGiveTheSameHeads() throws {
@@ -190,7 +200,7 @@ final class ReferenceTests: XCTestCase {
         let frames = (0..<2).map { _ in (0..<200 * 150 * 3).map { _ in UInt8(truncatingIfNeeded: rng.next()) } }
         let expected = try frames.map { try detector.detect(rgb: $0, width: 200, height: 150) }
         let sessionInput = try readGzipFloats(fixturePath("dog_input_416.f32.gz"))
-        nonisolated(unsafe) let shared = (detector, frames)
+        let shared = (detector, frames)
         nonisolated(unsafe) var got = [[Detection]](repeating: [], count: 20)
         let lock = NSLock()
         DispatchQueue.concurrentPerform(iterations: 20) { i in

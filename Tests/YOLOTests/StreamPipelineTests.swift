@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 @testable import YOLO
 @testable import YOLOStream
 

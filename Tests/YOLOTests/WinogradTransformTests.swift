@@ -1,5 +1,7 @@
 import XCTest
-@testable @_spi(Kernels) import YOLO
+@testable @_spi(Kernels) import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 import YOLOKernels
 
 /// The SIMD Winograd transforms of every kernel level this CPU can run against the scalar
@@ -16,9 +18,10 @@ final class WinogradTransformTests: XCTestCase {
         }
     }
 
-    var levels: [WinogradTransforms] {
+    /// Every kernel set this CPU runs.
+    var levels: [KernelSet] {
         KernelLevel.supported.map { level in
-            guard let t = WinogradTransforms.forLevel(level) else { XCTFail("\(level) is supported but has no transforms"); fatalError() }
+            guard let t = level.kernelSet else { XCTFail("\(level) is supported but has no kernels"); fatalError() }
             return t
         }
     }
@@ -62,10 +65,10 @@ final class WinogradTransformTests: XCTestCase {
                             for t in levels {
                                 var got = [Float](repeating: .nan, count: size)
                                 src.withUnsafeBufferPointer { s in got.withUnsafeMutableBufferPointer { v in
-                                    t.input(tile: tile, s.baseAddress!, height: h, width: w, channelCount: channelCount,
+                                    t.winograd(tile: tile).input(s.baseAddress!, height: h, width: w, channelCount: channelCount,
                                             channels: channels, tileRows: rows, tilesWide: tw, into: v.baseAddress!)
                                 } }
-                                assertBitEqual(got, expected, "\(t.level) input F(\(tile)) \(h)x\(w) c \(channels) of \(channelCount) rows \(rows)")
+                                assertBitEqual(got, expected, "\(t.name) input F(\(tile)) \(h)x\(w) c \(channels) of \(channelCount) rows \(rows)")
                                 cases += 1
                             }
                         }
@@ -100,10 +103,10 @@ final class WinogradTransformTests: XCTestCase {
                             for t in levels {
                                 var got = [Float](repeating: .nan, count: filterCount * h * w)
                                 m.withUnsafeBufferPointer { pm in got.withUnsafeMutableBufferPointer { o in
-                                    t.output(tile: tile, pm.baseAddress!, filterCount: filterCount, filters: filters,
+                                    t.winograd(tile: tile).output(pm.baseAddress!, filterCount: filterCount, filters: filters,
                                              tileRows: rows, tilesWide: tw, outHeight: h, outWidth: w, into: o.baseAddress!)
                                 } }
-                                assertBitEqual(got, expected, "\(t.level) output F(\(tile)) \(h)x\(w) f \(filters) of \(filterCount) rows \(rows)")
+                                assertBitEqual(got, expected, "\(t.name) output F(\(tile)) \(h)x\(w) f \(filters) of \(filterCount) rows \(rows)")
                                 cases += 1
                             }
                         }

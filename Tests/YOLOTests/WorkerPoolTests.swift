@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
-@testable import YOLO
+@testable import YOLOEngine
+@testable import YOLODetection
+@testable import YOLOCore
 
 /// The worker pool's hand-offs: workers and caller spin for a while, then sleep on condition
 /// variables (Threading.swift). These tests drive both paths: back-to-back jobs (caught while

@@ -28,33 +28,11 @@ final class CLITests: XCTestCase {
         return path
     }
 
-    struct Result { var status: Int32; var stdout: String; var stderr: String }
+    typealias Result = ProcessOutput
 
     func yolo(_ args: [String], in cwd: String? = nil, environment: [String: String] = [:],
               timeout: Double = 300) throws -> Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try yoloBinary())
-        p.arguments = args
-        if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        let dir = try cwd ?? temporaryDirectory()
-        p.currentDirectoryURL = URL(fileURLWithPath: dir)
-        // Files, not pipes: nothing can block on a full pipe.
-        let out = dir + "/.stdout-\(UUID().uuidString)", err = dir + "/.stderr-\(UUID().uuidString)"
-        _ = FileManager.default.createFile(atPath: out, contents: nil)
-        _ = FileManager.default.createFile(atPath: err, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: err) }
-        p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
-        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
-        let done = DispatchSemaphore(value: 0)
-        p.terminationHandler = { _ in done.signal() }
-        try p.run()
-        if done.wait(timeout: .now() + timeout) == .timedOut {
-            p.terminate()  // SIGTERM; e.g. blocked on a FIFO
-            XCTFail("yolo \(args) did not finish within \(timeout) s")
-            done.wait()
-        }
-        return Result(status: p.terminationStatus, stdout: try String(contentsOfFile: out, encoding: .utf8),
-                      stderr: try String(contentsOfFile: err, encoding: .utf8))
+        try runProcess(try yoloBinary(), args, in: try cwd ?? temporaryDirectory(), environment: environment, timeout: timeout)
     }
 
     /// Width and height from a PNG's IHDR, or nil if the bytes are not a complete PNG
@@ -84,7 +62,8 @@ final class CLITests: XCTestCase {
         let detect = try yolo(["detect", "--help"])
         XCTAssertEqual(detect.status, 0)
         for text in ["Usage:", "Example:", "--thresh", "default 0.25", "--nms", "default 0.45", "--json", "--coco",
-                     "--output", "predictions.png", "--no-draw", "--agnostic", "--stretch", "--no-exif", "--threads"] {
+                     "--output", "predictions.png", "--no-draw", "--agnostic", "--stretch", "--no-exif", "--threads",
+                     "--save-txt", "--save-conf", "--ext-output"] {
             XCTAssertTrue(detect.stdout.contains(text), "detect --help lacks \(text)")
         }
         XCTAssertEqual(try yolo(["detect", "-h"]).status, 0)
@@ -252,7 +231,7 @@ final class CLITests: XCTestCase {
         let r = try yolo(["detect", coffee, motorcycle, "--json", "--thresh", "0.1", "--output", dir + "/annotated",
                           "--coco", coco] + modelArgs, in: dir)
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertEqual(r.stderr, "")
+        XCTAssertEqual(r.stderr, "yolo: 2 annotated images in \(dir)/annotated/\n")
         let objects = try jsonLines(r.stdout)
         XCTAssertEqual(objects.count, 2)
         XCTAssertEqual(objects.map { $0["image"] as? String }, [coffee, motorcycle])

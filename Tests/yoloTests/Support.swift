@@ -7,13 +7,16 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 
 extension XCTestCase {
     /// The `yolo` executable: SwiftPM builds it next to the test bundle.
-    func yoloBinary() throws -> String {
+    func yoloBinary() throws -> String { try builtExecutable("yolo") }
+
+    /// An executable product of this package (`yolo`, `yolo-bench`), built next to the test bundle.
+    func builtExecutable(_ name: String) throws -> String {
         var dirs = Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent().path }
         dirs.append(Bundle.main.bundlePath)
         dirs.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path)
-        for dir in dirs where FileManager.default.isExecutableFile(atPath: dir + "/yolo") { return dir + "/yolo" }
-        XCTFail("no yolo executable next to the test bundle (looked in \(Set(dirs).sorted()))")
-        throw XCTSkip("no yolo binary")
+        for dir in dirs where FileManager.default.isExecutableFile(atPath: dir + "/" + name) { return dir + "/" + name }
+        XCTFail("no \(name) executable next to the test bundle (looked in \(Set(dirs).sorted()))")
+        throw XCTSkip("no \(name) binary")
     }
 
     /// A new directory, removed when the test ends.
@@ -23,4 +26,45 @@ extension XCTestCase {
         addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
         return dir
     }
+}
+
+/// What a finished subprocess left: its exit status and everything it wrote.
+struct ProcessOutput {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs `executable` (a path, or a name looked up in PATH) with `args` in `dir`, its output to
+/// files (nothing can block on a full pipe); a run past `timeout` seconds is terminated and fails
+/// the test.
+func runProcess(_ executable: String, _ args: [String], in dir: String, environment: [String: String] = [:],
+                timeout: Double = 300, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessOutput {
+    let p = Process()
+    if executable.contains("/") {
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = args
+    } else {
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = [executable] + args
+    }
+    if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+    p.currentDirectoryURL = URL(fileURLWithPath: dir)
+    let base = NSTemporaryDirectory() + "yolo-test-output-\(getpid())-\(UUID().uuidString.prefix(8))"
+    let out = base + ".stdout", err = base + ".stderr"
+    _ = FileManager.default.createFile(atPath: out, contents: nil)
+    _ = FileManager.default.createFile(atPath: err, contents: nil)
+    defer { try? FileManager.default.removeItem(atPath: out); try? FileManager.default.removeItem(atPath: err) }
+    p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+    p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
+    let done = DispatchSemaphore(value: 0)
+    p.terminationHandler = { _ in done.signal() }
+    try p.run()
+    if done.wait(timeout: .now() + timeout) == .timedOut {
+        p.terminate()
+        XCTFail("\(executable) \(args) did not finish within \(timeout) s", file: file, line: line)
+        done.wait()
+    }
+    return ProcessOutput(status: p.terminationStatus, stdout: try String(contentsOfFile: out, encoding: .utf8),
+                         stderr: try String(contentsOfFile: err, encoding: .utf8))
 }

@@ -6,12 +6,13 @@
 // Usage: yolo-forward CFG WEIGHTS INPUT.f32 HEAD0.samples HEAD1.samples [gemm=NAME] [conv=NAME]... THREADS...
 // (gemm=automatic|kernels|openblas: ModelOptions.gemm, default automatic, which on aarch64 is the
 // engine's own NEON kernels; conv=winograd|winograd2|im2col, repeatable: those algorithms only,
-// default all of them.) Each session's
+// default all of them; plan=measure: each convolution's algorithm measured at load, marked * in
+// the plan printed, instead of the fixed table.) Each session's
 // worker threads are counted (/proc/self/task), so a pool that silently fell back to running
 // its parts in turn fails the check.
 // Exit status 0 when every head of every run is within the tolerances, 1 otherwise.
-import Glibc
-import YOLO
+import YOLOCore
+import YOLOEngine
 
 /// Max abs difference of the sampled values (as the XCTest reference tests).
 let maxAbsTolerance: Float = 1e-3
@@ -122,7 +123,9 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
     var threadCounts: [Int] = []
     var algorithms: [ModelOptions.Convolution] = []
     var gemm = ModelOptions.GemmBackend.automatic
+    var planning = Planning.table
     for a in args[6...] {
+        if a == "plan=measure" { planning = .measure(cacheDirectory: nil); continue }
         if a.hasPrefix("conv=") {
             guard let c = ModelOptions.Convolution.allCases.first(where: { "conv=" + name($0) == a }) else {
                 throw .invalidArgument("unknown \(a)")
@@ -144,11 +147,13 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
     var ok = true
     var worst: Float = 0
     for algorithm in algorithms {
-        let model = try Model(cfgPath: args[1], weightsPath: args[2], options: ModelOptions(convolution: algorithm, gemm: gemm))
+        let model = try Model(cfgPath: args[1], weightsPath: args[2],
+                              options: ModelOptions(convolution: algorithm, gemm: gemm, planning: planning, tuningThreads: 1))
         if algorithm == algorithms.first {
             print("engine: \(BuildInfo.kernelTarget); GEMM \(gemm.rawValue) (our kernels' level: \(KernelLevel.selected.rawValue); OpenBLAS core: \(BuildInfo.blasCoreName)); \(model.parameterCount) weights")
         }
-        print("model \(name(algorithm)), gemm \(gemm.rawValue): \(mib(model.parameterBytes)) MiB")
+        print("model \(name(algorithm)), gemm \(gemm.rawValue): \(mib(model.parameterBytes)) MiB; plan: "
+              + model.plan.entries.map { $0.algorithm + ($0.source == .measured ? "*" : "") }.joined(separator: " "))
         for threads in threadCounts {
             // Threads of the previous session are joined but may take a moment to leave /proc, and
             // qemu or OpenBLAS may run a thread of their own briefly: count when it is steady.

@@ -307,15 +307,15 @@ let variants = [
 
 /// The SIMD input and output transforms of the baseline level (NEON here; SIMD4 in
 /// YOLOKernelsBaseline), checked like the scalar ones (and bit-identical to them by design).
+let baseline = KernelsBaseline.kernelSet
+
 let simdVariants = [
-    WinogradVariant(name: "F(2x2,3x3) WinogradBaseline", m: 2, G: variants[0].G, BT: variants[0].BT, AT: variants[0].AT,
+    WinogradVariant(name: "F(2x2,3x3) baseline kernel set", m: 2, G: variants[0].G, BT: variants[0].BT, AT: variants[0].AT,
         transformKernels: variants[0].transformKernels,
-        input: { WinogradBaseline.input2($0, height: $1, width: $2, channelCount: $3, channels: $4, tileRows: $5, tilesWide: $6, into: $7) },
-        output: { WinogradBaseline.output2($0, filterCount: $1, filters: $2, tileRows: $3, tilesWide: $4, outHeight: $5, outWidth: $6, into: $7) }),
-    WinogradVariant(name: "F(4x4,3x3) WinogradBaseline", m: 4, G: variants[1].G, BT: variants[1].BT, AT: variants[1].AT,
+        input: baseline.winograd2.input, output: baseline.winograd2.output),
+    WinogradVariant(name: "F(4x4,3x3) baseline kernel set", m: 4, G: variants[1].G, BT: variants[1].BT, AT: variants[1].AT,
         transformKernels: variants[1].transformKernels,
-        input: { WinogradBaseline.input4($0, height: $1, width: $2, channelCount: $3, channels: $4, tileRows: $5, tilesWide: $6, into: $7) },
-        output: { WinogradBaseline.output4($0, filterCount: $1, filters: $2, tileRows: $3, tilesWide: $4, outHeight: $5, outWidth: $6, into: $7) }),
+        input: baseline.winograd4.input, output: baseline.winograd4.output),
 ]
 
 func checkWinograd(_ v: WinogradVariant) {
@@ -468,14 +468,10 @@ func checkGemms() {
     checkPackedGemm(GemmKernel8x3<SIMD8<Float>, CheckNoFMA>.self, "8x3, SIMD8, mul+add")
     // The level the engine runs on this CPU (NEON 8x12 with fmla on aarch64, SSE 4x12 on x86-64),
     // with its own blocking: differs per CPU by design, so no bit comparison with the host.
-    checkGemm("GemmBaseline (MR=\(GemmBaseline.mr), NR=\(GemmBaseline.nr))", mr: GemmBaseline.mr, kc: GemmBaseline.kc,
-              nc: GemmBaseline.nc, crossArch: false,
+    let g = baseline.gemm
+    checkGemm("\(baseline.name) kernel set GEMM (MR=\(g.mr), NR=\(g.nr))", mr: g.mr, kc: g.kc, nc: g.nc, crossArch: false,
               shapes: [(1, 1, 1), (7, 13, 9), (16, 169, 64), (19, 520, 300), (33, 49, 145), (8, 2, 513)],
-              packedASize: { GemmBaseline.packedASize(m: $0, k: $1) },
-              pack: { GemmBaseline.packA($0, lda: $1, m: $2, k: $3, into: $4) },
-              scratchSize: { GemmBaseline.scratchSize(m: $0, n: $1, k: $2) },
-              run: { GemmBaseline.gemm(m: $0, n: $1, k: $2, packedA: $3, b: $4, ldb: $5, c: $6, ldc: $7, scratch: $8,
-                                       rows: $9) })
+              packedASize: g.packedASize, pack: g.packA, scratchSize: g.scratchSize, run: g.gemm)
 }
 
 // MARK: - Direct 3x3 convolution + 2x2 max pool
@@ -502,9 +498,10 @@ func checkDirectConv() {
                 }
             }
         }
-        var packed = [Float](repeating: .nan, count: GemmBaseline.directConvPackedSize(filters: f, channels: c))
-        var scratch = [Float](repeating: .nan, count: GemmBaseline.directConvScratchSize(channels: c, width: w))
-        weights.withUnsafeBufferPointer { wp in ptr(&packed) { GemmBaseline.directConvPack(wp.baseAddress!, filters: f, channels: c, into: $0) } }
+        let direct = baseline.direct
+        var packed = [Float](repeating: .nan, count: direct.packedSize(filters: f, channels: c))
+        var scratch = [Float](repeating: .nan, count: direct.scratchSize(channels: c, width: w))
+        weights.withUnsafeBufferPointer { wp in ptr(&packed) { direct.pack(wp.baseAddress!, filters: f, channels: c, into: $0) } }
         // FMA (NEON) or not (SSE): the sums differ per CPU by design, so no digest comparison.
         do {
             let (oh, ow) = (h / 2, w / 2)
@@ -522,8 +519,8 @@ func checkDirectConv() {
             // In two row ranges, as two threads would.
             for rows in [0..<oh / 2, oh / 2..<oh] {
                 src.withUnsafeBufferPointer { sp in packed.withUnsafeBufferPointer { pp in ptr(&scratch) { sc in ptr(&got) { out in
-                    GemmBaseline.directConvPooled(sp.baseAddress!, height: h, width: w, channels: c, packed: pp.baseAddress!,
-                                                  filters: f, rows: rows, into: out, scratch: sc)
+                    direct.pooledRows(sp.baseAddress!, height: h, width: w, channels: c, packed: pp.baseAddress!,
+                                      filters: f, rows: rows, into: out, scratch: sc)
                 } } } }
             }
             expect("directConv + 2x2 max pool c=\(c) \(h)x\(w) filters=\(f)", got, want,
@@ -545,6 +542,6 @@ func main(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
     checkGemms()
     checkDirectConv()
     if verbose { for l in lines { print(l) } }
-    print("kernels: \(checks) checks (activate, biasActivate x \(Activation.allCases.count) activations; im2col; maxPool, maxPool2x2, maxPool2x2Stride1; upsampleNearest; add; Winograd F(2x2,3x3) and F(4x4,3x3) kernel, input, output transforms and end to end, scalar and WinogradBaseline; packed GEMM: 4 generic micro-kernel instantiations and GemmBaseline; direct 3x3 convolution + 2x2 max pool), \(failures) mismatches")
+    print("kernels: \(checks) checks (activate, biasActivate x \(Activation.allCases.count) activations; im2col; maxPool, maxPool2x2, maxPool2x2Stride1; upsampleNearest; add; Winograd F(2x2,3x3) and F(4x4,3x3) kernel, input, output transforms and end to end, scalar and the baseline kernel set's SIMD ones; packed GEMM: 4 generic micro-kernel instantiations and the baseline kernel set's; direct 3x3 convolution + 2x2 max pool), \(failures) mismatches")
     return failures == 0 ? 0 : 1
 }

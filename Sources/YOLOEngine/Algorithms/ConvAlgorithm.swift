@@ -1,0 +1,140 @@
+// The ways this engine computes a convolution, which of them fit a layer, and the interface each
+// one implements once prepared for a layer (`ConvKernel`). One file per algorithm beside this one.
+import YOLOCore
+import YOLOKernels
+
+/// How a convolution is computed.
+public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// im2col + GEMM: any convolution (Im2colGemm.swift).
+    case im2col
+    /// A 1x1 stride-1 convolution as one GEMM on the input itself (PointwiseGemm.swift).
+    case gemm1x1
+    /// Winograd F(2x2, 3x3): 2.25x fewer multiplications (WinogradConv.swift).
+    case winograd2
+    /// Winograd F(4x4, 3x3): 4x fewer multiplications, 4x the weights (WinogradConv.swift).
+    case winograd4
+    /// The direct 3x3 convolution that computes the 2x2 stride-2 max pool after it in the same
+    /// pass: the full-size output never exists (DirectConvPool.swift). Replaces two layers.
+    case directPool = "direct+pool"
+
+    public var description: String { rawValue }
+
+    /// Whether this algorithm can compute `conv` (for `.directPool`, `pooledBy` is the max pool
+    /// after it, which must be a 2x2 stride-2 pool of its whole, even-sized output that reads only
+    /// it), with `kernels` our kernel set (nil: GEMMs in OpenBLAS, no direct kernel).
+    func applies(to conv: ConvolutionalLayer, pooledBy next: MaxPoolLayer?, ourKernels: Bool) -> Bool {
+        switch self {
+        case .im2col: return !conv.isPointwise
+        case .gemm1x1: return conv.isPointwise
+        case .winograd2, .winograd4: return conv.is3x3Same
+        case .directPool:
+            guard ourKernels, conv.is3x3Same, conv.inputShape.c <= ConvAlgorithm.directMaxChannels, let next,
+                  next.geometry == (2, 2), next.sources == [conv.index], conv.activation.isMonotonic else { return false }
+            let out = conv.outputShape
+            return out.h % 2 == 0 && out.w % 2 == 0 && next.outputShape == Shape(c: out.c, h: out.h / 2, w: out.w / 2)
+        }
+    }
+
+    /// Whether the model options allow it: `.im2col` leaves out Winograd (whose kernels need more
+    /// memory), `.winograd2` leaves out F(4x4).
+    func allowed(by option: ModelOptions.Convolution) -> Bool {
+        switch (self, option) {
+        case (.winograd2, .im2col), (.winograd4, .im2col), (.winograd4, .winograd2): return false
+        default: return true
+        }
+    }
+
+    /// The fixed table (`ModelOptions.Planning.table`: deterministic, measured once on a Zen 5
+    /// core with AVX-512), among the algorithms that apply:
+    /// - direct+pool for 3x3 layers with at most 16 input channels before a 2x2/2 pool (3 channels
+    ///   at 416x416: 2.1 ms im2col + pool, 1.1 ms direct; 16 at 208x208: 2.6 ms im2col + pool,
+    ///   1.9 F(4x4) + pool, 1.97 direct, which needs no full-size buffer);
+    /// - Winograd for 3x3 layers with 32 or more input channels (with 16, im2col was faster):
+    ///   F(4x4) on maps of 24x24 and more, F(2x2) on smaller ones (at 13x13 they tie, and F(4x4)
+    ///   needs 2.25x the memory): F(2x2) / F(4x4) ms: 32 channels at 104x104 1.21 / 0.91, 64 at
+    ///   52x52 1.03 / 0.76, 128 at 26x26 1.15 / 0.63, 384 at 26x26 3.50 / 1.84;
+    /// - a plain GEMM for 1x1 layers; im2col + GEMM for the rest.
+    static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm]) -> ConvAlgorithm {
+        if candidates.contains(.directPool) { return .directPool }
+        if candidates.contains(.gemm1x1) { return .gemm1x1 }
+        if conv.is3x3Same && conv.inputShape.c >= 32 {
+            let large = min(conv.outputShape.h, conv.outputShape.w) >= 24
+            if large && candidates.contains(.winograd4) { return .winograd4 }
+            if candidates.contains(.winograd2) { return .winograd2 }
+        }
+        return .im2col
+    }
+
+    /// This algorithm prepared for `conv` from its folded weights (filters x channels x k x k),
+    /// with `kernelSet`'s kernels and GEMMs by `gemm` (nil: OpenBLAS); `pool` runs load-time
+    /// transforms. The one place that maps algorithms to their implementations.
+    func prepare(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, kernelSet: KernelSet, gemm: GemmFunctions?,
+                 pool: WorkerPool) -> any ConvKernel {
+        switch self {
+        case .im2col: return Im2colGemm(conv, weights: weights, gemm: gemm)
+        case .gemm1x1: return PointwiseGemm(conv, weights: weights, gemm: gemm)
+        case .winograd2: return WinogradConv(conv, tile: 2, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: pool)
+        case .winograd4: return WinogradConv(conv, tile: 4, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: pool)
+        case .directPool: return DirectConvPool(conv, weights: weights, kernelSet: kernelSet)
+        }
+    }
+
+    /// Input channels up to which the direct kernel is a candidate: beyond, a 3x3 layer has
+    /// enough depth for GEMM-based algorithms to win.
+    static let directMaxChannels = 16
+}
+
+/// A convolution algorithm prepared for one layer: it owns its transformed, packed weights, and
+/// computes the layer's output (or, for `.directPool`, the pooled output) for any session.
+protocol ConvKernel: AnyObject, Sendable {
+    var algorithm: ConvAlgorithm { get }
+    /// Floats of per-thread scratch `run` needs.
+    var workspaceFloats: Int { get }
+    /// Bytes of prepared parameters it holds.
+    var parameterBytes: Int { get }
+    /// Computes the output from `src` into `dst`, then applies `epilogue` (nil: raw sums, whose
+    /// bias + activation a later step applies). Returns GEMM nanoseconds when timed.
+    func run(_ src: UnsafePointer<Float>, into dst: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
+             context: StepContext) -> UInt64
+}
+
+/// Bias + activation over output rows `rows` of every channel of a `shape` output, spread over
+/// `pool`'s threads (nil: on the calling thread).
+func applyEpilogue(_ epilogue: Epilogue?, _ output: UnsafeMutablePointer<Float>, shape: Shape, rows: Range<Int>,
+                   pool: WorkerPool?) {
+    guard let epilogue else { return }
+    let plane = shape.h * shape.w
+    let (out, count) = (output + rows.lowerBound * shape.w, rows.count * shape.w)
+    let (bias, act) = (epilogue.bias, epilogue.activation)
+    if let pool {
+        pool.parallelFor(shape.c) { f in
+            biasActivate(out, bias: bias, channels: f, spatial: count, channelStride: plane, activation: act, exp: exp)
+        }
+    } else {
+        biasActivate(out, bias: bias, channels: 0..<shape.c, spatial: count, channelStride: plane, activation: act, exp: exp)
+    }
+}
+
+/// Runs `body(part, block)` for every block in 0..<blockCount, the blocks dealt out to the
+/// pool's threads round-robin, each block on one thread (its own scratch). The count is rounded
+/// up to a multiple of the threads and `body` maps a block to its share of rows, so no thread
+/// waits for another's larger block. Returns thread 0's summed result (GEMM time).
+func runBlocksPerThread(_ pool: WorkerPool, blocks: Int, _ body: (_ part: Int, _ block: Int, _ of: Int) -> UInt64) -> UInt64 {
+    let parts = pool.threadCount
+    let rounded = (blocks + parts - 1) / parts * parts
+    return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: parts) { times in
+        times.initialize(repeating: 0)
+        pool.run { part in
+            for b in Swift.stride(from: part, to: rounded, by: parts) { times[part] &+= body(part, b, rounded) }
+        }
+        return times[0]
+    }
+}
+
+/// Elapsed nanoseconds of `body` when `timed`, else 0.
+@inline(__always) func timed(_ timed: Bool, _ body: () -> Void) -> UInt64 {
+    guard timed else { body(); return 0 }
+    let start = monotonicNanoseconds()
+    body()
+    return monotonicNanoseconds() - start
+}

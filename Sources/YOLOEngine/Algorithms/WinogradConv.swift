@@ -1,0 +1,109 @@
+// 3x3 stride-1 convolutions as Winograd F(2x2, 3x3) or F(4x4, 3x3): per block of tile rows, the
+// input transform (V = Bᵀ d B per channel and tile), one GEMM per position of the transformed tile
+// (16 or 36: M[xi] = U[xi] · V[xi], U the transformed kernels, packed at load), and the output
+// transform (Aᵀ m A) into the output rows, then the epilogue. The transforms are the kernel set's
+// SIMD ones, bit-identical to the scalar references of YOLOKernels.
+import YOLOCore
+import YOLOKernels
+
+final class WinogradConv: ConvKernel {
+    let algorithm: ConvAlgorithm
+    let conv: ConvolutionalLayer
+    /// Output tile size: 2 or 4.
+    let tile: Int
+    /// The transformed kernel matrices (filters x channels), one per position of the tile transform.
+    let kernels: [GemmWeights]
+    let transforms: WinogradFunctions
+    let storage: ModelStorage
+
+    /// Transforms the folded weights (filters x channels x 9) on `pool`'s threads, packs them for
+    /// `gemm` (nil: OpenBLAS), with the transforms of `kernelSet`.
+    init(_ conv: ConvolutionalLayer, tile: Int, weights: UnsafePointer<Float>, kernelSet: KernelSet,
+         gemm: GemmFunctions?, pool: WorkerPool) {
+        precondition(conv.is3x3Same && (tile == 2 || tile == 4), "WinogradConv: layer \(conv.index) is not 3x3 stride 1 pad 1")
+        self.conv = conv
+        self.tile = tile
+        algorithm = tile == 4 ? .winograd4 : .winograd2
+        transforms = kernelSet.winograd(tile: tile)
+        let storage = ModelStorage()
+        self.storage = storage
+        let (m, c, p) = (conv.filters, conv.inputShape.c, (tile + 2) * (tile + 2))
+        // With our kernels only the packed copies are kept; OpenBLAS reads the transforms as they are.
+        let u = gemm == nil ? storage.allocate(p * m * c) : .allocate(capacity: p * m * c)
+        defer { if gemm != nil { u.deallocate() } }
+        pool.parallelFor(m) { range in
+            if tile == 4 {
+                winograd4TransformKernels(weights, filterCount: m, channels: c, filters: range, into: u)
+            } else {
+                winogradTransformKernels(weights, filterCount: m, channels: c, filters: range, into: u)
+            }
+        }
+        kernels = (0..<p).map {
+            Gemm.prepare(u + $0 * m * c, rows: m, columns: c, kernels: gemm, storage: storage, dataOutlivesLoad: true)
+        }
+    }
+
+    /// Positions of the tile transform: (tile + 2)².
+    var positions: Int { (tile + 2) * (tile + 2) }
+    var tilesHigh: Int { (conv.outputShape.h + tile - 1) / tile }
+    var tilesWide: Int { (conv.outputShape.w + tile - 1) / tile }
+    /// Tile rows per block: about 256K floats of transforms, at least 128 tiles per GEMM.
+    var blockTileRows: Int {
+        let perRow = positions * (conv.inputShape.c + conv.filters) * tilesWide
+        let cached = 256 * 1024 / max(1, perRow)
+        let wide = (128 + tilesWide - 1) / tilesWide
+        return max(1, min(tilesHigh, max(cached, wide)))
+    }
+    var blockCount: Int { (tilesHigh + blockTileRows - 1) / blockTileRows }
+    var workspaceFloats: Int { positions * (conv.inputShape.c + conv.filters) * blockTileRows * tilesWide }
+    var parameterBytes: Int { 4 * storage.floats }
+
+    func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
+             context: StepContext) -> UInt64 {
+        let pool = context.pool
+        if pool.threadCount > 1 && blockCount >= pool.threadCount {
+            let ctx = context, th = tilesHigh
+            return runBlocksPerThread(pool, blocks: blockCount) { part, b, of in
+                self.block(src, out, tileRows: th * b / of ..< th * (b + 1) / of, epilogue: epilogue,
+                           workspace: ctx.workspace(part: part), pool: nil, scratch: ctx.gemmScratch.only(part),
+                           timed: ctx.timesGemm)
+            }
+        }
+        var total: UInt64 = 0
+        for b in 0..<blockCount {
+            let rows = b * blockTileRows ..< min(tilesHigh, (b + 1) * blockTileRows)
+            total &+= block(src, out, tileRows: rows, epilogue: epilogue, workspace: context.workspace, pool: pool,
+                            scratch: context.gemmScratch, timed: context.timesGemm)
+        }
+        return total
+    }
+
+    /// Input transform -> GEMMs -> output transform -> epilogue for tile rows `tileRows`. With a
+    /// pool the work is spread over its threads; without, it runs on the calling thread.
+    private func block(_ src: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, tileRows: Range<Int>,
+                       epilogue: Epilogue?, workspace: UnsafeMutablePointer<Float>, pool: WorkerPool?,
+                       scratch: GemmScratch, timed isTimed: Bool) -> UInt64 {
+        let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)
+        let (oh, ow) = (conv.outputShape.h, conv.outputShape.w)
+        let tiles = tileRows.count * tw
+        let v = workspace, mo = workspace + positions * c * tiles
+        let transforms = transforms
+        let input = { (ch: Range<Int>) in
+            transforms.input(src, height: h, width: w, channelCount: c, channels: ch, tileRows: tileRows, tilesWide: tw,
+                             into: v)
+        }
+        let output = { (fs: Range<Int>) in
+            transforms.output(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
+                              outWidth: ow, into: out)
+        }
+        if let pool { pool.parallelFor(c, input) } else { input(0..<c) }
+        let elapsed = timed(isTimed) {
+            Gemm.multiplyBatch(kernels, v, bStride: c * tiles, n: tiles, into: mo, cStride: m * tiles, pool: pool,
+                               scratch: scratch)
+        }
+        if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
+        applyEpilogue(epilogue, out, shape: conv.outputShape,
+                      rows: tile * tileRows.lowerBound ..< min(oh, tile * tileRows.upperBound), pool: pool)
+        return elapsed
+    }
+}

@@ -1,0 +1,159 @@
+// The engine's matrix products: weights prepared at load for our kernels or OpenBLAS, and the
+// split of a product over a session's threads.
+import YOLOCore
+internal import COpenBLAS
+import YOLOKernels
+
+/// A weight matrix (rows x columns, row-major) prepared once, at model load, for the GEMM
+/// backend the model uses: packed for our kernels, or as it is for OpenBLAS. Points into the
+/// model's immutable storage.
+struct GemmWeights: Sendable {
+    let rows: Int
+    let columns: Int
+    private let rowMajor: ParameterPointer?
+    private let packedA: ParameterPointer?
+    let kernels: GemmFunctions?
+
+    init(rows: Int, columns: Int, data: UnsafePointer<Float>?, packed: UnsafePointer<Float>?, kernels: GemmFunctions?) {
+        (self.rows, self.columns, self.kernels) = (rows, columns, kernels)
+        rowMajor = data.map { ParameterPointer(base: $0) }
+        packedA = packed.map { ParameterPointer(base: $0) }
+    }
+
+    /// Row-major with row stride `columns` (OpenBLAS), or nil when packed.
+    var data: UnsafePointer<Float>? { rowMajor?.base }
+    /// Packed by `kernels.packA` (our kernels), or nil.
+    var packed: UnsafePointer<Float>? { packedA?.base }
+}
+
+/// Per-thread scratch of the GEMM kernels (where they pack blocks of B): `perThread` floats
+/// for each of a session's threads, from `base`.
+struct GemmScratch {
+    let base: UnsafeMutablePointer<Float>
+    let perThread: Int
+    @inline(__always) func part(_ i: Int) -> UnsafeMutablePointer<Float> { base + i * perThread }
+    /// The scratch of thread `i` alone, for a caller that runs on that thread without the pool.
+    @inline(__always) func only(_ i: Int) -> GemmScratch { GemmScratch(base: part(i), perThread: perThread) }
+}
+
+/// The engine's one entry for matrix products: every convolution's GEMM and the Winograd
+/// products come through here, so the choice of kernels and the split over threads live in
+/// one place.
+enum Gemm {
+    /// Process-wide, once: OpenBLAS runs single-threaded, since sessions split each GEMM over
+    /// their own threads. Setting it on every forward raced between sessions on two threads.
+    private static let processSetUp: Void = { openblas_set_num_threads(1) }()
+
+    /// Called by every model before it loads (cheap after the first time).
+    static func setUpProcess() { _ = processSetUp }
+
+    /// The kernel set a model uses (`ModelOptions.kernelLevel`, else the process's
+    /// `KernelLevel.selected`: the CPU's best, or lower by YOLO_KERNEL_LEVEL) and whether its GEMMs
+    /// run in OpenBLAS instead: with `.automatic`, at the x86 baseline (SSE2), where OpenBLAS's
+    /// own kernels are about 3.5x faster. The one place that picks them.
+    static func kernels(for options: ModelOptions) throws(YOLOError) -> (set: KernelSet, openBLAS: Bool) {
+        var chosen = KernelLevel.selectedKernels
+        if let level = options.kernelLevel {
+            guard let k = level.kernelSet else {
+                let names = KernelLevel.supported.map { $0.rawValue }.joined(separator: ", ")
+                throw .invalidArgument("kernel level \(level.rawValue) cannot run on this CPU (it can: \(names))")
+            }
+            chosen = k
+        }
+        switch options.gemm {
+        case .openBLAS: return (chosen, true)
+        case .kernels: return (chosen, false)
+        case .automatic: return (chosen, chosen.name == KernelLevel.baseline.rawValue)
+        }
+    }
+
+    /// Floats of per-thread scratch `multiply` needs with `kernels` (any shape).
+    static func scratchPerThread(_ kernels: GemmFunctions?) -> Int {
+        kernels.map { $0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) } ?? 0
+    }
+
+    /// Prepares a weight matrix: packs it into `storage` for our kernels, or keeps it for
+    /// OpenBLAS (copied into `storage` when `data` does not outlive the load).
+    static func prepare(_ data: UnsafePointer<Float>, rows: Int, columns: Int, kernels: GemmFunctions?,
+                        storage: ModelStorage, dataOutlivesLoad: Bool) -> GemmWeights {
+        if let kernels {
+            let packed = storage.allocate(kernels.packedASize(m: rows, k: columns))
+            kernels.packA(data, lda: columns, m: rows, k: columns, into: packed)
+            return GemmWeights(rows: rows, columns: columns, data: nil, packed: packed, kernels: kernels)
+        }
+        var kept = data
+        if !dataOutlivesLoad {
+            let copy = storage.allocate(rows * columns)
+            copy.update(from: data, count: rows * columns)
+            kept = UnsafePointer(copy)
+        }
+        return GemmWeights(rows: rows, columns: columns, data: kept, packed: nil, kernels: nil)
+    }
+
+    /// C (rows `rows` of a, x n, row stride ldc) = a · B, for columns `cols` of B and C, on the
+    /// calling thread with `scratch`.
+    @inline(__always)
+    private static func kernel(_ a: GemmWeights, rows: Range<Int>, _ b: UnsafePointer<Float>, ldb: Int,
+                               cols: Range<Int>, into c: UnsafeMutablePointer<Float>, ldc: Int,
+                               scratch: UnsafeMutablePointer<Float>) {
+        let k = a.columns
+        if let kernels = a.kernels, let packed = a.packed {
+            kernels.gemm(m: a.rows, n: cols.count, k: k, packedA: packed, b: b + cols.lowerBound, ldb: ldb,
+                         c: c + cols.lowerBound, ldc: ldc, scratch: scratch, rows: rows)
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(rows.count), Int32(cols.count), Int32(k),
+                        1, a.data! + rows.lowerBound * k, Int32(k), b + cols.lowerBound, Int32(ldb), 0,
+                        c + rows.lowerBound * ldc + cols.lowerBound, Int32(ldc))
+        }
+    }
+
+    /// C (a.rows x n, row stride ldc) = a · B (a.columns x n, row stride ldb). With a pool of
+    /// several threads, the product is split over them: by rows of `a` (in whole micro-kernel
+    /// panels) when there are at least as many as columns (the 13x13 layers), else by columns
+    /// in multiples of 16. Without a pool it runs on the calling thread with `scratch.part(0)`.
+    static func multiply(_ a: GemmWeights, _ b: UnsafePointer<Float>, n: Int, ldb: Int,
+                         into c: UnsafeMutablePointer<Float>, ldc: Int, pool: WorkerPool?, scratch: GemmScratch) {
+        let m = a.rows
+        guard let pool, pool.threadCount > 1 else {
+            kernel(a, rows: 0..<m, b, ldb: ldb, cols: 0..<n, into: c, ldc: ldc, scratch: scratch.part(0))
+            return
+        }
+        let parts = pool.threadCount
+        if m >= n {
+            let panel = a.kernels?.mr ?? 1
+            let chunk = (m + parts * panel - 1) / (parts * panel) * panel
+            pool.run { part in
+                let lo = min(m, part * chunk), hi = min(m, lo + chunk)
+                guard hi > lo else { return }
+                kernel(a, rows: lo..<hi, b, ldb: ldb, cols: 0..<n, into: c, ldc: ldc, scratch: scratch.part(part))
+            }
+        } else {
+            let chunk = (n + parts * 16 - 1) / (parts * 16) * 16
+            pool.run { part in
+                let lo = min(n, part * chunk), hi = min(n, lo + chunk)
+                guard hi > lo else { return }
+                kernel(a, rows: 0..<m, b, ldb: ldb, cols: lo..<hi, into: c, ldc: ldc, scratch: scratch.part(part))
+            }
+        }
+    }
+
+    /// Independent products C[i] = a[i] · B[i] (the Winograd positions), B[i] at
+    /// `b + i * bStride` and C[i] at `c + i * cStride`, each n columns wide and packed. With a
+    /// pool, its threads share out the products.
+    static func multiplyBatch(_ a: [GemmWeights], _ b: UnsafePointer<Float>, bStride: Int, n: Int,
+                              into c: UnsafeMutablePointer<Float>, cStride: Int, pool: WorkerPool?, scratch: GemmScratch) {
+        let count = a.count
+        let product = { (i: Int, part: Int) in
+            kernel(a[i], rows: 0..<a[i].rows, b + i * bStride, ldb: n, cols: 0..<n, into: c + i * cStride, ldc: n,
+                   scratch: scratch.part(part))
+        }
+        if let pool, pool.threadCount > 1 {
+            let parts = pool.threadCount
+            pool.run { part in
+                for i in count * part / parts ..< count * (part + 1) / parts { product(i, part) }
+            }
+        } else {
+            for i in 0..<count { product(i, 0) }
+        }
+    }
+}

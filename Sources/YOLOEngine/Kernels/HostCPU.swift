@@ -1,0 +1,109 @@
+// What the CPU this process runs on can do (x86: CPUID + XGETBV; arm64: NEON always, the
+// ARMv8.2 extensions from the auxiliary vector) and how to name it in a plan cache key.
+import YOLOCore
+import YOLOKernels
+#if arch(x86_64)
+internal import CCPUID
+#endif
+
+enum HostCPU {
+    /// The features of this CPU that kernel sets may require.
+    static let features: CPUFeatureSet = detect()
+
+    /// A short description that identifies the CPU model for cached measurements: vendor
+    /// brand string (x86) or implementer/part (arm64), family/model/stepping, features, cores.
+    static let identity: String = {
+        var parts: [String] = []
+        #if arch(x86_64)
+        parts.append(brandString())
+        var r: [UInt32] = [0, 0, 0, 0]
+        if yolo_cpuid(1, 0, &r) != 0 {
+            let eax = r[0]
+            let family = Int((eax >> 8) & 0xF) + (((eax >> 8) & 0xF) == 0xF ? Int((eax >> 20) & 0xFF) : 0)
+            let model = Int((eax >> 4) & 0xF) | (Int((eax >> 16) & 0xF) << 4)
+            parts.append("family \(family) model \(model) stepping \(Int(eax & 0xF))")
+        }
+        #else
+        parts.append(armIdentity())
+        #endif
+        parts.append("features \(features.rawValue)")
+        parts.append("cores \(availableCores())")
+        return parts.joined(separator: "; ")
+    }()
+
+    static func detect() -> CPUFeatureSet {
+        var f: CPUFeatureSet = []
+        #if arch(x86_64)
+        var r: [UInt32] = [0, 0, 0, 0]
+        guard yolo_cpuid(1, 0, &r) != 0 else { return f }
+        let ecx1 = r[2]
+        let bit1 = { (n: UInt32) in ecx1 & (1 << n) != 0 }
+        // FMA, MOVBE, OSXSAVE, AVX, F16C
+        guard bit1(27), bit1(28) else { return f }
+        let haswellLeaf1 = bit1(12) && bit1(22) && bit1(29)
+        let xcr0 = yolo_xgetbv0()
+        let ymmState = xcr0 & 0x6 == 0x6              // SSE + AVX state
+        let zmmState = xcr0 & 0xE6 == 0xE6            // + opmask, ZMM_Hi256, Hi16_ZMM
+        guard yolo_cpuid(7, 0, &r) != 0 else { return f }
+        let (ebx7, ecx7) = (r[1], r[2])
+        let bit7 = { (n: UInt32) in ebx7 & (1 << n) != 0 }
+        var sub1 = [UInt32](repeating: 0, count: 4)
+        _ = yolo_cpuid(7, 1, &sub1)
+        let lzcnt = yolo_cpuid(0x8000_0001, 0, &r) != 0 && r[2] & (1 << 5) != 0
+        // AVX2, BMI1, BMI2
+        let avx2 = ymmState && haswellLeaf1 && lzcnt && bit7(5) && bit7(3) && bit7(8)
+        if avx2 { f.insert(.avx2) }
+        if avx2 && sub1[0] & (1 << 4) != 0 { f.insert(.avxVNNI) }
+        // AVX512F, DQ, CD, BW, VL
+        if avx2 && zmmState && bit7(16) && bit7(17) && bit7(28) && bit7(30) && bit7(31) {
+            f.insert(.avx512)
+            if ecx7 & (1 << 11) != 0 { f.insert(.avx512VNNI) }
+            if sub1[0] & (1 << 5) != 0 { f.insert(.avx512BF16) }
+        }
+        #elseif arch(arm64) || arch(aarch64)
+        // AT_HWCAP (16): HWCAP_FPHP (1 << 9), HWCAP_ASIMDHP (1 << 10), HWCAP_ASIMDDP (1 << 20).
+        let hwcap = getauxval(16)
+        if hwcap & (1 << 20) != 0 { f.insert(.dotProduct) }
+        if hwcap & (1 << 10) != 0 { f.insert(.fp16) }
+        #endif
+        return f
+    }
+
+    #if arch(x86_64)
+    /// CPUID leaves 0x80000002-4, trimmed ("AMD EPYC 9R45", "Intel(R) Xeon(R) ...").
+    static func brandString() -> String {
+        var bytes: [UInt8] = []
+        var r: [UInt32] = [0, 0, 0, 0]
+        for leaf: UInt32 in 0x8000_0002...0x8000_0004 {
+            guard yolo_cpuid(leaf, 0, &r) != 0 else { return "unknown x86-64" }
+            for word in r { for i in 0..<4 { bytes.append(UInt8((word >> (8 * UInt32(i))) & 0xFF)) } }
+        }
+        let text = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        return text.split(separator: " ").joined(separator: " ")
+    }
+    #else
+    /// "CPU implementer" and "CPU part" of the first core in /proc/cpuinfo (e.g. 0x41 0xd0b: an
+    /// Arm Cortex-A76), or "unknown arm64".
+    static func armIdentity() -> String {
+        // /proc files report a size of 0: read until the end (at most 1 MiB).
+        let fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "unknown arm64" }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 1 << 20 {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, 4096) }
+            if n <= 0 { break }
+            bytes += chunk.prefix(n)
+        }
+        var found: [String] = []
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            for key in ["CPU implementer", "CPU part", "CPU variant", "CPU revision"] where line.hasPrefix(key) {
+                if let colon = line.firstIndex(of: ":") { found.append("\(key) \(line[line.index(after: colon)...].split(separator: " ").joined())") }
+            }
+            if found.count >= 4 { break }
+        }
+        return found.isEmpty ? "unknown arm64" : found.joined(separator: ", ")
+    }
+    #endif
+}

@@ -1,0 +1,93 @@
+// Kernel levels: the registry of the kernel sets this build has (one line per level), which of
+// them this CPU runs, and the one the process uses (lowered by YOLO_KERNEL_LEVEL).
+import YOLOCore
+import YOLOKernels
+import YOLOKernelsBaseline
+#if arch(x86_64)
+import YOLOKernelsAVX2
+import YOLOKernelsAVX512
+#endif
+
+/// Every kernel set this build has, lowest first. Adding a level: a target exporting a
+/// `KernelSet` (Sources/YOLOKernels<Level>/) and one line here.
+enum KernelRegistry {
+    static let all: [KernelSet] = {
+        var sets = [KernelsBaseline.kernelSet]
+        #if arch(x86_64)
+        sets.append(KernelsAVX2.kernelSet)
+        sets.append(KernelsAVX512.kernelSet)
+        #endif
+        return sets
+    }()
+}
+
+/// A level of the engine's own kernels, named as YOLO_KERNEL_LEVEL spells it: `baseline` (x86-64
+/// SSE2), `avx2` (AVX2 + FMA), `avx512` (AVX-512 F/CD/BW/DQ/VL), `neon` (arm64). Which levels
+/// exist is data (`KernelRegistry`); the static members are conveniences.
+public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    /// A level of this build (any case), or nil.
+    public init?(rawValue: String) {
+        let name = rawValue.lowercased()
+        guard KernelRegistry.all.contains(where: { $0.name == name }) else { return nil }
+        self.rawValue = name
+    }
+    private init(_ name: String) { rawValue = name }
+
+    public static let baseline = KernelLevel("baseline")
+    public static let avx2 = KernelLevel("avx2")
+    public static let avx512 = KernelLevel("avx512")
+    public static let neon = KernelLevel("neon")
+
+    public var description: String { rawValue }
+
+    /// Every level this build has, lowest first (whether or not this CPU runs it).
+    public static var allCases: [KernelLevel] { KernelRegistry.all.map { KernelLevel($0.name) } }
+
+    /// This level's kernels, or nil when this CPU (or build) cannot run it (for kernel tests and
+    /// benchmarks).
+    @_spi(Kernels) public var kernelSet: KernelSet? {
+        guard let set = KernelRegistry.all.first(where: { $0.name == rawValue }),
+              HostCPU.features.isSuperset(of: set.requires) else { return nil }
+        return set
+    }
+
+    /// The levels this build can run on this CPU, lowest first.
+    public static let supported: [KernelLevel] = allCases.filter { $0.kernelSet != nil }
+
+    /// The highest level this CPU can run.
+    public static var detected: KernelLevel { supported.last! }
+
+    /// The level the engine uses: `detected`, lowered by the environment variable
+    /// `YOLO_KERNEL_LEVEL`. A level this CPU cannot run, or an unknown name, is reported on stderr
+    /// once and ignored (the detected level is used).
+    public static let selected: KernelLevel = {
+        let request = getenv("YOLO_KERNEL_LEVEL").map { String(cString: $0) }
+        let (level, message) = resolve(request: request, supported: supported)
+        if let message {
+            // File descriptor 2: naming C's `stderr` is not concurrency-safe in Swift 6.
+            let line = Array("yolo: \(message)\n".utf8)
+            _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        }
+        return level
+    }()
+
+    /// `YOLO_KERNEL_LEVEL`'s value `request` against the levels `supported` (lowest first):
+    /// the level to use and, when the request is not honoured, why.
+    static func resolve(request: String?, supported: [KernelLevel]) -> (KernelLevel, message: String?) {
+        let best = supported.last!
+        guard let request, !request.isEmpty else { return (best, nil) }
+        let name = request.lowercased()
+        if let level = supported.first(where: { $0.rawValue == name }) { return (level, nil) }
+        guard allCases.contains(where: { $0.rawValue == name }) || name == KernelLevel.neon.rawValue
+                || [KernelLevel.baseline, .avx2, .avx512].contains(where: { $0.rawValue == name }) else {
+            let names = allCases.map { $0.rawValue }.joined(separator: ", ")
+            return (best, "YOLO_KERNEL_LEVEL=\(request) is not a kernel level (\(names)); using \(best.rawValue)")
+        }
+        let names = supported.map { $0.rawValue }.joined(separator: ", ")
+        return (best, "YOLO_KERNEL_LEVEL=\(request): this CPU cannot run it (it can: \(names)); using \(best.rawValue)")
+    }
+
+    /// The kernels of `selected`.
+    static var selectedKernels: KernelSet { selected.kernelSet! }
+}

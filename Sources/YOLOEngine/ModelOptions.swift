@@ -1,0 +1,77 @@
+// How a model is prepared at load: ModelOptions.
+import YOLOCore
+
+/// How a model is prepared at load. Everything here is decided once: a model never changes
+/// after it is built, so any number of sessions and threads can share it.
+public struct ModelOptions: Sendable, Equatable {
+    /// Which algorithms 3x3 stride-1 convolutions may use (`ConvAlgorithm`), and the fixed
+    /// table's choice among them.
+    public enum Convolution: String, Sendable, CaseIterable {
+        /// Any: with the table, F(4x4, 3x3) Winograd (4x fewer multiplications; its kernels take
+        /// 4x those layers' weights) on maps of 24x24 and more with 32 or more input channels,
+        /// F(2x2, 3x3) (2.25x fewer; 16/9 the weights) on the others (`ConvAlgorithm.table`).
+        case winograd
+        /// Winograd F(2x2, 3x3) but not F(4x4).
+        case winograd2
+        /// No Winograd: im2col + GEMM (the least memory), and the direct kernel + pool.
+        case im2col
+    }
+    public var convolution: Convolution
+    /// Whether the inference plan fuses layers (the planner's rewrites: a convolution's bias +
+    /// activation applied by the max pool after it, on its 4x smaller output, bit-identical; the
+    /// direct conv + pool in one pass). Sessions that keep every output never fuse.
+    public var fusesLayers: Bool
+    /// How each convolution's algorithm is chosen: the fixed table (default, deterministic) or
+    /// measured on this CPU at load, with a plan cache.
+    public var planning: Planning
+    /// The threads measurements run on: those of the sessions that will run the model (nil:
+    /// every core this process may use).
+    public var tuningThreads: Int?
+    /// Per layer index, an algorithm to use instead of the plan's choice (it must apply to the
+    /// layer: a load error otherwise). For tests and experiments.
+    public var algorithms: [Int: ConvAlgorithm]
+    /// The most activation memory (input, layer outputs, scratch for one thread) one session
+    /// may need; a cfg that asks for more is refused before anything is allocated.
+    public var maxActivationBytes: Int
+    /// The network's input size, overriding the cfg's [net] width and height (nil: the cfg's).
+    /// Both must be multiples of 32, as YOLO networks downsample by 32.
+    public var inputSize: InputSize?
+
+    /// Which GEMM kernels run the convolutions.
+    public enum GemmBackend: String, Sendable, CaseIterable {
+        /// Ours at the CPU's level (`KernelLevel.selected`: AVX-512, AVX2 + FMA or NEON),
+        /// OpenBLAS where only the x86-64 baseline (SSE2) is available.
+        case automatic
+        /// Ours at `KernelLevel.selected`, whatever it is.
+        case kernels
+        /// OpenBLAS's `cblas_sgemm` (the reference path).
+        case openBLAS = "openblas"
+    }
+    public var gemm: GemmBackend
+    /// The level of our kernels for this model (nil: `KernelLevel.selected`, the process's);
+    /// for tests and benchmarks that compare levels. One the CPU cannot run is an error.
+    public var kernelLevel: KernelLevel?
+
+    /// An input width and height in pixels.
+    public struct InputSize: Sendable, Equatable, CustomStringConvertible {
+        public var width: Int
+        public var height: Int
+        public init(width: Int, height: Int) { self.width = width; self.height = height }
+        public var description: String { "\(width)x\(height)" }
+    }
+
+    public init(convolution: Convolution = .winograd, fusesLayers: Bool = true, maxActivationBytes: Int = 2 << 30,
+                inputSize: InputSize? = nil, gemm: GemmBackend = .automatic, kernelLevel: KernelLevel? = nil,
+                planning: Planning = .table, tuningThreads: Int? = nil, algorithms: [Int: ConvAlgorithm] = [:]) {
+        self.convolution = convolution
+        self.fusesLayers = fusesLayers
+        self.planning = planning
+        self.tuningThreads = tuningThreads
+        self.algorithms = algorithms
+        self.maxActivationBytes = maxActivationBytes
+        self.inputSize = inputSize
+        self.gemm = gemm
+        self.kernelLevel = kernelLevel
+    }
+}
+

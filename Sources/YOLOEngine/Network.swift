@@ -1,0 +1,48 @@
+import YOLOCore
+
+/// A `Model` and one `Session` of it, for the simple case of one network run by one caller.
+/// The session keeps every layer's output, so any layer can be inspected after a forward.
+/// To run several frames at once, share `model` between several `Session`s instead.
+public final class Network: Sendable {
+    public let model: Model
+    public let session: Session
+
+    /// Builds the network from files.
+    public convenience init(cfgPath: String, weightsPath: String, threads: Int? = nil,
+                            options: ModelOptions = ModelOptions()) throws(YOLOError) {
+        try self.init(model: Model(cfgPath: cfgPath, weightsPath: weightsPath, options: options), threads: threads)
+    }
+
+    /// Builds the network from a cfg's text and a weights file's bytes.
+    public convenience init(cfgText: String, weights: [UInt8], cfgName: String = "<cfg>",
+                            weightsName: String = "<weights>", threads: Int? = nil,
+                            options: ModelOptions = ModelOptions()) throws(YOLOError) {
+        try self.init(model: Model(cfgText: cfgText, weights: weights, cfgName: cfgName, weightsName: weightsName,
+                                   options: options), threads: threads)
+    }
+
+    /// A network over a (possibly shared) model.
+    public init(model: Model, threads: Int? = nil) throws(YOLOError) {
+        self.model = model
+        session = try Session(model: model, threads: threads, keepsAllOutputs: true)
+    }
+
+    public var inputWidth: Int { model.inputWidth }
+    public var inputHeight: Int { model.inputHeight }
+    public var inputChannels: Int { model.inputChannels }
+    public var layers: [LayerInfo] { model.layers }
+    public var flops: Int { model.flops }
+    public var threads: Int { session.threads }
+    /// The input buffer (CHW floats): fill it and call `forward()`.
+    public var input: UnsafeMutableBufferPointer<Float> { session.input }
+
+    public func forward() { session.forward() }
+    public func forward(_ data: UnsafeBufferPointer<Float>) throws(YOLOError) { try session.forward(data) }
+    public func forward(_ data: [Float]) throws(YOLOError) { try session.forward(data) }
+    public var heads: [HeadView] { session.heads }
+    /// The output of layer `index` after the last forward.
+    public func output(ofLayer index: Int) -> UnsafeBufferPointer<Float> {
+        // Every output is kept, so only an out-of-range index can fail.
+        do { return try session.output(ofLayer: index) } catch { preconditionFailure("Network.output(ofLayer:): \(error)") }
+    }
+}

@@ -1,0 +1,81 @@
+// What a model's plan is, for people and tools: each step of a forward pass, the algorithm that
+// computes it and why (the fixed table, an override, the plan cache or a measurement), and the
+// measured milliseconds of every candidate. Also the plan-related model options.
+import YOLOCore
+
+/// How a model decides the algorithm of each convolution.
+public enum Planning: Sendable, Equatable {
+    /// The fixed table (`ConvAlgorithm.table`): deterministic, measures nothing.
+    case table
+    /// Runs every candidate on this CPU at load and keeps the fastest. With a cache directory
+    /// (`PlanCache.defaultDirectory` for the usual place), a plan measured earlier for the same
+    /// CPU, kernel level, threads, cfg and input size is reused, and a new one stored there.
+    case measure(cacheDirectory: String?)
+    /// The plan stored in the cache directory by an earlier measurement (`yolo tune`) when there
+    /// is one for this CPU, kernel level, threads, cfg and input size; else the table. Never
+    /// measures, so loading stays fast and predictable.
+    case cached(cacheDirectory: String)
+    /// Measures, whatever the cache holds, and stores the new plan there (`yolo tune`).
+    case remeasure(cacheDirectory: String?)
+
+    /// The cache directory, if any.
+    var cacheDirectory: String? {
+        switch self {
+        case .table: return nil
+        case .measure(let d), .remeasure(let d): return d
+        case .cached(let d): return d
+        }
+    }
+}
+
+public struct PlanReport: Sendable, CustomStringConvertible {
+    /// Where a step's algorithm came from.
+    public enum Source: String, Sendable {
+        case table, override, cache, measured
+    }
+
+    public struct Timing: Sendable, Equatable {
+        public let algorithm: String
+        public let milliseconds: Double
+    }
+
+    public struct Entry: Sendable {
+        /// The cfg layers the step computes (a fused step covers several).
+        public let layers: ClosedRange<Int>
+        /// What the layers are: "conv 3x3/1 3x416x416 -> 16x416x416", "maxpool 2x2/2 ...".
+        public let what: String
+        /// How: a `ConvAlgorithm` name for convolutions, else the layer kind.
+        public let algorithm: String
+        /// Why (nil for layers with only one way).
+        public let source: Source?
+        /// Every candidate's milliseconds, when measured (now or in the cached plan).
+        public let timings: [Timing]
+    }
+
+    /// The inference plan's steps, in order ([yolo] activations, run on demand, excluded).
+    public let entries: [Entry]
+    /// The kernel level the steps run (and "+ OpenBLAS" when OpenBLAS computes the GEMMs).
+    public let kernels: String
+    /// Threads the measurements ran on (nil: nothing was measured or read from the cache).
+    public let measuredThreads: Int?
+    /// The plan cache file read or written, if any.
+    public let cacheFile: String?
+    /// Seconds spent measuring at load (0 with the table or a cached plan).
+    public let tuningSeconds: Double
+    /// Problems that did not stop the load: a plan cache entry ignored or not written.
+    public let warnings: [String]
+
+    /// One line per step: layers, what, algorithm, source and the candidates' times.
+    public var description: String {
+        entries.map { e in
+            let range = e.layers.count == 1 ? "\(e.layers.lowerBound)" : "\(e.layers.lowerBound)-\(e.layers.upperBound)"
+            var line = "\(range) \(e.what): \(e.algorithm)"
+            if let s = e.source { line += " (\(s.rawValue))" }
+            if !e.timings.isEmpty {
+                line += " [" + e.timings.map { "\($0.algorithm) \(PlanCache.formatMilliseconds($0.milliseconds)) ms" }
+                    .joined(separator: ", ") + "]"
+            }
+            return line
+        }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,53 @@
+// The kinds of plan steps: a layer computed on its own, a convolution by a prepared algorithm
+// (with or without its epilogue; fused with the max pool after it for `.directPool`), and a max
+// pool that applies the epilogue of the convolution before it.
+import YOLOCore
+
+/// A layer with one way of computing it (route, upsample, shortcut, max pool, [yolo]).
+final class LayerStep: Step {
+    let layer: any ComputedLayer
+    init(_ layer: any ComputedLayer) { self.layer = layer }
+    var layers: ClosedRange<Int> { layer.index...layer.index }
+    var inputs: [Int] { layer.sources }
+    var algorithm: String { layer.kind.rawValue }
+    var workspaceFloats: Int { layer.workspaceFloats }
+    func run(_ context: StepContext) -> UInt64 { layer.forward(context); return 0 }
+}
+
+/// A convolution by a prepared algorithm. `epilogue` nil: the planner moved the bias +
+/// activation to the max pool after it. For `.directPool` the step covers the pool too and
+/// writes its output.
+final class ConvStep: Step {
+    let conv: ConvolutionalLayer
+    let kernel: any ConvKernel
+    let epilogue: Epilogue?
+    let layers: ClosedRange<Int>
+
+    init(_ conv: ConvolutionalLayer, kernel: any ConvKernel, epilogue: Epilogue?) {
+        self.conv = conv
+        self.kernel = kernel
+        self.epilogue = epilogue
+        layers = conv.index...(kernel.algorithm == .directPool ? conv.index + 1 : conv.index)
+    }
+
+    var inputs: [Int] { conv.sources }
+    var convKernel: (any ConvKernel)? { kernel }
+    var algorithm: String { kernel.algorithm.rawValue }
+    var workspaceFloats: Int { kernel.workspaceFloats }
+    func run(_ context: StepContext) -> UInt64 {
+        kernel.run(context.buffer(conv.sources[0]), into: context.buffer(output), epilogue: epilogue, context: context)
+    }
+}
+
+/// A max pool that applies the bias + activation of the convolution before it (see
+/// `MaxPoolLayer.pool(_:epilogue:)`).
+final class PoolEpilogueStep: Step {
+    let pool: MaxPoolLayer
+    let epilogue: Epilogue
+    init(_ pool: MaxPoolLayer, epilogue: Epilogue) { self.pool = pool; self.epilogue = epilogue }
+    var layers: ClosedRange<Int> { pool.index...pool.index }
+    var inputs: [Int] { pool.sources }
+    var algorithm: String { "maxpool+epilogue" }
+    var workspaceFloats: Int { 0 }
+    func run(_ context: StepContext) -> UInt64 { pool.pool(context, epilogue: epilogue); return 0 }
+}
