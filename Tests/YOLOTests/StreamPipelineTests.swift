@@ -220,10 +220,12 @@ final class FramePipelineTests: XCTestCase {
                 while case .enqueued = c.yield(input[i % 2]) { i += 1; await Task.yield() }
             }
         }
-        for try await result in pipeline.results(for: endless) {
-            XCTAssertEqual(result.frame.index, 0)
+        var taken = 0
+        for try await _ in pipeline.results(for: endless) {
+            taken += 1
             break
         }
+        XCTAssertEqual(taken, 1)
         let accepted = await pipeline.submit(input[0])
         XCTAssertFalse(accepted, "finished")
     }
