@@ -33,20 +33,24 @@ func jsonNumber(_ v: Float) -> String { v.isFinite ? "\(v)" : "null" }
 /// A double as JSON with a fixed number of decimals; `null` if not finite.
 func jsonNumber(_ v: Double, decimals: Int) -> String { v.isFinite ? String(format: "%.\(decimals)f", v) : "null" }
 
+/// One detection as a JSON object, as every command writes it (`yolo detect --json`, `yolo
+/// stream`): class, class_index, confidence, objectness, box (pixels, unclamped), rel and
+/// box_index; with `track`, the id of its track last.
+func detectionJSON(_ d: Detection, track: Int? = nil) -> String {
+    "{\"class\": \(jsonString(d.className)), \"class_index\": \(d.classIndex), "
+        + "\"confidence\": \(jsonNumber(d.confidence)), \"objectness\": \(jsonNumber(d.objectness)), "
+        + "\"box\": {\"left\": \(jsonNumber(d.left)), \"top\": \(jsonNumber(d.top)), "
+        + "\"right\": \(jsonNumber(d.right)), \"bottom\": \(jsonNumber(d.bottom))}, "
+        + "\"rel\": [\(jsonNumber(d.x)), \(jsonNumber(d.y)), \(jsonNumber(d.width)), \(jsonNumber(d.height))], "
+        + "\"box_index\": \(d.boxIndex)" + (track.map { ", \"track\": \($0)" } ?? "") + "}"
+}
+
 /// One image's detections as a single line of JSON.
 func detectionsJSON(image: String, width: Int, height: Int, inferenceMilliseconds: Double,
                     detections: [Detection]) -> String {
-    let items = detections.map { d in
-        "{\"class\": \(jsonString(d.className)), \"class_index\": \(d.classIndex), "
-            + "\"confidence\": \(jsonNumber(d.confidence)), \"objectness\": \(jsonNumber(d.objectness)), "
-            + "\"box\": {\"left\": \(jsonNumber(d.left)), \"top\": \(jsonNumber(d.top)), "
-            + "\"right\": \(jsonNumber(d.right)), \"bottom\": \(jsonNumber(d.bottom))}, "
-            + "\"rel\": [\(jsonNumber(d.x)), \(jsonNumber(d.y)), \(jsonNumber(d.width)), \(jsonNumber(d.height))], "
-            + "\"box_index\": \(d.boxIndex)}"
-    }
-    return "{\"image\": \(jsonString(image)), \"width\": \(width), \"height\": \(height), "
+    "{\"image\": \(jsonString(image)), \"width\": \(width), \"height\": \(height), "
         + "\"inference_ms\": \(jsonNumber(inferenceMilliseconds, decimals: 3)), "
-        + "\"detections\": [\(items.joined(separator: ", "))]}"
+        + "\"detections\": [\(detections.map { detectionJSON($0) }.joined(separator: ", "))]}"
 }
 
 /// Darknet's console output for one image: `dog: 57%` per (box, class), in Darknet's order. With

@@ -34,31 +34,8 @@ enum StreamCommand {
         try StopSignals.handle(stop: stop, cleanup: cleanup)
         defer { cleanup.endAll() }
 
-        let model = try Model(cfgPath: options.cfg, weightsPath: options.weights)
-        let names = try Detector.readClassNames(path: options.names)
-        let classCount = model.heads.first?.classes ?? 0
-        if names.count < classCount {
-            throw YOLOError.invalidArgument("\(options.names): has \(names.count) class names, but \(options.cfg) has \(classCount) classes")
-        }
-        var detectorOptions = options.detector
-        if let list = options.classes {
-            detectorOptions.classFilter = try classFilter(list, names: Array(names.prefix(classCount)), namesPath: options.names)
-        }
-
-        return try StreamRun(options: options, ffmpeg: ffmpeg, model: model, names: names, classCount: classCount,
-                             detectorOptions: detectorOptions, stop: stop, cleanup: cleanup).run()
-    }
-
-    /// Class indices from `--classes`: names or indices, comma-separated.
-    static func classFilter(_ list: String, names: [String], namesPath: String) throws -> Set<Int> {
-        var filter = Set<Int>()
-        for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
-            if let i = Int(item), names.indices.contains(i) { filter.insert(i) }
-            else if let i = names.firstIndex(of: item) { filter.insert(i) }
-            else { throw UsageError("--classes: '\(item)' is neither a class name in \(namesPath) nor an index in 0..<\(names.count)") }
-        }
-        guard !filter.isEmpty else { throw UsageError("--classes needs at least one class") }
-        return filter
+        let loaded = try options.detection.load()
+        return try StreamRun(options: options, ffmpeg: ffmpeg, loaded: loaded, stop: stop, cleanup: cleanup).run()
     }
 
     /// The path of `name` in PATH, if executable there.
@@ -76,10 +53,7 @@ enum StreamCommand {
 struct StreamRun {
     let options: StreamOptions
     let ffmpeg: String?
-    let model: Model
-    let names: [String]
-    let classCount: Int
-    let detectorOptions: DetectorOptions
+    let loaded: DetectionOptions.Loaded
     let stop: StopSignal
     let cleanup: StreamCleanup
 
@@ -107,10 +81,16 @@ struct StreamRun {
         let sourceName = options.input ?? "stdin"
         if stop.isSet { decoder?.end(); return 0 }
 
-        var pipelineOptions = FramePipelineOptions(sessions: options.sessions, threadsPerSession: 1, dropStale: options.live,
-                                                   smoothing: options.smooth)
+        if let problem = StreamOptions.frameSizeProblem((width, height)) {
+            printError("yolo: \(sourceName): \(problem)")
+            decoder?.end()
+            return 1
+        }
+
+        var pipelineOptions = FramePipelineOptions(sessions: options.sessions, threadsPerSession: options.threadsPerSession,
+                                                   dropStale: options.live, smoothing: options.smooth)
         pipelineOptions.maxInFlight = options.live ? options.sessions + 1 : 2 * options.sessions
-        let pipeline = try FramePipeline(model: model, classNames: names, detectorOptions: detectorOptions,
+        let pipeline = try FramePipeline(model: loaded.model, classNames: loaded.classNames, detectorOptions: loaded.detector,
                                          options: pipelineOptions)
 
         // Outputs.
@@ -147,7 +127,7 @@ struct StreamRun {
                 let boxes = result.boxes.map { FrameBox(detections: $0.detections, prefix: "#\($0.trackID) ") }
                 pixels.withUnsafeMutableBytes { p in
                     drawBoxes(boxes, into: p, width: frame.width, height: frame.height, rowStride: frame.rowStride,
-                              format: frame.format, classCount: classCount)
+                              format: frame.format, classCount: loaded.classCount)
                 }
                 drawNanoseconds = DispatchTime.now().uptimeNanoseconds - start
                 if !(encoder?.write(pixels) ?? writeAll(1, pixels)) {

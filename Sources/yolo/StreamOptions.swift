@@ -1,5 +1,6 @@
 import Foundation
 import YOLO
+import YOLOImage
 
 /// `yolo stream`'s options: the usage text, parsing and validation (usage errors, exit 64),
 /// and the rule that no output may replace a file the run reads.
@@ -22,13 +23,10 @@ struct StreamOptions {
       --scale WxH      have ffmpeg scale the frames to WxH first (--input only)
       --live           a live source: drop stale frames (newest wins) instead of falling behind;
                        default for devices and URLs; files and stdin are processed frame by frame
-    Detection:
-      --cfg F, --weights F, --names F   as for 'yolo detect'
-      --thresh T       report a (box, class) when its confidence > T, default 0.25
-      --nms T          NMS IoU threshold, default 0.45
-      --agnostic       NMS across classes
-      --classes LIST   only these classes: names or indices, comma-separated (e.g. person,car)
-      --sessions N     detectors working at once (1 thread each), default the number of cores (\(ProcessInfo.processInfo.activeProcessorCount) here)
+    Detection (as for 'yolo detect'):
+    \(DetectionOptions.help(threads: "threads per detector, default 1 (the least memory: --threads 1 --sessions 1\n                   --conv im2col)"))
+      --sessions N     detectors working at once (all sharing one model), default the number of
+                       cores divided by --threads (\(ProcessInfo.processInfo.activeProcessorCount) cores here)
       --smooth N       average each tracked box over its last N frames, default 1 (none)
     Output:
       --output PATH    annotated video, encoded by ffmpeg (format from the extension); written
@@ -61,10 +59,10 @@ struct StreamOptions {
     var fps: Double?
     var scale: (width: Int, height: Int)?
     var live: Bool
-    var cfg: String, weights: String, names: String
-    var detector = DetectorOptions()
-    var classes: String?
+    /// What is shared with `yolo detect`: model files, network, threads, what is reported.
+    var detection: DetectionOptions
     var sessions: Int
+    var threadsPerSession: Int
     var smooth: Int
     var output: String?
     var json: String?
@@ -75,9 +73,9 @@ struct StreamOptions {
     var encodesVideo: Bool { output != nil && output != "-" }
 
     init(_ args: [String]) throws {
-        let a = try Arguments(args, options: ["cfg", "weights", "names", "thresh", "nms", "input", "raw", "fps", "scale",
-                                              "classes", "sessions", "smooth", "output", "json"],
-                              flags: ["agnostic", "live", "no-stats", "help"], short: ["h": "help"])
+        let a = try Arguments(args, options: DetectionOptions.optionNames.union(["input", "raw", "fps", "scale", "sessions",
+                                                                                 "smooth", "output", "json"]),
+                              flags: DetectionOptions.flagNames.union(["live", "no-stats", "help"]), short: ["h": "help"])
         help = a.has("help")
         guard a.positionals.isEmpty else { throw UsageError("stream takes no positional arguments (use --input SOURCE)") }
         input = a.string("input")
@@ -86,24 +84,22 @@ struct StreamOptions {
             throw UsageError("stream needs one of --input SOURCE or --raw WIDTHxHEIGHT")
         }
         if let input, input.isEmpty { throw UsageError("--input needs a source") }
-        if let rawText {
-            guard let s = Self.parseSize(rawText) else { throw UsageError("--raw \(rawText): expected WIDTHxHEIGHT, e.g. 640x480") }
-            raw = s
+        raw = try a.size("raw", example: "640x480")
+        if a.string("scale") != nil && input == nil {
+            throw UsageError("--scale needs --input (scale raw frames with ffmpeg before the pipe)")
         }
-        if let s = a.string("scale") {
-            guard input != nil else { throw UsageError("--scale needs --input (scale raw frames with ffmpeg before the pipe)") }
-            guard let size = Self.parseSize(s) else { throw UsageError("--scale \(s): expected WIDTHxHEIGHT, e.g. 640x360") }
-            scale = size
+        scale = try a.size("scale", example: "640x360")
+        for (name, size) in [("raw", raw), ("scale", scale)] {
+            if let size, let problem = Self.frameSizeProblem(size) { throw UsageError("--\(name) \(a.string(name)!): \(problem)") }
         }
         if let f = a.string("fps") {
             guard let v = Double(f), v > 0, v.isFinite else { throw UsageError("--fps \(f): expected a positive number") }
             fps = v
         }
-        detector.threshold = try a.float("thresh", default: 0.25, range: 0...1)
-        detector.nmsThreshold = try a.float("nms", default: 0.45, range: 0...1)
-        detector.classAgnostic = a.has("agnostic")
-        classes = a.string("classes")
-        sessions = try a.int("sessions", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
+        detection = try DetectionOptions(a)
+        threadsPerSession = detection.threads ?? 1
+        sessions = try a.int("sessions", default: max(1, ProcessInfo.processInfo.activeProcessorCount / threadsPerSession),
+                             range: 1...256)
         smooth = try a.int("smooth", default: 1, range: 1...1000)
         output = a.string("output")
         if let output, output.isEmpty { throw UsageError("--output needs a file name (or - for stdout)") }
@@ -114,16 +110,13 @@ struct StreamOptions {
         if json == "-" { json = nil }
         live = a.has("live") || input.map(Self.isLiveSource) ?? false
         stats = !a.has("no-stats")
-        cfg = a.string("cfg") ?? defaultCfg
-        weights = a.string("weights") ?? defaultWeights
-        names = a.string("names") ?? defaultNames
     }
 
     /// Refuses (usage error, before anything is written) an output that is, or resolves to, a
     /// file the run reads, and two outputs that would write one file.
     func checkOutputs() throws {
         var inputs = InputFiles()
-        for path in [cfg, weights, names] + (input.map { [$0] } ?? ["/dev/stdin"]) { inputs.add(path) }
+        for path in detection.modelFiles + (input.map { [$0] } ?? ["/dev/stdin"]) { inputs.add(path) }
         if encodesVideo, let output { try inputs.checkOutput(output, option: "the annotated video") }
         if let json { try inputs.checkOutput(json, option: "the JSON lines") }
         if encodesVideo, let output, let json, Self.sameFile(output, json) {
@@ -140,12 +133,11 @@ struct StreamOptions {
         return URL(fileURLWithPath: a).standardizedFileURL.path == URL(fileURLWithPath: b).standardizedFileURL.path
     }
 
-    /// "640x480" -> (640, 480).
-    static func parseSize(_ s: String) -> (Int, Int)? {
-        let parts = s.lowercased().split(separator: "x")
-        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0, w <= 1 << 15, h <= 1 << 15
-        else { return nil }
-        return (w, h)
+    /// Why frames of this size are refused (nil: they are not): over `defaultMaxPixels` (2^27,
+    /// as for images), each frame in flight would take gigabytes.
+    static func frameSizeProblem(_ size: (width: Int, height: Int)) -> String? {
+        size.width * size.height <= defaultMaxPixels ? nil
+            : "frames of \(size.width)x\(size.height) are over \(defaultMaxPixels) pixels (2^27), refused"
     }
 
     /// Devices and network URLs are live; files and pipes are not.

@@ -114,25 +114,17 @@ struct JSONLines {
 }
 
 extension StreamCommand {
-    /// One frame's JSON line (without the newline).
+    /// One frame's JSON line (without the newline); its detections as `yolo detect --json`'s
+    /// (`detectionJSON`), each with its track id.
     static func frameJSON(_ r: FrameResult, latencyMilliseconds: Double) -> String {
         func ms(_ ns: UInt64) -> String { jsonNumber(Double(ns) / 1e6, decimals: 3) }
         let f = r.frame
-        let items = r.tracked.map { t in
-            let d = t.detection
-            return "{\"class\": \(jsonString(d.className)), \"class_index\": \(d.classIndex), "
-                + "\"confidence\": \(jsonNumber(d.confidence)), \"objectness\": \(jsonNumber(d.objectness)), "
-                + "\"box\": {\"left\": \(jsonNumber(d.left)), \"top\": \(jsonNumber(d.top)), "
-                + "\"right\": \(jsonNumber(d.right)), \"bottom\": \(jsonNumber(d.bottom))}, "
-                + "\"rel\": [\(jsonNumber(d.x)), \(jsonNumber(d.y)), \(jsonNumber(d.width)), \(jsonNumber(d.height))], "
-                + "\"box_index\": \(d.boxIndex), \"track\": \(t.trackID)}"
-        }
         return "{\"frame\": \(f.index), \"time\": \(jsonNumber(f.time, decimals: 6)), "
             + "\"skipped\": [\(r.skipped.map(String.init).joined(separator: ", "))], "
             + "\"width\": \(f.width), \"height\": \(f.height), "
             + "\"inference_ms\": \(ms(r.timing.inference)), \"latency_ms\": \(jsonNumber(latencyMilliseconds, decimals: 3)), "
             + "\"timing_ms\": {\"decode\": \(ms(f.decodeNanoseconds)), \"preprocess\": \(ms(r.timing.preprocess)), "
             + "\"inference\": \(ms(r.timing.inference)), \"postprocess\": \(ms(r.timing.postprocess))}, "
-            + "\"detections\": [\(items.joined(separator: ", "))]}"
+            + "\"detections\": [\(r.tracked.map { detectionJSON($0.detection, track: $0.trackID) }.joined(separator: ", "))]}"
     }
 }

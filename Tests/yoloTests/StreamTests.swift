@@ -206,7 +206,7 @@ final class StreamTests: XCTestCase {
         XCTAssertEqual(junk.status, 1)
         XCTAssertTrue(junk.stderr.hasPrefix("yolo: \(dir)/junk.mp4: cannot open with ffmpeg: "), junk.stderr)
 
-        let usage = try run(yolo, ["stream", "--raw", "640"], in: dir)
+        let usage = try run(yolo, ["stream", "--raw", "640x"], in: dir)
         XCTAssertEqual(usage.status, 64)
         let neither = try run(yolo, ["stream"], in: dir)
         XCTAssertEqual(neither.status, 64)
