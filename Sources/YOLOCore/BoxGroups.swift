@@ -1,6 +1,6 @@
-/// Which detections share a box. Darknet reports one `Detection` per (box, class) above the
-/// threshold, so one object can appear twice (car 61% and truck 30%, same box); drawing and
-/// tracking treat such a group as one box.
+// Which detections share a box. Darknet reports one `Detection` per (box, class) above the
+// threshold, so one object can appear twice (car 61% and truck 30%, same box); drawing and
+// tracking treat such a group as one box.
 
 /// The detections grouped by box: same `boxIndex` and the same edges (detections from one
 /// `detect` call share a box exactly when they share `boxIndex`; the edges keep boxes of

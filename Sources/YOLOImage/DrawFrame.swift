@@ -1,8 +1,7 @@
+// Drawing into video frames in the caller's memory (any `PixelFormat`, any row stride): boxes
+// with one label line each, in a distinct colour per class (`videoClassColor`), labels that
+// do not cover each other.
 import YOLOCore
-
-/// Drawing into video frames in the caller's memory (any `PixelFormat`, any row stride): boxes
-/// with one label line each, in a distinct colour per class (`videoClassColor`), labels that
-/// do not cover each other.
 
 /// Where labels go: filled rectangles in frame pixels (half-open).
 struct LabelRect: Equatable {

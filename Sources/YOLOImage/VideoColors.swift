@@ -1,12 +1,7 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// Class colours for video (`videoClassColor`): as far apart as colours get, so that boxes of
-/// different classes (car and truck, person and bicycle) never look alike, and distinct for
-/// any class count.
+// Class colours for video (`videoClassColor`): as far apart as colours get, so that boxes of
+// different classes (car and truck, person and bicycle) never look alike, and distinct for
+// any class count.
+import YOLOCore
 
 /// A distinct colour for each class, for any number of classes. The first 256 classes get
 /// colours picked one after the other, each the one farthest (CIELAB distance) from all picked

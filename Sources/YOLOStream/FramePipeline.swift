@@ -1,9 +1,11 @@
+// FramePipeline: frames in, detections out in frame order, N detectors of one model at once;
+// blocking and async use (FrameResults).
 import Dispatch
 import Synchronization
 import YOLO
 
 /// Frames in, detections out, in frame order: `sessions` detectors of one shared `Model` work
-/// on frames at once (each busy detector on a dispatch work item of its own), so several
+/// on frames at once (each on a thread of its own), so several
 /// frames are in flight while the caller reads the next frames and consumes (draws, encodes)
 /// the finished ones. Memory stays flat: at most `capacity` frames are held, however long the
 /// stream. A source that fails ends the stream with its error (`finish(throwing:)`).

@@ -1,3 +1,5 @@
+// The inside of a FramePipeline: waiting frames and finished results under one Mutex, one thread
+// per detector, wake-ups instead of polling.
 import Dispatch
 import Foundation
 import Synchronization

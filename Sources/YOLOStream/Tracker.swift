@@ -1,8 +1,7 @@
+// Tracking: each object (a box, whatever classes it is reported as) keeps one id from frame
+// to frame. `IoUTracker` matches boxes by overlap; `TrackedBox` is one box of a frame with its
+// id and classes, as drawn ("#3 car 61%, truck 30%").
 import YOLO
-
-/// Tracking: each object (a box, whatever classes it is reported as) keeps one id from frame
-/// to frame. `IoUTracker` matches boxes by overlap; `TrackedBox` is one box of a frame with its
-/// id and classes, as drawn ("#3 car 61%, truck 30%").
 
 /// A detection with the id of the track (the box) it belongs to.
 public struct TrackedDetection: Sendable, Equatable {

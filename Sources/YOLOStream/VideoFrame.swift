@@ -1,7 +1,6 @@
+// What goes into a `FramePipeline` (`VideoFrame`), what comes out (`FrameResult`) and how it
+// runs (`FramePipelineOptions`).
 import YOLO
-
-/// What goes into a `FramePipeline` (`VideoFrame`), what comes out (`FrameResult`) and how it
-/// runs (`FramePipelineOptions`).
 
 /// One video frame handed to a `FramePipeline`.
 public struct VideoFrame: Sendable {

@@ -1,6 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+// The ffmpeg children of `yolo stream`: started with posix_spawn (own process group, default
+// signals, close-on-exec pipes), ended in order on every exit path, always reaped.
 import Foundation
 import Synchronization
 import YOLO

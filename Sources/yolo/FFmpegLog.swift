@@ -1,8 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+// An ffmpeg child's stderr (-loglevel level+info): its error lines, in ffmpeg's own words, and the
+// decoded video's size and rate.
 import Foundation
 import Synchronization
+import YOLO
 
 /// An ffmpeg child's stderr, read on a thread of its own. ffmpeg runs with `-loglevel
 /// level+info`, so each line carries its level ("[matroska @ 0x...] [error] File ended

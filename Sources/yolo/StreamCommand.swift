@@ -1,6 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+// `yolo stream`: the run from start to end (options, stop signals, source, outputs, the loop in
+// frame order, the ending of ffmpeg children on every path).
 import Dispatch
 import Foundation
 import YOLO

@@ -1,9 +1,10 @@
+// `yolo stream`'s options: the usage text, parsing and validation (usage errors, exit 64), and the
+// rule that no output may replace a file the run reads.
 import Foundation
 import YOLO
 import YOLOImage
 
-/// `yolo stream`'s options: the usage text, parsing and validation (usage errors, exit 64),
-/// and the rule that no output may replace a file the run reads.
+/// The options of one `yolo stream` run (`DetectionOptions` plus source and outputs).
 struct StreamOptions {
     static let usage = """
     Usage:   yolo stream [options] --input SOURCE | --raw WIDTHxHEIGHT

@@ -1,14 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+// Stopping `yolo stream`: the stop request (`StopSignal`: a signal, the reader of stdout gone,
+// an output that failed), the signals that make it (SIGINT, SIGTERM and SIGHUP alike: the
+// frames in flight are finished and the outputs closed; a second one aborts), and what an
+// abort must undo (`StreamCleanup`: children killed and reaped, temporary files removed).
 import Foundation
 import YOLO
 import Synchronization
-
-/// Stopping `yolo stream`: the stop request (`StopSignal`: a signal, the reader of stdout gone,
-/// an output that failed), the signals that make it (SIGINT, SIGTERM and SIGHUP alike: the
-/// frames in flight are finished and the outputs closed; a second one aborts), and what an
-/// abort must undo (`StreamCleanup`: children killed and reaped, temporary files removed).
 
 /// Set once, from any thread; what waits for it registers a wake-up (`onStop`).
 final class StopSignal: Sendable {

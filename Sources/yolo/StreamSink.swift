@@ -1,13 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+// Where `yolo stream`'s results go: the annotated video (`VideoEncoder`: an ffmpeg child fed
+// rgb24 frames on a pipe, writing a temporary file renamed into place at the end), or raw
+// frames on stdout; and the JSON lines (stdout, stderr or a file).
 import Foundation
 import YOLO
 import YOLOStream
-
-/// Where `yolo stream`'s results go: the annotated video (`VideoEncoder`: an ffmpeg child fed
-/// rgb24 frames on a pipe, writing a temporary file renamed into place at the end), or raw
-/// frames on stdout; and the JSON lines (stdout, stderr or a file).
 
 /// Writes all bytes to fd; false on an error (EPIPE included: SIGPIPE is ignored).
 func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {

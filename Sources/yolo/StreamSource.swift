@@ -1,16 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+// Where `yolo stream`'s frames come from: an ffmpeg child decoding `--input` to rgb24 on a
+// pipe (`FFmpegDecoder`), or raw rgb24 on stdin; `FrameReader` reads either into the pipeline
+// on a thread of its own, and never blocks a shutdown: it waits in poll() on the source and a
+// wake-up pipe that a stop request writes to.
 import Dispatch
 import Foundation
 import Synchronization
 import YOLO
 import YOLOStream
-
-/// Where `yolo stream`'s frames come from: an ffmpeg child decoding `--input` to rgb24 on a
-/// pipe (`FFmpegDecoder`), or raw rgb24 on stdin; `FrameReader` reads either into the pipeline
-/// on a thread of its own, and never blocks a shutdown: it waits in poll() on the source and a
-/// wake-up pipe that a stop request writes to.
 
 /// ffmpeg decoding a video to raw rgb24 frames on a pipe.
 final class FFmpegDecoder: Sendable {

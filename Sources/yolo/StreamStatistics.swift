@@ -1,8 +1,7 @@
+// `yolo stream`'s statistics on stderr: frames per second and per-stage latency once a
+// second, naming the last frame and its time as the JSON does, and a summary at the end.
 import Foundation
 import YOLOStream
-
-/// `yolo stream`'s statistics on stderr: frames per second and per-stage latency once a
-/// second, naming the last frame and its time as the JSON does, and a summary at the end.
 
 /// Live statistics on stderr, once a second, and a summary at the end.
 struct StreamStatistics {
