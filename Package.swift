@@ -68,7 +68,7 @@ let package = Package(
         .target(name: "YOLO", dependencies: ["YOLOCore", "YOLOEngine", "YOLODetection"], swiftSettings: engineSettings),
         .target(name: "YOLOImage", dependencies: ["YOLOCore", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
         // Video: frames through several detectors of one model, in order, with tracking (not in
-        // the Embedded build: it uses Foundation's threads and Synchronization's Mutex).
+        // the Embedded build: it uses Foundation's threads).
         .target(name: "YOLOStream", dependencies: ["YOLO"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage", "YOLOStream"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOKernels", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",

@@ -1,7 +1,6 @@
 // FramePipeline: frames in, detections out in frame order, N detectors of one model at once;
 // blocking and async use (FrameResults).
 import Dispatch
-import Synchronization
 import YOLO
 
 /// Frames in, detections out, in frame order: `sessions` detectors of one shared `Model` work
@@ -17,7 +16,7 @@ public final class FramePipeline: Sendable {
     /// Frames admitted and not yet taken by `next()`, at most.
     public let capacity: Int
     private let core: PipelineCore
-    private let tracker: Mutex<IoUTracker>
+    private let tracker: Locked<IoUTracker>
 
     /// Makes `options.sessions` detectors of `model` (each `options.threadsPerSession` threads).
     public init(model: Model, classNames: [String] = [], detectorOptions: DetectorOptions = DetectorOptions(),
@@ -36,7 +35,7 @@ public final class FramePipeline: Sendable {
                                                                       threads: options.threadsPerSession)))
         }
         core = PipelineCore(capacity: capacity, dropStale: options.dropStale, workers: workers)
-        tracker = Mutex(IoUTracker(minIoU: options.trackMinIoU, maxMissed: options.trackMaxMissed,
+        tracker = Locked(IoUTracker(minIoU: options.trackMinIoU, maxMissed: options.trackMaxMissed,
                                    smoothing: options.smoothing))
     }
 

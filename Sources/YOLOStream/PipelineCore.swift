@@ -1,12 +1,13 @@
-// The inside of a FramePipeline: waiting frames and finished results under one Mutex, one thread
+// The inside of a FramePipeline: waiting frames and finished results under one lock, one thread
 // per detector, wake-ups instead of polling.
 import Dispatch
 import Foundation
-import Synchronization
 import YOLO
 
 /// The inside of a `FramePipeline`: the frames waiting for a detector and the results waiting
-/// to be taken in order, under one `Mutex`, and one thread per detector. Nothing polls:
+/// to be taken in order, under one lock (`Locked`, a pthread mutex that owns the state:
+/// ThreadSanitizer sees through it, not through Synchronization's futex-based `Mutex`), and one
+/// thread per detector. Nothing polls:
 /// whoever must wait (an idle worker for a frame, a producer for room, the consumer for the
 /// next result) registers a wake-up call under the lock and sleeps on a semaphore (or a
 /// continuation); the change it waits for makes the call, outside the lock. The workers have
@@ -58,12 +59,12 @@ final class PipelineCore: Sendable {
     }
 
     let capacity: Int
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Starts a thread per worker; they end after `finish` (once no frame waits) or `cancel`.
     init(capacity: Int, dropStale: Bool, workers: [Worker]) {
         self.capacity = capacity
-        state = Mutex(State(capacity: capacity, dropStale: dropStale))
+        state = Locked(State(capacity: capacity, dropStale: dropStale))
         for worker in workers {
             let thread = Thread { [self] in work(worker) }
             thread.stackSize = 1 << 20

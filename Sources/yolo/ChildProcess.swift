@@ -1,7 +1,6 @@
 // The ffmpeg children of `yolo stream`: started with posix_spawn (own process group, default
 // signals, close-on-exec pipes), ended in order on every exit path, always reaped.
 import Foundation
-import Synchronization
 import YOLO
 
 /// The ffmpeg children of `yolo stream`: started with posix_spawn and ended in order on every
@@ -22,7 +21,7 @@ final class ChildProcess: Sendable {
     /// What it is, for messages ("ffmpeg").
     let name: String
     /// The raw wait status once reaped.
-    private let status = Mutex<Int32?>(nil)
+    private let status = Locked<Int32?>(nil)
     private let ended = DispatchGroup()
 
     private init(pid: pid_t, name: String) {

@@ -1,7 +1,6 @@
 // An ffmpeg child's stderr (-loglevel level+info): its error lines, in ffmpeg's own words, and the
 // decoded video's size and rate.
 import Foundation
-import Synchronization
 import YOLO
 
 /// An ffmpeg child's stderr, read on a thread of its own. ffmpeg runs with `-loglevel
@@ -23,7 +22,7 @@ final class FFmpegLog: Sendable {
         var ended = false
         var waiters: [@Sendable () -> Void] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let fd: Int32
 
     /// Starts reading `fd` (closed at its end).

@@ -4,11 +4,10 @@
 // abort must undo (`StreamCleanup`: children killed and reaped, temporary files removed).
 import Foundation
 import YOLO
-import Synchronization
 
 /// Set once, from any thread; what waits for it registers a wake-up (`onStop`).
 final class StopSignal: Sendable {
-    private let state = Mutex<(isSet: Bool, observers: [@Sendable () -> Void])>((false, []))
+    private let state = Locked<(isSet: Bool, observers: [@Sendable () -> Void])>((false, []))
 
     var isSet: Bool { state.withLock { $0.isSet } }
 
@@ -38,7 +37,7 @@ final class StopSignal: Sendable {
 /// second signal) and `endAll` (any return or thrown error; children that the normal path
 /// already ended are skipped).
 final class StreamCleanup: Sendable {
-    private let state = Mutex<(children: [ChildProcess], temporaryFiles: [String])>(([], []))
+    private let state = Locked<(children: [ChildProcess], temporaryFiles: [String])>(([], []))
 
     func add(_ child: ChildProcess) { state.withLock { $0.children.append(child) } }
     func addTemporaryFile(_ path: String) { state.withLock { $0.temporaryFiles.append(path) } }

@@ -15,6 +15,7 @@ final class FFmpegDecoder: Sendable {
     let log: FFmpegLog
     /// Our end of its stdout.
     let frames: Int32
+    private let ended = Atomic<Bool>(false)
 
     /// The result of starting: a decoder with the frames' geometry, or why not.
     enum Start { case running(FFmpegDecoder, FFmpegLog.Geometry), failed(String), stopped }
@@ -46,6 +47,7 @@ final class FFmpegDecoder: Sendable {
     /// after `patience` seconds SIGTERM, and SIGKILL after a grace period (ffmpeg blocked
     /// opening or reading a stalled source ignores the first two).
     func end(patience: Double = 0) {
+        guard !ended.exchange(true, ordering: .relaxed) else { return }
         close(frames)
         child.end(patience: patience, grace: 2)
         log.waitForEnd(seconds: 2)
@@ -77,7 +79,7 @@ final class FrameReader: Sendable {
     /// Wakes the reader's poll() on a stop request.
     private let wake: WakePipe
     /// When each frame in flight finished reading (by index), for latency.
-    private let readyTimes = Mutex<[Int: UInt64]>([:])
+    private let readyTimes = Locked<[Int: UInt64]>([:])
     /// The bytes of an incomplete last frame (0 when the input ended on a frame boundary).
     let partialFrameBytes = Atomic<Int>(0)
 

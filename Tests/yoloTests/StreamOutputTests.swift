@@ -73,4 +73,26 @@ extension StreamTests {
         cat.waitUntilExit()
         XCTAssertEqual(try frameLines(dir + "/from-fifo.jsonl").map { $0["frame"] as? Int }, [0, 1, 2])
     }
+
+    /// An annotated video to a FIFO is written into it (never renamed over it).
+    func testVideoToAFIFOIsWrittenIntoIt() throws {
+        let dir = try temporaryDirectory()
+        let clip = try makeTestVideo(in: dir, frames: 3)
+        let fifo = dir + "/video.mkv"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let cat = Process()
+        cat.executableURL = URL(fileURLWithPath: "/bin/sh")
+        cat.arguments = ["-c", "exec cat '\(fifo)' > '\(dir)/got.mkv'"]
+        try cat.run()
+        defer { if cat.isRunning { cat.terminate() } }
+        let r = try run(try yoloBinary(), ["stream", "--input", clip, "--output", fifo, "--json", "/dev/null", "--no-stats"]
+                        + modelArgs, in: dir)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(waitUntil(60) { !cat.isRunning }, "the reader got the end of the video")
+        var st = stat()
+        XCTAssertEqual(stat(fifo, &st), 0)
+        XCTAssertEqual(st.st_mode & S_IFMT, S_IFIFO, "still a FIFO")
+        XCTAssertEqual(try videoFrameCount(dir + "/got.mkv", in: dir), 3)
+        XCTAssertEqual(partialFiles(in: dir), [])
+    }
 }
