@@ -90,9 +90,8 @@ struct StreamOptions {
             throw UsageError("--scale needs --input (scale raw frames with ffmpeg before the pipe)")
         }
         scale = try a.size("scale", example: "640x360")
-        for (name, size) in [("raw", raw), ("scale", scale)] {
-            if let size, let problem = Self.frameSizeProblem(size) { throw UsageError("--\(name) \(a.string(name)!): \(problem)") }
-        }
+        // (--scale goes to ffmpeg, which refuses sizes it cannot make; the decoded size is checked.)
+        if let raw, let problem = Self.frameSizeProblem(raw) { throw UsageError("--raw \(a.string("raw")!): \(problem)") }
         if let f = a.string("fps") {
             guard let v = Double(f), v > 0, v.isFinite else { throw UsageError("--fps \(f): expected a positive number") }
             fps = v
