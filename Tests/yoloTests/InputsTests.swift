@@ -24,6 +24,10 @@ extension CLITests {
             files.append(dir + "/\(type).png")
             try Data(png).write(to: URL(fileURLWithPath: files.last!))
         }
+        // posix_spawn's child shares this process's memory until exec, and the kernel counts that
+        // peak in the child's ru_maxrss: the bound is 512 MiB or this process's own peak so far.
+        let ownPeak = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8))?.split(separator: "\n")
+            .first { $0.hasPrefix("VmHWM:") }.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
         let r = try Fixtures.spawn([try yoloBinary(), "detect"] + files + ["--no-draw"] + model, in: dir)
         XCTAssertEqual(r.exitStatus, 1, r.stderr)
         let lines = r.stderr.split(separator: "\n")
@@ -31,7 +35,7 @@ extension CLITests {
         for (line, type) in zip(lines, ["tEXt", "iTXt", "zTXt"]) {
             XCTAssertEqual(String(line), "yolo: \(dir)/\(type).png: corrupt PNG data: the \(type) chunk at byte 33 claims 2147483647 bytes, but the file has 96 bytes after its header (a corrupt length, or a truncated file)")
         }
-        XCTAssertLessThan(r.maxRSSKiB, 512 << 10, "peak memory \(r.maxRSSKiB) KiB")
+        XCTAssertLessThan(r.maxRSSKiB, max(512 << 10, ownPeak + (16 << 10)), "peak memory \(r.maxRSSKiB) KiB (this process: \(ownPeak) KiB)")
     }
 
     /// Case 2: finite weights whose decoded boxes overflow (3 classes, weights uniform in
