@@ -37,6 +37,7 @@ let package = Package(
         .library(name: "YOLO", targets: ["YOLO"]),
         .library(name: "YOLOEngine", targets: ["YOLOEngine"]),
         .library(name: "YOLOImage", targets: ["YOLOImage"]),
+        .library(name: "YOLOStream", targets: ["YOLOStream"]),
         .executable(name: "yolo", targets: ["yolo"]),
         .executable(name: "yolo-bench", targets: ["yolo-bench"]),
     ],
@@ -78,7 +79,11 @@ let package = Package(
         // `yolo serve`: the detector over HTTP (libmicrohttpd), DeepStack-compatible, with a live view.
         .target(name: "YOLOServe", dependencies: ["YOLO", "YOLOCore", "YOLOImage", "YOLOText", "CMicroHTTPD"],
                 swiftSettings: cpuFlags),
-        .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage", "YOLOText", "YOLOServe"], swiftSettings: cpuFlags),
+        // Video: frames through several detectors of one model, in order, with tracking (not in
+        // the Embedded build).
+        .target(name: "YOLOStream", dependencies: ["YOLO"], swiftSettings: cpuFlags),
+        .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage", "YOLOText", "YOLOServe", "YOLOStream"],
+                          swiftSettings: cpuFlags),
         .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOKernels", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",
                           swiftSettings: cpuFlags),
 
@@ -87,7 +92,8 @@ let package = Package(
         // suites and of scripts/arm-check.sh's aarch64 harness; imports nothing (Embedded Swift
         // builds it too). Optimized in debug builds as well: the references are long loops.
         .target(name: "YOLOReference", swiftSettings: [optimized]),
-        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOCore", "YOLOEngine", "YOLODetection", "YOLOKernels", "YOLOReference"],
+        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOCore", "YOLOEngine", "YOLODetection", "YOLOKernels", "YOLOReference",
+                                            "YOLOStream"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO", "YOLOReference"], resources: [.copy("Fixtures")]),
         .testTarget(name: "yoloTests", dependencies: ["yolo", "yolo-bench", "YOLOReference"]),

@@ -74,25 +74,10 @@ func labelText(_ detection: Detection) -> String {
     return "\(detection.className) \(percent)%"
 }
 
-/// Detections in order of first appearance, grouped by identical box; each group sorted by
+/// Detections in order of first appearance, grouped by box (`boxGroups`); each group sorted by
 /// falling confidence.
 func groupByBox(_ detections: [Detection]) -> [[Detection]] {
-    var groups: [[Detection]] = []
-    var groupsOfBoxIndex: [Int: [Int]] = [:]
-    for detection in detections {
-        let candidates = groupsOfBoxIndex[detection.boxIndex, default: []]
-        if let g = candidates.first(where: { sameBox(groups[$0][0], detection) }) {
-            groups[g].append(detection)
-        } else {
-            groupsOfBoxIndex[detection.boxIndex, default: []].append(groups.count)
-            groups.append([detection])
-        }
-    }
-    return groups.map { $0.sorted { $0.confidence > $1.confidence } }
-}
-
-func sameBox(_ a: Detection, _ b: Detection) -> Bool {
-    a.left == b.left && a.top == b.top && a.right == b.right && a.bottom == b.bottom
+    boxGroups(detections).map { $0.map { detections[$0] }.sorted { $0.confidence > $1.confidence } }
 }
 
 /// A box in pixels, inclusive edges, inside the image.
@@ -102,9 +87,13 @@ struct PixelBox: Equatable {
 
 /// The box clamped to the image, or nil when it lies entirely outside or has a NaN edge.
 func clampedBox(left: Float, top: Float, right: Float, bottom: Float, in image: RGBImage) -> PixelBox? {
-    guard image.width > 0, image.height > 0,
-          !(left.isNaN || top.isNaN || right.isNaN || bottom.isNaN) else { return nil }
-    let maxX = Float(image.width - 1), maxY = Float(image.height - 1)
+    clampedBox(left: left, top: top, right: right, bottom: bottom, width: image.width, height: image.height)
+}
+
+/// The box clamped to a `width` x `height` frame, or nil when it lies entirely outside or has a NaN edge.
+func clampedBox(left: Float, top: Float, right: Float, bottom: Float, width: Int, height: Int) -> PixelBox? {
+    guard width > 0, height > 0, !(left.isNaN || top.isNaN || right.isNaN || bottom.isNaN) else { return nil }
+    let maxX = Float(width - 1), maxY = Float(height - 1)
     let l = min(left, right), r = max(left, right), t = min(top, bottom), b = max(top, bottom)
     guard r >= 0, b >= 0, l <= maxX, t <= maxY else { return nil }
     return PixelBox(x0: Int(max(l, 0)), y0: Int(max(t, 0)), x1: Int(min(r, maxX)), y1: Int(min(b, maxY)))

@@ -1,35 +1,7 @@
+// Drawing into video frames in the caller's memory (any `PixelFormat`, any row stride): boxes
+// with one label line each, in a distinct colour per class (`videoClassColor`), labels that
+// do not cover each other.
 import YOLOCore
-
-/// A distinct colour for each class, for any number of classes: hues step by the golden ratio
-/// (neighbouring classes get far-apart hues) and brightness cycles through three levels, so
-/// colours stay apart well beyond 80 classes (tested distinct up to 1000). Deterministic.
-public func videoClassColor(_ classIndex: Int, classCount: Int = 80) -> RGBColor {
-    let i = classIndex < 0 ? -classIndex : classIndex
-    // Golden-ratio hue sequence (fraction of the colour wheel).
-    var hue = Double(i) * 0.618033988749895
-    hue -= hue.rounded(.down)
-    let levels: [(s: Double, v: Double)] = [(0.85, 1.0), (1.0, 0.72), (0.55, 0.92)]
-    let (s, v) = levels[(i / 7) % levels.count]
-    let h6 = hue * 6
-    let sector = Int(h6.rounded(.down)) % 6
-    let f = h6 - h6.rounded(.down)
-    let p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f))
-    let (r, g, b): (Double, Double, Double)
-    switch sector {
-    case 0: (r, g, b) = (v, t, p)
-    case 1: (r, g, b) = (q, v, p)
-    case 2: (r, g, b) = (p, v, t)
-    case 3: (r, g, b) = (p, q, v)
-    case 4: (r, g, b) = (t, p, v)
-    default: (r, g, b) = (v, p, q)
-    }
-    func byte(_ x: Double) -> UInt8 { UInt8(min(max(x * 255 + 0.5, 0), 255)) }
-    // The index's low 6 bits in the channels' low 2 bits (invisible, but it keeps classes
-    // whose hues round alike apart).
-    let k = UInt8(truncatingIfNeeded: i)
-    return RGBColor(red: byte(r) & 0xFC | k & 3, green: byte(g) & 0xFC | (k >> 2) & 3,
-                    blue: byte(b) & 0xFC | (k >> 4) & 3)
-}
 
 /// Where labels go: filled rectangles in frame pixels (half-open).
 struct LabelRect: Equatable {
@@ -88,53 +60,81 @@ struct FrameCanvas {
     }
 }
 
+/// One box to draw on a frame: its edges (pixels, any values: clipped), the class that colours
+/// it and its label line.
+public struct FrameBox: Sendable, Equatable {
+    public var left: Float, top: Float, right: Float, bottom: Float
+    public var classIndex: Int
+    public var label: String
+
+    public init(left: Float, top: Float, right: Float, bottom: Float, classIndex: Int, label: String) {
+        self.left = left; self.top = top; self.right = right; self.bottom = bottom
+        self.classIndex = classIndex
+        self.label = label
+    }
+
+    /// One box's detections (the same box, one per class): the box of the most confident, its
+    /// colour, and one label line listing every class, most confident first, after `prefix`
+    /// (e.g. "#3 car 61%, truck 30%"). `labels`, one per detection, replace "car 61%".
+    /// - Precondition: `detections` is not empty.
+    public init(detections: [Detection], labels: [String]? = nil, prefix: String = "") {
+        precondition(!detections.isEmpty, "FrameBox: no detections")
+        let order = detections.indices.sorted { detections[$0].confidence > detections[$1].confidence }
+        let d = detections[order[0]]
+        self.init(left: d.left, top: d.top, right: d.right, bottom: d.bottom, classIndex: d.classIndex,
+                  label: prefix + order.map { labels?[$0] ?? labelText(detections[$0]) }.joined(separator: ", "))
+    }
+}
+
 /// Draws detections into a frame in the caller's memory: `height` rows `rowStride` bytes apart
 /// (default `width * format.bytesPerPixel`), any `PixelFormat` (alpha set opaque where drawn).
-/// Boxes in a distinct colour per class (`videoClassColor`), outlines `lineWidth` thick; labels
-/// (default "dog 57%"; pass `labels`, one per detection, e.g. with track ids) in filled boxes,
-/// at least 9 pixels high so they stay legible on small frames, cut to the frame's width, and
-/// placed so that they do not cover each other: above the box, else inside its top, below it,
-/// inside its bottom, else the nearest free place further down. Detections that share a box
-/// share one outline and one label. Any coordinates are safe: everything is clipped.
-/// - Precondition: the buffer holds the frame (`(height - 1) * rowStride + width * bpp` bytes).
+/// Detections that share a box (`boxGroups`: car and truck) get one outline and one label line
+/// ("car 61%, truck 30%", or their `labels` joined), as `FrameBox(detections:)` makes it; see
+/// `drawBoxes`.
 public func drawDetections(_ detections: [Detection], labels: [String]? = nil,
                            into pixels: UnsafeMutableRawBufferPointer, width: Int, height: Int,
                            rowStride: Int? = nil, format: PixelFormat = .rgb, classCount: Int = 80,
                            lineWidth: Int? = nil, textScale: Int? = nil) {
+    precondition(labels == nil || labels!.count == detections.count, "drawDetections: one label per detection")
+    let boxes = boxGroups(detections).map { group in
+        FrameBox(detections: group.map { detections[$0] }, labels: labels.map { all in group.map { all[$0] } })
+    }
+    drawBoxes(boxes, into: pixels, width: width, height: height, rowStride: rowStride, format: format,
+              classCount: classCount, lineWidth: lineWidth, textScale: textScale)
+}
+
+/// Draws boxes into a frame in the caller's memory: `height` rows `rowStride` bytes apart
+/// (default `width * format.bytesPerPixel`), any `PixelFormat` (alpha set opaque where drawn).
+/// Each box in its class's colour (`videoClassColor`), its outline `lineWidth` thick, its label
+/// line in a filled box, at least 9 pixels high so it stays legible on small frames, cut to the
+/// frame's width, and placed so that labels do not cover each other: above the box, else
+/// inside its top, below it, inside its bottom, else the nearest free place further down. Any
+/// coordinates are safe: everything is clipped.
+/// - Precondition: the buffer holds the frame (`(height - 1) * rowStride + width * bpp` bytes).
+public func drawBoxes(_ boxes: [FrameBox], into pixels: UnsafeMutableRawBufferPointer, width: Int, height: Int,
+                      rowStride: Int? = nil, format: PixelFormat = .rgb, classCount: Int = 80,
+                      lineWidth: Int? = nil, textScale: Int? = nil) {
     guard width > 0, height > 0, let base = pixels.baseAddress else { return }
     let stride = rowStride ?? width * format.bytesPerPixel
     precondition(stride >= width * format.bytesPerPixel
                  && pixels.count >= (height - 1) * stride + width * format.bytesPerPixel,
-                 "drawDetections: \(pixels.count) bytes do not hold \(width)x\(height) \(format) with row stride \(stride)")
-    precondition(labels == nil || labels!.count == detections.count, "drawDetections: one label per detection")
+                 "drawBoxes: \(pixels.count) bytes do not hold \(width)x\(height) \(format) with row stride \(stride)")
     let canvas = FrameCanvas(base: base.assumingMemoryBound(to: UInt8.self), width: width, height: height,
                              rowStride: stride, format: format)
     let line = min(max(lineWidth ?? defaultLineWidth(imageHeight: height), 1), max(width, height))
     let scale = clampedTextScale(textScale ?? defaultTextScale(imageHeight: height))
 
-    // Group detections sharing a box (same boxIndex and edges), keeping first appearance order.
-    var groups: [[Int]] = []
-    for i in detections.indices {
-        if let g = groups.firstIndex(where: { detections[$0[0]].boxIndex == detections[i].boxIndex
-                                              && sameBox(detections[$0[0]], detections[i]) }) {
-            groups[g].append(i)
-        } else {
-            groups.append([i])
-        }
-    }
     var toLabel: [(box: PixelBox, color: RGBColor, text: String)] = []
-    for group in groups {
-        let sorted = group.sorted { detections[$0].confidence > detections[$1].confidence }
-        let d = detections[sorted[0]]
-        guard let box = clampedFrameBox(d, width: width, height: height) else { continue }
-        let color = videoClassColor(d.classIndex, classCount: classCount)
+    for b in boxes {
+        guard let box = clampedBox(left: b.left, top: b.top, right: b.right, bottom: b.bottom, width: width, height: height)
+        else { continue }
+        let color = videoClassColor(b.classIndex, classCount: classCount)
         let (x0, y0, x1, y1) = (box.x0, box.y0, box.x1 + 1, box.y1 + 1)
         canvas.fill(x0: x0, y0: y0, x1: x1, y1: y0 + line, color: color)
         canvas.fill(x0: x0, y0: y1 - line, x1: x1, y1: y1, color: color)
         canvas.fill(x0: x0, y0: y0, x1: x0 + line, y1: y1, color: color)
         canvas.fill(x0: x1 - line, y0: y0, x1: x1, y1: y1, color: color)
-        let text = sorted.map { labels?[$0] ?? labelText(detections[$0]) }.joined(separator: ", ")
-        toLabel.append((box, color, text))
+        toLabel.append((box, color, b.label))
     }
     var placed: [LabelRect] = []
     for label in toLabel {
@@ -153,15 +153,6 @@ public func drawDetections(_ detections: [Detection], labels: [String]? = nil,
         let ink: RGBColor = label.color.luma >= 140 ? .black : .white
         canvas.text(text, x: rect.x0 + scale, y: rect.y0 + scale, scale: scale, color: ink)
     }
-}
-
-/// The detection's box clamped to the frame, or nil when outside it or NaN.
-func clampedFrameBox(_ d: Detection, width: Int, height: Int) -> PixelBox? {
-    guard !(d.left.isNaN || d.top.isNaN || d.right.isNaN || d.bottom.isNaN) else { return nil }
-    let maxX = Float(width - 1), maxY = Float(height - 1)
-    let l = min(d.left, d.right), r = max(d.left, d.right), t = min(d.top, d.bottom), b = max(d.top, d.bottom)
-    guard r >= 0, b >= 0, l <= maxX, t <= maxY else { return nil }
-    return PixelBox(x0: Int(max(l, 0)), y0: Int(max(t, 0)), x1: Int(min(r, maxX)), y1: Int(min(b, maxY)))
 }
 
 /// A place for a `width` x `height` label of `box` that overlaps none of `placed`: above the

@@ -34,14 +34,14 @@ public func jsonNumber(_ v: Float) -> String { v.isFinite ? "\(v)" : "null" }
 public func jsonNumber(_ v: Double, decimals: Int) -> String { v.isFinite ? String(format: "%.\(decimals)f", v) : "null" }
 
 /// One detection as a JSON object: class, class_index, confidence, objectness, box (pixels,
-/// unclamped), rel [x, y, w, h] and box_index.
-public func detectionJSON(_ d: Detection) -> String {
+/// unclamped), rel [x, y, w, h] and box_index; with `track`, the id of its track (yolo stream) last.
+public func detectionJSON(_ d: Detection, track: Int? = nil) -> String {
     "{\"class\": \(jsonString(d.className)), \"class_index\": \(d.classIndex), "
         + "\"confidence\": \(jsonNumber(d.confidence)), \"objectness\": \(jsonNumber(d.objectness)), "
         + "\"box\": {\"left\": \(jsonNumber(d.left)), \"top\": \(jsonNumber(d.top)), "
         + "\"right\": \(jsonNumber(d.right)), \"bottom\": \(jsonNumber(d.bottom))}, "
         + "\"rel\": [\(jsonNumber(d.x)), \(jsonNumber(d.y)), \(jsonNumber(d.width)), \(jsonNumber(d.height))], "
-        + "\"box_index\": \(d.boxIndex)}"
+        + "\"box_index\": \(d.boxIndex)" + (track.map { ", \"track\": \($0)" } ?? "") + "}"
 }
 
 /// One image's detections as a single line of JSON (without the line break).
@@ -49,5 +49,5 @@ public func detectionsJSON(image: String, width: Int, height: Int, inferenceMill
                            detections: [Detection]) -> String {
     "{\"image\": \(jsonString(image)), \"width\": \(width), \"height\": \(height), "
         + "\"inference_ms\": \(jsonNumber(inferenceMilliseconds, decimals: 3)), "
-        + "\"detections\": [\(detections.map(detectionJSON).joined(separator: ", "))]}"
+        + "\"detections\": [\(detections.map { detectionJSON($0) }.joined(separator: ", "))]}"
 }

@@ -64,17 +64,24 @@ struct Arguments {
         return v
     }
 
-    /// `--name WxH` (or a single N for NxN) as a network input size; nil when not given.
-    func inputSize(_ name: String) throws -> ModelOptions.InputSize? {
+    /// `--name WxH` (or a single N for NxN): the one size parser of the commands (network input
+    /// sizes, frame sizes). Each side in 1...32768 and a multiple of `multiple`; nil when not given.
+    func size(_ name: String, multipleOf multiple: Int = 1, example: String) throws -> (width: Int, height: Int)? {
         guard let s = values[name] else { return nil }
         let parts = s.lowercased().split(separator: "x", omittingEmptySubsequences: false)
-        guard (1...2).contains(parts.count), let w = Int(parts[0]), let h = Int(parts.last!), w > 0, h > 0 else {
-            throw UsageError("--\(name) \(s): expected WIDTHxHEIGHT, e.g. 416x416 or 608x352")
+        guard (1...2).contains(parts.count), let w = Int(parts[0]), let h = Int(parts.last!),
+              (1...(1 << 15)).contains(w), (1...(1 << 15)).contains(h) else {
+            throw UsageError("--\(name) \(s): expected WIDTHxHEIGHT (each 1...32768), e.g. \(example)")
         }
-        guard w % 32 == 0, h % 32 == 0 else {
-            throw UsageError("--\(name) \(s): width and height must be multiples of 32 (YOLO networks downsample by 32), e.g. \(max(32, (w + 16) / 32 * 32))x\(max(32, (h + 16) / 32 * 32))")
+        guard w % multiple == 0, h % multiple == 0 else {
+            throw UsageError("--\(name) \(s): width and height must be multiples of \(multiple) (YOLO networks downsample by 32), e.g. \(max(multiple, (w + multiple / 2) / multiple * multiple))x\(max(multiple, (h + multiple / 2) / multiple * multiple))")
         }
-        return ModelOptions.InputSize(width: w, height: h)
+        return (w, h)
+    }
+
+    /// `--name WxH` (or a single N for NxN) as a network input size (multiples of 32); nil when not given.
+    func inputSize(_ name: String) throws -> ModelOptions.InputSize? {
+        try size(name, multipleOf: 32, example: "416x416 or 608x352").map { ModelOptions.InputSize(width: $0.width, height: $0.height) }
     }
 
     func float(_ name: String, default def: Float, range: ClosedRange<Float>) throws -> Float {

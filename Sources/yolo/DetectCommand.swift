@@ -2,8 +2,8 @@
 // what is written: Output.swift).
 import Foundation
 import YOLO
-import YOLOImage
 import YOLOText
+import YOLOImage
 
 enum DetectCommand {
     static let usage = """
@@ -18,29 +18,10 @@ enum DetectCommand {
     A DIR is searched recursively for .jpg, .jpeg and .png files (any case), in sorted order.
 
     Options:
-      --cfg F          Darknet cfg, default \(defaultCfg)
-      --weights F      Darknet weights, default \(defaultWeights)
-      --names F        class names, one per line, default \(defaultNames)
-      --thresh T       report a (box, class) when its confidence > T, default 0.25
-      --nms T          NMS IoU threshold, default 0.45
-      --agnostic       NMS across classes: a box that overlaps a better box of any class is
-                       dropped (default: only boxes of the same class suppress each other); a
-                       kept box still reports every class above --thresh (e.g. car and truck)
-      --classes LIST   report only these classes: names from --names (any case) or indices,
-                       comma-separated, e.g. person,car
-      --max-det N      report at most N detections per image (the most confident)
-      --conv ALGO      3x3 convolutions: winograd (default, fastest: F(4x4) or F(2x2) per
-                       layer), winograd2 (F(2x2) only) or im2col (least memory: no
-                       transformed kernels)
-      --size WxH       network input size instead of the cfg's width and height (multiples
-                       of 32, e.g. 608x352 for wide images)
-    \(precisionUsage)
-      --stretch        stretch images to the network size instead of letterboxing
-                       (AlexeyAB's default; boxes then differ from pjreddie's)
+    \(DetectionOptions.help(threads: "threads, default the number of cores (\(ProcessInfo.processInfo.activeProcessorCount) here)"))
       --no-exif        ignore the EXIF orientation (as Darknet does), default: apply it
       --max-pixels N   refuse images of more than N pixels (before decoding), default
                        \(defaultMaxPixels) (2^27)
-      --threads N      threads, default the number of cores (\(ProcessInfo.processInfo.activeProcessorCount) here)
       --output PATH    annotated image: for one IMAGE a file (.png, .jpg, .jpeg; default
                        predictions.png), for several (or a DIR, or PATH ending in /) a directory
                        that receives one image per input under its own name (default predictions/)
@@ -77,25 +58,13 @@ enum DetectCommand {
     """
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: (["cfg", "weights", "names", "thresh", "nms", "threads", "output", "coco",
-                                        "classes", "max-det", "size", "conv", "max-pixels", "save-txt"] as Set<String>).union(precisionOptionNames),
-                              flags: ["agnostic", "stretch", "no-exif", "json", "no-draw", "help", "ext-output", "save-conf"],
+        let a = try Arguments(args, options: DetectionOptions.optionNames.union(["output", "coco", "max-pixels", "save-txt"]),
+                              flags: DetectionOptions.flagNames.union(["no-exif", "json", "no-draw", "help", "ext-output", "save-conf"]),
                               short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard !a.positionals.isEmpty else { throw UsageError("detect needs at least one IMAGE or DIR") }
-        var options = DetectorOptions()
-        options.threshold = try a.float("thresh", default: 0.25, range: 0...1)
-        options.nmsThreshold = try a.float("nms", default: 0.45, range: 0...1)
-        options.classAgnostic = a.has("agnostic")
-        options.resize = a.has("stretch") ? .stretch : .letterbox
-        if a.string("max-det") != nil { options.maxDetections = try a.int("max-det", default: 0, range: 0...1_000_000) }
-        var modelOptions = ModelOptions(inputSize: try a.inputSize("size"))
-        if let conv = a.string("conv") {
-            guard let c = ModelOptions.Convolution(rawValue: conv) else { throw UsageError("--conv \(conv): expected winograd, winograd2 or im2col") }
-            modelOptions.convolution = c
-        }
-        try applyPrecisionOptions(a, to: &modelOptions)
-        let threads = try a.int("threads", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
+        let detection = try DetectionOptions(a)
+        let threads = detection.threads ?? ProcessInfo.processInfo.activeProcessorCount
         let maxPixels = try a.int("max-pixels", default: defaultMaxPixels, range: 1...Int.max)
         let json = a.has("json")
         let draw = !a.has("no-draw")
@@ -137,11 +106,9 @@ enum DetectCommand {
 
         // No output may replace an input (an image, or a model file), however its path is
         // spelled, nor another output.
-        let cfgPath = a.string("cfg") ?? defaultCfg, weightsPath = a.string("weights") ?? defaultWeights
-        let namesPath = a.string("names") ?? defaultNames
         let planned = outputs.compactMap { $0.map { ($0, "an annotated image") } } + labels.compactMap { $0.map { ($0, "a label file") } }
             + (a.string("coco").map { [($0, "the COCO results")] } ?? [])
-        try checkOutputs(planned, inputs: inputs.map(\.path) + [cfgPath, weightsPath, namesPath])
+        try checkOutputs(planned, inputs: inputs.map(\.path) + detection.modelFiles)
         // Output directories, made before any work so that a failure is reported once.
         var made = Set<String>()
         for case let out? in outputs + labels {
@@ -150,11 +117,9 @@ enum DetectCommand {
         }
         removeTemporaryFilesOnSignals()
 
-        let detector = try Detector(cfgPath: cfgPath, weightsPath: weightsPath, namesPath: namesPath,
-                                    options: options, threads: threads, modelOptions: modelOptions)
-        if let list = a.string("classes") {
-            detector.options.classFilter = try classFilter(list, names: detector.classNames, classCount: detector.classCount)
-        }
+        let loaded = try detection.load(threads: threads)
+        let detector = try Detector(model: loaded.model, classNames: loaded.classNames, options: loaded.detector,
+                                    threads: threads)
 
         var progress = ProgressBar(total: inputs.count, enabled: sawDirectory)
         var cocoResults: [String] = []
@@ -229,13 +194,6 @@ enum DetectCommand {
             printError("yolo: \(labelled) label file\(labelled == 1 ? "" : "s") in \(dir.hasSuffix("/") ? dir : dir + "/")")
         }
         return failed ? 1 : 0
-    }
-
-    /// Class indices from `--classes`: comma-separated names from the names file, matched
-    /// exactly or else ignoring case, or else indices.
-    static func classFilter(_ list: String, names: [String], classCount: Int) throws -> Set<Int> {
-        do { return try parseClassList(list, names: names, classCount: classCount, option: "--classes") }
-        catch { throw UsageError(error.description) }
     }
 
     /// "<path>: <message>" for an error, unless its description already starts with the path.

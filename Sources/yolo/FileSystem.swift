@@ -14,22 +14,26 @@ struct FileError: Error, CustomStringConvertible {
 struct FileIdentity: Hashable {
     let device: UInt64
     let inode: UInt64
+    /// A regular file (not a device, FIFO, socket or directory).
+    let isRegularFile: Bool
 
     init?(path: String) {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
+        isRegularFile = st.st_mode & S_IFMT == S_IFREG
     }
 }
 
 /// The files a command reads (images, cfg, weights, names), by identity, so that no output can
-/// replace one of them.
+/// replace one of them. Only regular files count: writing to a device or a FIFO (/dev/null,
+/// /dev/stdout on a terminal) replaces nothing.
 struct InputFiles {
     private var files: [FileIdentity: String] = [:]
 
     mutating func add(_ path: String) {
-        if let id = FileIdentity(path: path), files[id] == nil { files[id] = path }
+        if let id = FileIdentity(path: path), id.isRegularFile, files[id] == nil { files[id] = path }
     }
 
     /// Throws when `output` is (or resolves to) one of the inputs: nothing may be written there.

@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import YOLO
 import YOLOServe
+import YOLOText
 
 enum ServeCommand {
     static let usage = """
@@ -32,13 +33,11 @@ enum ServeCommand {
                        ?api_key=KEY (default: $YOLO_API_KEY when set, else none); /health and
                        the page's own files stay open
     Model and detection (requests may change thresh, nms, classes, agnostic, max_det):
-      --cfg F, --weights F, --names F   as for 'yolo detect'
+    \(DetectionOptions.help(threads: "threads per detector, default the cores divided among the sessions"))
+      --no-exif        ignore images' EXIF orientation (as Darknet does), default: apply it
       --model-name N   the model's name for /v1/vision/custom/N, default the cfg's file name
                        without extension
-      --thresh T, --nms T, --agnostic, --classes LIST, --max-det N, --size WxH, --conv ALGO,
-      --stretch, --no-exif                   as for 'yolo detect'
       --sessions N     detectors sharing the model, default the number of cores (\(ProcessInfo.processInfo.activeProcessorCount) here)
-      --threads N      threads per detector, default the cores divided among the sessions
       --queue N        requests that may wait for a detector, default 16; beyond, 503 + Retry-After
     Live view:
       --input SOURCE   anything ffmpeg opens: a file, /dev/video0, rtsp://...
@@ -62,11 +61,10 @@ enum ServeCommand {
     """
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: ["listen", "api-key", "cfg", "weights", "names", "model-name", "thresh", "nms",
-                                              "classes", "max-det", "size", "conv", "sessions", "threads", "queue", "input",
-                                              "scale", "max-body", "max-pixels", "max-connections", "max-connections-per-ip",
-                                              "timeout", "body-timeout"],
-                              flags: ["agnostic", "stretch", "no-exif", "loop", "no-realtime", "live", "help"],
+        let a = try Arguments(args, options: DetectionOptions.optionNames.union([
+                                  "listen", "api-key", "model-name", "sessions", "queue", "input", "scale", "max-body",
+                                  "max-pixels", "max-connections", "max-connections-per-ip", "timeout", "body-timeout"]),
+                              flags: DetectionOptions.flagNames.union(["no-exif", "loop", "no-realtime", "live", "help"]),
                               short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard a.positionals.isEmpty else { throw UsageError("serve takes no positional arguments (a video source goes in --input)") }
@@ -74,15 +72,11 @@ enum ServeCommand {
         (c.host, c.port) = try listenAddress(a.string("listen") ?? "127.0.0.1:8080")
         c.apiKey = a.string("api-key") ?? ProcessInfo.processInfo.environment["YOLO_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         if c.apiKey?.isEmpty == true { throw UsageError("--api-key needs a key") }
-        c.detectorOptions.threshold = try a.float("thresh", default: 0.25, range: 0...1)
-        c.detectorOptions.nmsThreshold = try a.float("nms", default: 0.45, range: 0...1)
-        c.detectorOptions.classAgnostic = a.has("agnostic")
-        c.detectorOptions.resize = a.has("stretch") ? .stretch : .letterbox
-        if a.string("max-det") != nil { c.detectorOptions.maxDetections = try a.int("max-det", default: 0, range: 0...1_000_000) }
+        let detection = try DetectionOptions(a)
         c.applyEXIFOrientation = !a.has("no-exif")
         let cores = ProcessInfo.processInfo.activeProcessorCount
         c.sessions = try a.int("sessions", default: cores, range: 1...256)
-        c.threadsPerSession = try a.int("threads", default: max(1, cores / c.sessions), range: 1...256)
+        c.threadsPerSession = detection.threads ?? max(1, cores / c.sessions)
         c.limits.queue = try a.int("queue", default: 16, range: 0...100_000)
         c.limits.maxBodyBytes = try a.int("max-body", default: 16 << 20, range: 1...(1 << 31))
         c.limits.maxBufferedBytes = max(c.limits.maxBufferedBytes, 2 * c.limits.maxBodyBytes)
@@ -91,35 +85,18 @@ enum ServeCommand {
         c.limits.maxConnectionsPerIP = try a.int("max-connections-per-ip", default: 64, range: 1...100_000)
         c.limits.headerTimeout = try a.int("timeout", default: 10, range: 1...3600)
         c.limits.bodyTimeout = try a.int("body-timeout", default: 30, range: 1...3600)
-        var modelOptions = ModelOptions(inputSize: try a.inputSize("size"))
-        if let conv = a.string("conv") {
-            guard let v = ModelOptions.Convolution(rawValue: conv) else { throw UsageError("--conv \(conv): expected winograd, winograd2 or im2col") }
-            modelOptions.convolution = v
-        }
-        var scale: (Int, Int)? = nil
-        if let s = a.string("scale") {
-            guard a.string("input") != nil else { throw UsageError("--scale needs --input") }
-            guard let size = StreamCommand.parseSize(s) else { throw UsageError("--scale \(s): expected WIDTHxHEIGHT, e.g. 640x360") }
-            scale = size
-        }
+        if a.string("scale") != nil && a.string("input") == nil { throw UsageError("--scale needs --input") }
+        let scale = try a.size("scale", example: "640x360")
         if a.string("input") == nil, let flag = ["loop", "no-realtime", "live"].first(where: a.has) {
             throw UsageError("--\(flag) is about the live source: give --input SOURCE")
         }
         if let input = a.string("input"), input.isEmpty { throw UsageError("--input needs a source") }
 
-        let cfg = a.string("cfg") ?? defaultCfg, weights = a.string("weights") ?? defaultWeights
-        let namesPath = a.string("names") ?? defaultNames
-        c.modelName = a.string("model-name") ?? ((cfg as NSString).lastPathComponent as NSString).deletingPathExtension
+        c.modelName = a.string("model-name") ?? ((detection.cfg as NSString).lastPathComponent as NSString).deletingPathExtension
         guard !c.modelName.isEmpty, !c.modelName.contains("/") else { throw UsageError("--model-name \(c.modelName): expected a name without '/'") }
-        let model = try Model(cfgPath: cfg, weightsPath: weights, options: modelOptions)
-        let names = try Detector.readClassNames(path: namesPath)
-        let classCount = model.heads.first?.classes ?? 0
-        if names.count < classCount {
-            throw YOLOError.invalidArgument("\(namesPath): has \(names.count) class names, but \(cfg) has \(classCount) classes")
-        }
-        if let list = a.string("classes") {
-            c.detectorOptions.classFilter = try DetectCommand.classFilter(list, names: names, classCount: classCount)
-        }
+        let loaded = try detection.load(threads: c.threadsPerSession)
+        let (model, names) = (loaded.model, loaded.classNames)
+        c.detectorOptions = loaded.detector
         raiseOpenFileLimit(to: c.limits.maxConnections + 256)
 
         var live: LiveSource? = nil
@@ -128,9 +105,9 @@ enum ServeCommand {
                 printError("yolo: ffmpeg: not found in PATH; 'yolo serve --input' reads video with ffmpeg (e.g. apt-get install ffmpeg)")
                 return 1
             }
-            switch ServeSource.start(ffmpeg: ffmpeg, input: input, scale: scale, loop: a.has("loop"),
-                                     realtime: !a.has("no-realtime"),
-                                     live: a.has("live") || StreamCommand.isLiveSource(input)) {
+            switch try ServeSource.start(ffmpeg: ffmpeg, input: input, scale: scale, loop: a.has("loop"),
+                                         realtime: !a.has("no-realtime"),
+                                         live: a.has("live") || StreamOptions.isLiveSource(input)) {
             case .success(let s): live = s
             case .failure(let e): printError("yolo: \(e)"); return 1
             }

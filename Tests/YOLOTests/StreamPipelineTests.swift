@@ -4,6 +4,7 @@ import XCTest
 @testable import YOLODetection
 @testable import YOLOCore
 @testable import YOLO
+@testable import YOLOStream
 
 final class TrackerTests: XCTestCase {
     func box(_ cls: Int, _ x: Float, _ y: Float, _ w: Float = 0.2, _ h: Float = 0.2) -> Detection {
@@ -57,6 +58,34 @@ final class TrackerTests: XCTestCase {
         let d = box(0, 0.3, 0.4)
         XCTAssertEqual(plain.update([d], frameWidth: 100, frameHeight: 100)[0].detection, d)
     }
+    /// One box reported as car and as truck (Darknet reports one detection per (box, class)) is
+    /// one object: one track id, one smoothed box, one `TrackedBox` listing both classes.
+    func testOneTrackPerBoxWhateverItsClasses() {
+        func det(_ cls: Int, _ name: String, _ confidence: Float, x: Float, boxIndex: Int) -> Detection {
+            Detection(classIndex: cls, className: name, confidence: confidence, objectness: 0.9, x: x, y: 0.5,
+                      width: 0.2, height: 0.2, imageWidth: 100, imageHeight: 100, boxIndex: boxIndex)
+        }
+        var tracker = IoUTracker(smoothing: 3)
+        // Frame 1: the vehicle as car only; a person elsewhere.
+        let a = tracker.update([det(2, "car", 0.7, x: 0.3, boxIndex: 0), det(0, "person", 0.8, x: 0.8, boxIndex: 1)],
+                               frameWidth: 100, frameHeight: 100)
+        XCTAssertEqual(a.map(\.trackID), [1, 2])
+        // Frame 2: the same vehicle, moved, as car and truck (one box); the person again.
+        let b = tracker.update([det(0, "person", 0.8, x: 0.81, boxIndex: 0), det(2, "car", 0.61, x: 0.32, boxIndex: 1),
+                                det(7, "truck", 0.30, x: 0.32, boxIndex: 1)], frameWidth: 100, frameHeight: 100)
+        XCTAssertEqual(b.map(\.trackID), [2, 1, 1], "one track per box")
+        XCTAssertEqual(b[1].detection.left, b[2].detection.left, "one smoothed box")
+        XCTAssertEqual(b[1].detection.x, (0.3 + 0.32) / 2, accuracy: 1e-6)
+        let boxes = TrackedBox.boxes(of: b)
+        XCTAssertEqual(boxes.map(\.trackID), [2, 1])
+        XCTAssertEqual(boxes[1].detections.map(\.className), ["car", "truck"], "most confident first")
+        XCTAssertEqual(boxGroups(b.map(\.detection)).count, 2, "drawn as two boxes, not three")
+        // Frame 3: only as truck now: still the same object (it was a truck in frame 2).
+        let c = tracker.update([det(7, "truck", 0.5, x: 0.34, boxIndex: 0)], frameWidth: 100, frameHeight: 100)
+        XCTAssertEqual(c.map(\.trackID), [1])
+        XCTAssertEqual(tracker.trackCount, 2)
+    }
+
 }
 
 final class FramePipelineTests: XCTestCase {
@@ -104,7 +133,7 @@ final class FramePipelineTests: XCTestCase {
                                          options: FramePipelineOptions(sessions: 2))
         let source = AsyncStream<VideoFrame> { c in for f in input { c.yield(f) }; c.finish() }
         var indices: [Int] = []
-        for await result in pipeline.results(for: source) {
+        for try await result in pipeline.results(for: source) {
             indices.append(result.frame.index)
             let expected = try reference.detect(rgb: input[result.frame.index].pixels, width: 96, height: 64)
             XCTAssertEqual(result.detections, expected)
@@ -141,5 +170,63 @@ final class FramePipelineTests: XCTestCase {
         XCTAssertNotNil(a.error)
         XCTAssertNil(b.error)
         XCTAssertNil(pipeline.next())
+    }
+
+    struct SourceFailed: Error, Equatable { let after: Int }
+
+    /// A source that fails ends the stream with its error, after the frames it gave.
+    func testSourceErrorEndsTheResultsWithThatError() async throws {
+        let (model, input, reference) = try frames(count: 3)
+        let pipeline = try FramePipeline(model: model, detectorOptions: reference.options,
+                                         options: FramePipelineOptions(sessions: 2))
+        let source = AsyncThrowingStream<VideoFrame, Error> { c in
+            for f in input { c.yield(f) }
+            c.finish(throwing: SourceFailed(after: input.count))
+        }
+        var indices: [Int] = []
+        do {
+            for try await result in pipeline.results(for: source) { indices.append(result.frame.index) }
+            XCTFail("the source's error was lost")
+        } catch let error as SourceFailed {
+            XCTAssertEqual(error, SourceFailed(after: 3))
+        }
+        XCTAssertEqual(indices, [0, 1, 2], "the frames before the error")
+        XCTAssertEqual(pipeline.sourceError as? SourceFailed, SourceFailed(after: 3))
+    }
+
+    /// The same without async: `finish(throwing:)` ends `next()` after the frames in flight.
+    func testFinishThrowingKeepsTheFramesInFlight() throws {
+        let (model, input, reference) = try frames(count: 3)
+        let pipeline = try FramePipeline(model: model, detectorOptions: reference.options,
+                                         options: FramePipelineOptions(sessions: 2))
+        for f in input { XCTAssertTrue(pipeline.submit(f)) }
+        pipeline.finish(throwing: SourceFailed(after: 3))
+        pipeline.finish(throwing: SourceFailed(after: 99))  // the first error stays
+        XCTAssertFalse(pipeline.submit(input[0]))
+        var indices: [Int] = []
+        while let r = pipeline.next() { indices.append(r.frame.index) }
+        XCTAssertEqual(indices, [0, 1, 2])
+        XCTAssertEqual(pipeline.sourceError as? SourceFailed, SourceFailed(after: 3))
+    }
+
+    /// A consumer that stops early ends the pipeline: the producer stops submitting.
+    func testConsumerStoppingEarlyFinishesThePipeline() async throws {
+        let (model, input, reference) = try frames(count: 2)
+        let pipeline = try FramePipeline(model: model, detectorOptions: reference.options,
+                                         options: FramePipelineOptions(sessions: 1, maxInFlight: 1))
+        let endless = AsyncStream<VideoFrame>(bufferingPolicy: .bufferingNewest(1)) { c in
+            Task {  // frames until the stream's reader goes away
+                var i = 0
+                while case .enqueued = c.yield(input[i % 2]) { i += 1; await Task.yield() }
+            }
+        }
+        var taken = 0
+        for try await _ in pipeline.results(for: endless) {
+            taken += 1
+            break
+        }
+        XCTAssertEqual(taken, 1)
+        let accepted = await pipeline.submit(input[0])
+        XCTAssertFalse(accepted, "finished")
     }
 }
