@@ -26,9 +26,9 @@ struct DetectionOptions {
           --classes LIST   report only these classes, comma-separated: names from --names (exactly,
                            else in any case), else indices; e.g. person,car
           --max-det N      report at most N detections per image or frame (the most confident)
-          --conv ALGO      3x3 convolutions: winograd (default, fastest: F(4x4) or F(2x2) per
-                           layer), winograd2 (F(2x2) only) or im2col (least memory: no
-                           transformed kernels)
+          --conv ALGO      which algorithms convolutions may use: winograd (default: all, the
+                           plan picks per layer: Winograd F(4x4) or F(2x2), im2col, direct),
+                           winograd2 (no F(4x4)) or im2col (no Winograd: the least memory)
           --size WxH       network input size instead of the cfg's width and height (multiples
                            of 32, e.g. 608x352 for wide images; 320x320 is faster)
           --stretch        stretch images to the network size instead of letterboxing
