@@ -43,10 +43,7 @@ if grep -qE '^(==[0-9]+==ERROR: |WARNING: ThreadSanitizer:|SUMMARY: (Address|Thr
     echo "sanitize: $kind: the sanitizer reported problems (see above)" >&2
     [ "$status" -ne 0 ] || status=1
 fi
-summary=$(grep -E "Executed [0-9]+ tests?, with [0-9]+ failures?" "$log" | tail -1 || true)
-if [ -n "$summary" ]; then
-    total=$(echo "$summary" | sed -E 's/.*Executed ([0-9]+) tests?.*/\1/')
-    failed=$(echo "$summary" | sed -E 's/.*with ([0-9]+) failures?.*/\1/')
-    echo "sanitize $kind: $((total - failed)) passed, $failed failed ($((SECONDS - start)) s)"
-fi
+. scripts/lib/test-summary.sh
+test_summary "$log" | sed "s/^/sanitize $kind: /"
+echo "sanitize $kind: $((SECONDS - start)) s"
 exit "$status"
