@@ -33,11 +33,16 @@ struct LineReader {
         self.maxLineBytes = maxLineBytes
     }
 
+    private func tooLong() -> FileError {
+        FileError(path: name, what: "line \(lineNumber + 1) is longer than \(maxLineBytes) bytes")
+    }
+
     /// The next line; nil at the end. Throws when reading fails or a line is too long.
     mutating func next() throws -> Line? {
         var searched = start
         while true {
             if let newline = buffer[searched...].firstIndex(of: 10) {
+                if newline - start > maxLineBytes { throw tooLong() }
                 var line = Array(buffer[start..<newline])
                 if line.last == 13 { line.removeLast() }
                 completeBytes += newline + 1 - start
@@ -46,9 +51,7 @@ struct LineReader {
                 return .complete(line)
             }
             searched = buffer.count
-            if buffer.count - start > maxLineBytes {
-                throw FileError(path: name, what: "line \(lineNumber + 1) is longer than \(maxLineBytes) bytes")
-            }
+            if buffer.count - start > maxLineBytes { throw tooLong() }
             if atEnd {
                 guard start < buffer.count else { return nil }
                 let rest = Array(buffer[start...])
