@@ -76,7 +76,8 @@ def compare(name, out):
 from pyspark.sql import SparkSession  # noqa: E402
 # For kill_once.py, in the Python workers (which take the environment the JVM started with).
 marker = os.path.join(work, "kill-marker")
-os.environ.update(YOLO_REAL=args.yolo, YOLO_KILL_MARKER=marker, YOLO_KILL_AFTER="25")
+# Killed a quarter of the way: half-way through its partition (of 2).
+os.environ.update(YOLO_REAL=args.yolo, YOLO_KILL_MARKER=marker, YOLO_KILL_AFTER=str(max(1, args.count // 4)))
 # The workers' Python: this one (with pandas and pyarrow for mapInPandas), not python3 in PATH.
 os.environ["PYSPARK_PYTHON"] = sys.executable
 t = time.time()
