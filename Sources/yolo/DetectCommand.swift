@@ -8,10 +8,12 @@ import YOLOImage
 enum DetectCommand {
     static let usage = """
     Usage:   yolo detect [options] IMAGE|DIR ...
+             yolo detect [options] --files-from FILE|- [--shard K/N] [--resume OUT.jsonl]
     Example: yolo detect samples/astronaut.png
              yolo detect photos/ --json --no-draw > detections.jsonl
              yolo detect a.jpg b.png --thresh 0.1 --output annotated/
              yolo detect val2017/ --thresh 0.005 --no-draw --coco results.json
+             find photos -name '*.jpg' | yolo detect --files-from - --json > detections.jsonl
 
     Finds objects in JPEG and PNG images with YOLOv3-tiny, as the original Darknet
     (pjreddie) does: letterboxed input, per-class NMS, one line per (box, class).
@@ -41,6 +43,17 @@ enum DetectCommand {
                        [x, y, w, h], "score"}]; image_id from a numeric file name, else the
                        image's position in the input list (0-based); category_id is COCO's id
                        for an 80-class model, else the class index (0-based) for custom models
+      --files-from F   the images to detect, one path per line, from file F or stdin (-), read
+                       as they arrive; results in the list's order, each written as soon as
+                       its turn comes; with --json an image that fails is also a line
+                       {"image", "error"} (every path gets its line); no annotated images
+      --shard K/N      only every N-th image from the K-th (1 <= K <= N): N workers with
+                       1/N ... N/N together do each image once
+      --resume OUT     append the JSON lines to OUT (not stdout), skipping the images OUT
+                       already answers: a killed run started again does the rest, once
+      --sessions N     images in flight at once, default: one per core (one with every core
+                       for a single IMAGE); --threads is then per session, default 1
+      --stats          at the end, images per second and where the time went, on stderr
       -h, --help       show this help
 
     The default cfg, weights and names come from $YOLO_WEIGHTS (a directory), else weights/
@@ -81,7 +94,7 @@ enum DetectCommand {
         var settings = DetectSettings(detection: detection, sessions: 1, threadsPerSession: 1,
                                       maxPixels: try a.int("max-pixels", default: defaultMaxPixels, range: 1...Int.max),
                                       applyEXIF: !a.has("no-exif"), json: a.has("json") || resume != nil,
-                                      extOutput: a.has("ext-output"), errorLines: filesFrom != nil || resume != nil,
+                                      extOutput: a.has("ext-output"), errorLines: (filesFrom != nil && a.has("json")) || resume != nil,
                                       saveConfidence: a.has("save-conf"), coco: a.string("coco"),
                                       labelsDirectory: a.string("save-txt"), stats: a.has("stats"))
         let draw = !a.has("no-draw") && filesFrom == nil

@@ -17,8 +17,8 @@ struct DetectSettings {
     var applyEXIF: Bool
     var json: Bool
     var extOutput: Bool
-    /// Failures as JSON lines too (`{"image", "error"}`): for path lists and --resume, where
-    /// every path gets its line.
+    /// Failures as JSON lines too (`{"image", "error"}`): for path lists with --json and for
+    /// --resume, where every path gets its line (with Darknet's text, failures are on stderr only).
     var errorLines: Bool
     var saveConfidence: Bool
     var coco: String?

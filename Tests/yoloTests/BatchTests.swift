@@ -71,6 +71,14 @@ final class BatchTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("missing.png"), r.stderr)
         XCTAssertTrue(r.stderr.contains("corrupt.png"), r.stderr)
 
+        // Without --json: Darknet's text per image, in the same order; failures on stderr only.
+        let text = try yolo(["detect", "--files-from", "list.txt", "--sessions", "2"] + model, in: dir)
+        XCTAssertEqual(text.status, 1, text.stderr)
+        XCTAssertEqual(text.stdout.split(separator: "\n").filter { $0.contains(": Predicted in ") }.map { String($0.prefix { $0 != ":" }) },
+                       list.filter { imgs.contains($0) })
+        XCTAssertFalse(text.stdout.contains("{"), text.stdout)
+        XCTAssertEqual(text.stderr.split(separator: "\n").count, 3, text.stderr)
+
         // Only good images: exit 0, and the same lines as the IMAGE arguments give.
         try writeList(Array(imgs.reversed()), to: dir + "/good.txt")
         let good = try yolo(["detect", "--files-from", "good.txt", "--json"] + model, in: dir)

@@ -7,8 +7,8 @@ import XCTest
 /// scripts/spark/check.py: the Parquet rows equal `yolo detect --json` on the same files (no
 /// image lost or duplicated) for the RDD job, for the RDD job with one task's yolo killed
 /// (SIGKILL) half-way through its partition and retried by Spark, and for the mapInPandas variant.
-/// 60 files by default (about 2 minutes on 2 busy cores with the debug build); the 500
-/// with YOLO_SPARK_FILES=500 (about 15 minutes; see the README's "Batch jobs").
+/// 60 files by default (2 3/4 minutes on this 2-core machine with the debug build, under a load
+/// of 5); the 500 with YOLO_SPARK_FILES=500 (7 1/2 minutes under the same load).
 final class SparkTests: XCTestCase {
     func testSparkJobRowsEqualYoloDetect() throws {
         let root = repositoryRoot
