@@ -9,12 +9,18 @@ import XCTest
 final class ImagePipelineTests: XCTestCase {
     struct Unreadable: Error {}
 
+    /// yolov3-tiny at 96x64, loaded once for the three tests (loading is most of their time).
+    nonisolated(unsafe) static var model: Model?
+
     /// Small frames that differ from each other, a model, and a one-thread reference detector.
     func setUp(count: Int) throws -> (Model, [VideoFrame], Detector) {
-        let (cfg, weights) = try officialPaths()
-        var options = ModelOptions()
-        options.inputSize = .init(width: 96, height: 64)
-        let model = try Model(cfgPath: cfg, weightsPath: weights, options: options)
+        if Self.model == nil {
+            let (cfg, weights) = try officialPaths()
+            var options = ModelOptions()
+            options.inputSize = .init(width: 96, height: 64)
+            Self.model = try Model(cfgPath: cfg, weightsPath: weights, options: options)
+        }
+        let model = Self.model!
         let w = 80, h = 60
         let frames = (0..<count).map { i in
             VideoFrame(index: i, time: 0, pixels: (0..<(w * h * 3)).map { UInt8(truncatingIfNeeded: ($0 / 3 + 7 * i) * ($0 % 3 + 1)) },
