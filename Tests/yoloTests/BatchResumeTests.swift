@@ -83,4 +83,35 @@ extension BatchTests {
             XCTAssertEqual(try String(contentsOfFile: out, encoding: .utf8), text)
         }
     }
+
+    /// --resume refuses, with one line naming the file, a file another run holds (locked) and a
+    /// file whose lines are not `yolo detect --json`'s (left as it was, nothing appended).
+    func testResumeRefusesALockedOrForeignFile() throws {
+        let dir = try temporaryDirectory()
+        let model = try Fixtures.tinyModel(in: dir)
+        let imgs = try images(2, in: dir)
+        try writeList(imgs, to: dir + "/list.txt")
+        let command = ["detect", "--files-from", "list.txt"] + model
+
+        let foreign = "{\"image\": \"\(imgs[0])\", \"detections\": []}\nnot json\n"
+        try Data(foreign.utf8).write(to: URL(fileURLWithPath: dir + "/foreign.jsonl"))
+        let r = try yolo(command + ["--resume", "foreign.jsonl"], in: dir)
+        XCTAssertEqual(r.status, 1, r.stderr)
+        XCTAssertTrue(r.stderr.hasPrefix("yolo: foreign.jsonl: line 2 is not a line of 'yolo detect --json'"), r.stderr)
+        XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
+        XCTAssertEqual(try String(contentsOfFile: dir + "/foreign.jsonl", encoding: .utf8), foreign)
+
+        let fd = open(dir + "/held.jsonl", O_RDWR | O_CREAT, 0o644)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        XCTAssertEqual(flock(fd, LOCK_EX), 0)
+        let held = try yolo(command + ["--resume", "held.jsonl"], in: dir)
+        XCTAssertEqual(held.status, 1, held.stderr)
+        XCTAssertTrue(held.stderr.hasPrefix("yolo: held.jsonl: another process is writing it"), held.stderr)
+        XCTAssertEqual(try String(contentsOfFile: dir + "/held.jsonl", encoding: .utf8), "")
+        flock(fd, LOCK_UN)
+        let free = try yolo(command + ["--resume", "held.jsonl"], in: dir)
+        XCTAssertEqual(free.status, 0, free.stderr)
+        XCTAssertEqual(try jsonLines(String(contentsOfFile: dir + "/held.jsonl", encoding: .utf8)).count, 2)
+    }
 }
