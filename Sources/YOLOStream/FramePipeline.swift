@@ -15,7 +15,7 @@ public final class FramePipeline: Sendable {
     public let options: FramePipelineOptions
     /// Frames admitted and not yet taken by `next()`, at most.
     public let capacity: Int
-    private let core: PipelineCore
+    private let core: PipelineCore<VideoFrame, FrameResult>
     private let tracker: Locked<IoUTracker>
 
     /// Makes `options.sessions` detectors of `model` (each `options.threadsPerSession` threads).
@@ -28,13 +28,14 @@ public final class FramePipeline: Sendable {
         guard options.smoothing >= 1 else { throw .invalidArgument("smoothing \(options.smoothing): expected 1 or more") }
         self.options = options
         capacity = max(options.maxInFlight ?? 2 * options.sessions, options.dropStale ? options.sessions + 1 : 1)
-        var workers: [PipelineCore.Worker] = []
+        var workers: [PipelineCore<VideoFrame, FrameResult>.Worker] = []
         for _ in 0..<options.sessions {
-            workers.append(PipelineCore.Worker(detector: try Detector(model: model, classNames: classNames,
-                                                                      options: detectorOptions,
-                                                                      threads: options.threadsPerSession)))
+            workers.append(.init(detector: try Detector(model: model, classNames: classNames, options: detectorOptions,
+                                                        threads: options.threadsPerSession)))
         }
-        core = PipelineCore(capacity: capacity, dropStale: options.dropStale, workers: workers)
+        core = PipelineCore(capacity: capacity, dropStale: options.dropStale, workers: workers) { detector, item in
+            Self.detect(item.job, skipped: item.skipped, with: detector)
+        }
         tracker = Locked(IoUTracker(minIoU: options.trackMinIoU, maxMissed: options.trackMaxMissed,
                                    smoothing: options.smoothing))
     }
@@ -45,15 +46,7 @@ public final class FramePipeline: Sendable {
     /// pipeline drops stale frames. Returns false (and drops the frame) after `finish()`.
     @discardableResult
     public func submit(_ frame: VideoFrame) -> Bool {
-        while true {
-            switch core.submit(frame) {
-            case .admitted, .dropped: return true
-            case .closed: return false
-            case .full:
-                let room = DispatchSemaphore(value: 0)
-                if core.waitForSpace({ room.signal() }) { room.wait() }
-            }
-        }
+        core.submitWaiting(frame, index: frame.index)
     }
 
     /// Hands a frame to the pipeline from async code: suspends (without blocking a thread)
@@ -61,7 +54,7 @@ public final class FramePipeline: Sendable {
     @discardableResult
     public func submit(_ frame: VideoFrame) async -> Bool {
         while true {
-            switch core.submit(frame) {
+            switch core.submit(frame, index: frame.index) {
             case .admitted, .dropped: return true
             case .closed: return false
             case .full:
@@ -75,7 +68,7 @@ public final class FramePipeline: Sendable {
     /// Admits the frame if there is room (or, when live, by dropping a stale one); returns
     /// false when it would have to wait (or after `finish()`).
     public func trySubmit(_ frame: VideoFrame) -> Bool {
-        core.submit(frame) == .admitted
+        core.submit(frame, index: frame.index) == .admitted
     }
 
     /// No more frames: `next()` returns the frames in flight, then nil.
@@ -91,15 +84,7 @@ public final class FramePipeline: Sendable {
     /// The next result in frame order; waits for it. Nil when `finish()` was called and every
     /// frame was returned. One consumer at a time.
     public func next() -> FrameResult? {
-        while true {
-            switch core.take() {
-            case .result(let r): return tracked(r)
-            case .end: return nil
-            case .notReady:
-                let ready = DispatchSemaphore(value: 0)
-                if core.waitForResult({ ready.signal() }) { ready.wait() }
-            }
-        }
+        core.takeWaiting().map(tracked)
     }
 
     /// `next()` for async code: suspends instead of blocking. Cancelling the waiting task
@@ -119,6 +104,19 @@ public final class FramePipeline: Sendable {
                 }
             }
         }
+    }
+
+    /// Detects in one frame (on a worker's thread).
+    private static func detect(_ frame: VideoFrame, skipped: [Int], with detector: Detector) -> FrameResult {
+        var result = FrameResult(frame: frame, detections: [], tracked: [], timing: DetectionTiming(),
+                                 skipped: skipped, error: nil)
+        do {
+            result.detections = try detector.detect(frame)
+            result.timing = detector.lastTiming
+        } catch {
+            result.error = error
+        }
+        return result
     }
 
     private func tracked(_ result: FrameResult) -> FrameResult {

@@ -1,41 +1,50 @@
-// The inside of a FramePipeline: waiting frames and finished results under one lock, one thread
-// per detector, wake-ups instead of polling.
+// The inside of the pipelines (FramePipeline, ImagePipeline): waiting jobs and finished results
+// under one lock, one thread per detector, results in submission order through a bounded
+// reordering buffer, wake-ups instead of polling, and the blocking submit and next.
 import Dispatch
 import Foundation
 import YOLO
 
-/// The inside of a `FramePipeline`: the frames waiting for a detector and the results waiting
-/// to be taken in order, under one lock (`Locked`, a pthread mutex that owns the state:
-/// ThreadSanitizer sees through it, not through Synchronization's futex-based `Mutex`), and one
-/// thread per detector. Nothing polls:
-/// whoever must wait (an idle worker for a frame, a producer for room, the consumer for the
-/// next result) registers a wake-up call under the lock and sleeps on a semaphore (or a
+/// The inside of a `FramePipeline` or an `ImagePipeline`: the jobs waiting for a detector and
+/// the results waiting to be taken in order, under one lock (`Locked`, a pthread mutex that owns
+/// the state: ThreadSanitizer sees through it, not through Synchronization's futex-based
+/// `Mutex`), and one thread per detector, which turns a job into its `Output` with `process`.
+///
+/// The bound: at most `capacity` jobs are admitted and not yet taken (waiting, being processed,
+/// or done and waiting for their turn), so results come out in submission order through a
+/// reordering buffer of at most `capacity` entries, however long the run.
+///
+/// Nothing polls: whoever must wait (an idle worker for a job, a producer for room, the consumer
+/// for the next result) registers a wake-up call under the lock and sleeps on a semaphore (or a
 /// continuation); the change it waits for makes the call, outside the lock. The workers have
-/// threads of their own (not a shared pool), so `sessions` detections run at once whatever
-/// else the process does, and a caller blocked in `submit` or `next` can never starve them.
-final class PipelineCore: Sendable {
+/// threads of their own (not a shared pool), so `sessions` detections run at once whatever else
+/// the process does, and a caller blocked in `submit` or `next` can never starve them.
+final class PipelineCore<Job: Sendable, Output: Sendable>: Sendable {
     typealias Waiter = @Sendable () -> Void
 
     /// A detector; only its worker thread uses it.
     struct Worker: @unchecked Sendable { let detector: Detector }
 
+    /// An admitted job: its place in the output order, its index in the source (what a live
+    /// pipeline reports as skipped when a newer job replaces it) and the jobs skipped before it.
     struct Item: Sendable {
         var seq: Int
-        var frame: VideoFrame
+        var job: Job
+        var index: Int
         var skipped: [Int]
     }
 
     enum SubmitOutcome { case admitted, dropped, full, closed }
-    enum TakeOutcome { case result(FrameResult), end, notReady }
-    private enum Work { case frame(Item), wait, stop }
+    enum TakeOutcome { case result(Output), end, notReady }
+    private enum Work { case job(Item), wait, stop }
 
     private struct State {
         let capacity: Int
         let dropStale: Bool
         var waiting: [Item] = []
-        /// Wake-ups of the workers waiting for a frame.
+        /// Wake-ups of the workers waiting for a job.
         var idleWorkers: [Waiter] = []
-        var done: [Int: FrameResult] = [:]
+        var done: [Int: Output] = [:]
         var nextSeq = 0
         var nextOut = 0
         var finished = false
@@ -60,10 +69,13 @@ final class PipelineCore: Sendable {
 
     let capacity: Int
     private let state: Locked<State>
+    private let process: @Sendable (Detector, Item) -> Output
 
-    /// Starts a thread per worker; they end after `finish` (once no frame waits) or `cancel`.
-    init(capacity: Int, dropStale: Bool, workers: [Worker]) {
+    /// Starts a thread per worker; they end after `finish` (once no job waits) or `cancel`.
+    /// `dropStale` (live video): `submit` never waits; a newer job replaces the one waiting.
+    init(capacity: Int, dropStale: Bool, workers: [Worker], process: @escaping @Sendable (Detector, Item) -> Output) {
         self.capacity = capacity
+        self.process = process
         state = Locked(State(capacity: capacity, dropStale: dropStale))
         for worker in workers {
             let thread = Thread { [self] in work(worker) }
@@ -72,34 +84,49 @@ final class PipelineCore: Sendable {
         }
     }
 
-    /// Admits a frame if there is room (when live, by replacing the frame that waits for a
+    /// Admits a job if there is room (when live, by replacing the job that waits for a
     /// detector, or dropping this one when every place is taken).
-    func submit(_ frame: VideoFrame) -> SubmitOutcome {
+    func submit(_ job: Job, index: Int) -> SubmitOutcome {
         let (outcome, wake) = state.withLock { s -> (SubmitOutcome, Waiter?) in
             if s.finished || s.cancelled { return (.closed, nil) }
             if s.dropStale {
                 if let last = s.waiting.indices.last {
-                    // Newest wins: the waiting frame is replaced and reported as skipped.
-                    s.waiting[last].skipped.append(s.waiting[last].frame.index)
-                    s.waiting[last].frame = frame
+                    // Newest wins: the waiting job is replaced and reported as skipped.
+                    s.waiting[last].skipped.append(s.waiting[last].index)
+                    s.waiting[last].job = job
+                    s.waiting[last].index = index
                     s.skippedCount += 1
                     return (.admitted, nil)
                 }
                 if s.inFlight >= s.capacity {
-                    s.pendingSkipped.append(frame.index)
+                    s.pendingSkipped.append(index)
                     s.skippedCount += 1
                     return (.dropped, nil)
                 }
             } else if s.inFlight >= s.capacity {
                 return (.full, nil)
             }
-            s.waiting.append(Item(seq: s.nextSeq, frame: frame, skipped: s.pendingSkipped))
+            s.waiting.append(Item(seq: s.nextSeq, job: job, index: index, skipped: s.pendingSkipped))
             s.pendingSkipped = []
             s.nextSeq += 1
             return (.admitted, s.idleWorkers.popLast())
         }
         wake?()
         return outcome
+    }
+
+    /// `submit`, waiting (blocking the calling thread) while the pipeline is full. False after
+    /// `finish` or `cancel` (the job is then not taken).
+    func submitWaiting(_ job: Job, index: Int) -> Bool {
+        while true {
+            switch submit(job, index: index) {
+            case .admitted, .dropped: return true
+            case .closed: return false
+            case .full:
+                let room = DispatchSemaphore(value: 0)
+                if waitForSpace({ room.signal() }) { room.wait() }
+            }
+        }
     }
 
     /// Registers `wake` for when room frees up (or the pipeline closes); false, without
@@ -128,6 +155,19 @@ final class PipelineCore: Sendable {
         return outcome
     }
 
+    /// `take`, waiting (blocking the calling thread) for the next result; nil at the end.
+    func takeWaiting() -> Output? {
+        while true {
+            switch take() {
+            case .result(let r): return r
+            case .end: return nil
+            case .notReady:
+                let ready = DispatchSemaphore(value: 0)
+                if waitForResult({ ready.signal() }) { ready.wait() }
+            }
+        }
+    }
+
     /// Registers `wake` for when the next result is ready (or the end); false, without
     /// registering, when it is ready now.
     func waitForResult(_ wake: @escaping Waiter) -> Bool {
@@ -138,7 +178,7 @@ final class PipelineCore: Sendable {
         }
     }
 
-    /// No more frames (with the source's error, if it failed).
+    /// No more jobs (with the source's error, if it failed).
     func finish(error: (any Error)?) {
         let wake = state.withLock { s -> [Waiter] in
             if !s.finished, let error { s.sourceError = error }
@@ -148,7 +188,7 @@ final class PipelineCore: Sendable {
         for w in wake { w() }
     }
 
-    /// Drops the waiting frames; workers stop after their current one.
+    /// Drops the waiting jobs; workers stop after their current one.
     func cancel() {
         let wake = state.withLock { s -> [Waiter] in
             s.cancelled = true
@@ -163,13 +203,13 @@ final class PipelineCore: Sendable {
     var trailingSkipped: [Int] { state.withLock { $0.pendingSkipped } }
     var skippedCount: Int { state.withLock { $0.skippedCount } }
 
-    /// A worker thread: takes frames (sleeping while none waits), detects, hands the result on.
+    /// A worker thread: takes jobs (sleeping while none waits), processes, hands the result on.
     private func work(_ worker: Worker) {
         let wake = DispatchSemaphore(value: 0)
         while true {
             let next = state.withLock { s -> Work in
                 if s.cancelled { return .stop }
-                if !s.waiting.isEmpty { return .frame(s.waiting.removeFirst()) }
+                if !s.waiting.isEmpty { return .job(s.waiting.removeFirst()) }
                 if s.finished { return .stop }
                 s.idleWorkers.append { wake.signal() }
                 return .wait
@@ -177,8 +217,8 @@ final class PipelineCore: Sendable {
             switch next {
             case .stop: return
             case .wait: wake.wait()
-            case .frame(let item):
-                let result = Self.detect(item, with: worker.detector)
+            case .job(let item):
+                let result = process(worker.detector, item)
                 let ready = state.withLock { s -> Waiter? in
                     s.done[item.seq] = result
                     guard item.seq == s.nextOut else { return nil }
@@ -188,24 +228,5 @@ final class PipelineCore: Sendable {
                 ready?()
             }
         }
-    }
-
-    private static func detect(_ item: Item, with detector: Detector) -> FrameResult {
-        let frame = item.frame
-        var result = FrameResult(frame: frame, detections: [], tracked: [], timing: DetectionTiming(),
-                                 skipped: item.skipped, error: nil)
-        do {
-            // (withUnsafeBytes would erase the error type.)
-            result.detections = try frame.pixels.withUnsafeBytes { p in
-                Result { () throws(YOLOError) in
-                    try detector.detect(pixels: p, width: frame.width, height: frame.height,
-                                        rowStride: frame.rowStride, format: frame.format)
-                }
-            }.get()
-            result.timing = detector.lastTiming
-        } catch {
-            result.error = error
-        }
-        return result
     }
 }

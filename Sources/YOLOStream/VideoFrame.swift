@@ -1,5 +1,5 @@
-// What goes into a `FramePipeline` (`VideoFrame`), what comes out (`FrameResult`) and how it
-// runs (`FramePipelineOptions`).
+// What goes into a `FramePipeline` (`VideoFrame`, and `Detector.detect` of one), what comes out
+// (`FrameResult`) and how it runs (`FramePipelineOptions`).
 import YOLO
 
 /// One video frame handed to a `FramePipeline`.
@@ -79,5 +79,18 @@ public struct FramePipelineOptions: Sendable {
         self.smoothing = smoothing
         self.trackMinIoU = trackMinIoU
         self.trackMaxMissed = trackMaxMissed
+    }
+}
+
+extension Detector {
+    /// Detects in a frame (its pixels in place, any format and row stride).
+    public func detect(_ frame: VideoFrame) throws(YOLOError) -> [Detection] {
+        // (withUnsafeBytes would erase the error type.)
+        try frame.pixels.withUnsafeBytes { p in
+            Result { () throws(YOLOError) in
+                try detect(pixels: p, width: frame.width, height: frame.height, rowStride: frame.rowStride,
+                           format: frame.format)
+            }
+        }.get()
     }
 }

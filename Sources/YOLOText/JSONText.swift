@@ -1,5 +1,5 @@
 // JSON text as the tools write it: strings, numbers and one image's detections as one line
-// (what `yolo detect --json` prints and `yolo serve`'s POST /detect answers).
+// (what `yolo detect --json` prints and `yolo serve`'s POST /detect answers), or its error.
 import Foundation
 import YOLO
 
@@ -50,4 +50,10 @@ public func detectionsJSON(image: String, width: Int, height: Int, inferenceMill
     "{\"image\": \(jsonString(image)), \"width\": \(width), \"height\": \(height), "
         + "\"inference_ms\": \(jsonNumber(inferenceMilliseconds, decimals: 3)), "
         + "\"detections\": [\(detections.map { detectionJSON($0) }.joined(separator: ", "))]}"
+}
+
+/// An image that could not be processed, as a single line of JSON (without the line break):
+/// `{"image": ..., "error": ...}` (what `yolo detect --json` writes for it in a batch).
+public func detectionErrorJSON(image: String, error: String) -> String {
+    "{\"image\": \(jsonString(image)), \"error\": \(jsonString(error))}"
 }

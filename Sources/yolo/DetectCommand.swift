@@ -8,10 +8,12 @@ import YOLOImage
 enum DetectCommand {
     static let usage = """
     Usage:   yolo detect [options] IMAGE|DIR ...
+             yolo detect [options] --files-from FILE|- [--shard K/N] [--resume OUT.jsonl]
     Example: yolo detect samples/astronaut.png
              yolo detect photos/ --json --no-draw > detections.jsonl
              yolo detect a.jpg b.png --thresh 0.1 --output annotated/
              yolo detect val2017/ --thresh 0.005 --no-draw --coco results.json
+             find photos -name '*.jpg' | yolo detect --files-from - --json > detections.jsonl
 
     Finds objects in JPEG and PNG images with YOLOv3-tiny, as the original Darknet
     (pjreddie) does: letterboxed input, per-class NMS, one line per (box, class).
@@ -41,6 +43,17 @@ enum DetectCommand {
                        [x, y, w, h], "score"}]; image_id from a numeric file name, else the
                        image's position in the input list (0-based); category_id is COCO's id
                        for an 80-class model, else the class index (0-based) for custom models
+      --files-from F   the images to detect, one path per line, from file F or stdin (-), read
+                       as they arrive; results in the list's order, each written as soon as
+                       its turn comes; with --json an image that fails is also a line
+                       {"image", "error"} (every path gets its line); no annotated images
+      --shard K/N      only every N-th image from the K-th (1 <= K <= N): N workers with
+                       1/N ... N/N together do each image once
+      --resume OUT     append the JSON lines to OUT (not stdout), skipping the images OUT
+                       already answers: a killed run started again does the rest, once
+      --sessions N     images in flight at once, default: one per core (one with every core
+                       for a single IMAGE); --threads is then per session, default 1
+      --stats          at the end, images per second and where the time went, on stderr
       -h, --help       show this help
 
     The default cfg, weights and names come from $YOLO_WEIGHTS (a directory), else weights/
@@ -58,27 +71,54 @@ enum DetectCommand {
     """
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: DetectionOptions.optionNames.union(["output", "coco", "max-pixels", "save-txt"]),
-                              flags: DetectionOptions.flagNames.union(["no-exif", "json", "no-draw", "help", "ext-output", "save-conf"]),
+        let a = try Arguments(args, options: DetectionOptions.optionNames.union(["output", "coco", "max-pixels", "save-txt",
+                                                                                 "files-from", "shard", "resume", "sessions"]),
+                              flags: DetectionOptions.flagNames.union(["no-exif", "json", "no-draw", "help", "ext-output",
+                                                                       "save-conf", "stats"]),
                               short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
-        guard !a.positionals.isEmpty else { throw UsageError("detect needs at least one IMAGE or DIR") }
+        let filesFrom = a.string("files-from")
+        if let filesFrom {
+            if filesFrom.isEmpty { throw UsageError("--files-from needs a file name (or - for stdin)") }
+            if !a.positionals.isEmpty { throw UsageError("give IMAGE|DIR arguments or --files-from, not both") }
+            for option in ["output", "save-txt", "coco"] where a.string(option) != nil {
+                throw UsageError("--\(option) needs IMAGE|DIR arguments; with --files-from, each image's results are one line on stdout (or in --resume's file)")
+            }
+        } else if a.positionals.isEmpty {
+            throw UsageError("detect needs at least one IMAGE or DIR (or --files-from FILE)")
+        }
         let detection = try DetectionOptions(a)
-        let threads = detection.threads ?? ProcessInfo.processInfo.activeProcessorCount
-        let maxPixels = try a.int("max-pixels", default: defaultMaxPixels, range: 1...Int.max)
-        let json = a.has("json")
-        let draw = !a.has("no-draw")
-        let extOutput = a.has("ext-output")
-        if extOutput && json { throw UsageError("--ext-output adds pixel boxes to Darknet's text lines; --json has them already") }
-        if let coco = a.string("coco"), coco.isEmpty { throw UsageError("--coco needs a file name") }
-        let labelsDirectory = a.string("save-txt")
+        let resume = a.string("resume")
+        if resume?.isEmpty == true { throw UsageError("--resume needs the results file (JSON lines, appended to)") }
+        let shard = try a.string("shard").map(Shard.init)
+        var settings = DetectSettings(detection: detection, sessions: 1, threadsPerSession: 1,
+                                      maxPixels: try a.int("max-pixels", default: defaultMaxPixels, range: 1...Int.max),
+                                      applyEXIF: !a.has("no-exif"), json: a.has("json") || resume != nil,
+                                      extOutput: a.has("ext-output"), errorLines: (filesFrom != nil && a.has("json")) || resume != nil,
+                                      saveConfidence: a.has("save-conf"), coco: a.string("coco"),
+                                      labelsDirectory: a.string("save-txt"), stats: a.has("stats"))
+        let draw = !a.has("no-draw") && filesFrom == nil
+        if settings.extOutput && settings.json {
+            throw UsageError(a.has("json") ? "--ext-output adds pixel boxes to Darknet's text lines; --json has them already"
+                                           : "--ext-output is for Darknet's text lines; --resume writes JSON lines")
+        }
+        if let coco = settings.coco, coco.isEmpty { throw UsageError("--coco needs a file name") }
+        let labelsDirectory = settings.labelsDirectory
         if labelsDirectory?.isEmpty == true { throw UsageError("--save-txt needs a directory") }
-        if a.has("save-conf") && labelsDirectory == nil { throw UsageError("--save-conf adds the confidence to --save-txt's labels: give --save-txt DIR") }
+        if settings.saveConfidence && labelsDirectory == nil { throw UsageError("--save-conf adds the confidence to --save-txt's labels: give --save-txt DIR") }
 
         // Inputs: files as given, directories searched (with a directory among the inputs,
-        // annotated images go to a directory, which is then not searched).
+        // annotated images go to a directory, which is then not searched); or a path list.
         let given = a.string("output")
-        var (inputs, sawDirectory, failed) = expandInputs(a.positionals, outputDirectory: draw ? given ?? "predictions" : nil)
+        var (inputs, sawDirectory, failed) = filesFrom != nil ? ([], false, false)
+            : expandInputs(a.positionals, outputDirectory: draw ? given ?? "predictions" : nil)
+
+        // Sessions: one with every core for one image; else every core busy, one thread each
+        // (the most images per second), unless --sessions or --threads say otherwise.
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let single = filesFrom == nil && inputs.count == 1
+        settings.sessions = try a.int("sessions", default: single ? 1 : max(1, cores / (detection.threads ?? 1)), range: 1...256)
+        settings.threadsPerSession = detection.threads ?? (single && a.string("sessions") == nil ? cores : max(1, cores / settings.sessions))
 
         // Where annotated images go.
         var outputs: [String?] = Array(repeating: nil, count: inputs.count)
@@ -104,11 +144,12 @@ enum DetectCommand {
             uniquePaths(inputs.map { ($0.outputName as NSString).deletingPathExtension + ".txt" }, in: dir)
         } ?? Array(repeating: nil, count: inputs.count)
 
-        // No output may replace an input (an image, or a model file), however its path is
-        // spelled, nor another output.
+        // No output may replace an input (an image, the path list or a model file), however its
+        // path is spelled, nor another output; the --resume file is appended to, never replaced,
+        // but may not be an input either.
         let planned = outputs.compactMap { $0.map { ($0, "an annotated image") } } + labels.compactMap { $0.map { ($0, "a label file") } }
-            + (a.string("coco").map { [($0, "the COCO results")] } ?? [])
-        try checkOutputs(planned, inputs: inputs.map(\.path) + detection.modelFiles)
+            + (settings.coco.map { [($0, "the COCO results")] } ?? []) + (resume.map { [($0, "the results (--resume)")] } ?? [])
+        try checkOutputs(planned, inputs: inputs.map(\.path) + detection.modelFiles + (filesFrom.map { $0 == "-" ? [] : [$0] } ?? []))
         // Output directories, made before any work so that a failure is reported once.
         var made = Set<String>()
         for case let out? in outputs + labels {
@@ -116,83 +157,23 @@ enum DetectCommand {
             if !dir.isEmpty, made.insert(dir).inserted { try makeDirectories(dir) }
         }
         removeTemporaryFilesOnSignals()
+        // A reader that goes away ('| head -3') stops the run cleanly (EPIPE), as in 'yolo stream'.
+        signal(SIGPIPE, SIG_IGN)
 
-        let loaded = try detection.load(threads: threads)
-        let detector = try Detector(model: loaded.model, classNames: loaded.classNames, options: loaded.detector,
-                                    threads: threads)
+        // The path list and the results so far, before the model loads (their errors come first).
+        let lines = try filesFrom.map(openPathList)
+        let log = try resume.map(ResumeLog.init)
+        defer { if let log { close(log.fd) } }
+        if let log, log.cutBytes > 0 {
+            printError("yolo: \(log.path): cut off an unterminated last line (\(log.cutBytes) bytes) left by an interrupted run; its image is detected again")
+        }
+        let jobs = lines.map { DetectJobs(lines: $0, shard: shard, resume: log) } ?? DetectJobs(inputs: inputs, shard: shard, resume: log)
 
-        var progress = ProgressBar(total: inputs.count, enabled: sawDirectory)
-        var cocoResults: [String] = []
-        var drawn = 0, labelled = 0
-        let stdout = FileHandle.standardOutput
-        for (index, input) in inputs.enumerated() {
-            progress.show(done: index, current: input.path)
-            let image: RGBImage, detections: [Detection]
-            do {
-                image = try loadImage(path: input.path, applyEXIFOrientation: !a.has("no-exif"), maxPixels: maxPixels)
-                detections = try detector.detect(rgb: image.pixels, width: image.width, height: image.height)
-            } catch {
-                progress.clear()
-                printError("yolo: \(describe(error, path: input.path))")
-                failed = true
-                continue
-            }
-            let ms = Double(detector.lastTiming.inference) / 1e6
-            var text: String
-            if json {
-                text = detectionsJSON(image: input.path, width: image.width, height: image.height,
-                                      inferenceMilliseconds: ms, detections: detections) + "\n"
-            } else {
-                text = "\(input.path): Predicted in \(String(format: "%.1f", ms)) ms.\n"
-                text += darknetLines(detections, pixelBoxesIn: extOutput ? (image.width, image.height) : nil)
-                    .map { $0 + "\n" }.joined()
-            }
-            progress.clear()
-            stdout.write(text.data(using: .utf8)!)
-            if a.string("coco") != nil {
-                cocoResults += cocoEntries(detections, imageID: cocoImageID(path: input.path) ?? index,
-                                           width: image.width, height: image.height, classCount: detector.classCount)
-            }
-            if let path = labels[index] {
-                let lines = yoloLabelLines(detections, width: image.width, height: image.height, confidence: a.has("save-conf"))
-                do {
-                    try writeOutputFile(Array(lines.map { $0 + "\n" }.joined().utf8), to: path)
-                    labelled += 1
-                } catch {
-                    printError("yolo: \(error)")
-                    failed = true
-                }
-            }
-            if let out = outputs[index] {
-                var annotated = image
-                drawDetections(detections, on: &annotated, classCount: detector.classCount)
-                do {
-                    try writeImage(annotated, to: out)
-                    drawn += 1
-                } catch {
-                    printError("yolo: \(describe(error, path: out))")
-                    failed = true
-                }
-            }
-        }
-        progress.clear()
-
-        if let coco = a.string("coco") {
-            let text = "[\n" + cocoResults.joined(separator: ",\n") + (cocoResults.isEmpty ? "]\n" : "\n]\n")
-            do {
-                try writeOutputFile(Array(text.utf8), to: coco)
-            } catch {
-                printError("yolo: \(error)")
-                failed = true
-            }
-        }
-        if drawn > 0 {
-            printError(outputTarget.hasSuffix("/") ? "yolo: \(drawn) annotated image\(drawn == 1 ? "" : "s") in \(outputTarget)"
-                                                   : "yolo: annotated image: \(outputTarget)")
-        }
-        if labelled > 0, let dir = labelsDirectory {
-            printError("yolo: \(labelled) label file\(labelled == 1 ? "" : "s") in \(dir.hasSuffix("/") ? dir : dir + "/")")
-        }
+        let loaded = try detection.load(threads: settings.threadsPerSession)
+        let run = DetectRun(settings: settings, loaded: loaded, outputs: outputs, labels: labels, outputTarget: outputTarget,
+                            out: log?.fd ?? 1, outName: log?.path ?? "stdout",
+                            progress: ProgressBar(total: jobs.count ?? 0, enabled: sawDirectory))
+        if !(try run.run(jobs)) { failed = true }
         return failed ? 1 : 0
     }
 
