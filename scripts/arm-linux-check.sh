@@ -141,13 +141,7 @@ for suite in "${suites[@]}"; do
     status=$?
     set -e
     # Per suite: its test count, failures and time.
-    awk -v p="arm-linux-check: [$suite] tests: " '
-        /^Test Suite .* (passed|failed) at/ { split($0, q, "\047"); name = q[2] }
-        /Executed [0-9]+ tests?, with/ && name != "" && name !~ /^(All tests|Selected tests)$|\.xctest$/ {
-            match($0, /Executed [0-9]+/); n = substr($0, RSTART + 9, RLENGTH - 9)
-            match($0, /with [0-9]+ failure/); f = substr($0, RSTART + 5, RLENGTH - 13)
-            match($0, /in [0-9.]+ /); t = substr($0, RSTART + 3, RLENGTH - 4)
-            printf "%s%s: %d tests, %d failures, %.1f s\n", p, name, n, f, t; name = "" }' "$log-tests.log"
+    rootfs_suite_times "$log-tests.log" "arm-linux-check: [$suite] tests: "
     summary=$(grep -E "Executed [0-9]+ tests?, with [0-9]+ failures?" "$log-tests.log" | tail -1 | sed -E 's/^[[:space:]]+//' || true)
     [ -n "$summary" ] || { tail -40 "$log-tests.log" >&2; fail "swift test ended without a summary (crash? status $status; log: $log-tests.log)"; }
     rootfs_say "[$suite] tests: $summary"

@@ -26,9 +26,9 @@ cd "$(dirname "$0")/.."
 . scripts/lib/debian-rootfs.sh
 rootfs_init oldest-swift-check "$@"
 suite=${1:-stable}
-default_tests='YOLOTests\.(GemmKernelTests|Int8KernelTests|Int8ConvTests|LayerTests|PlanTests|DetectDecodeTests|CfgSemanticsTests'
+default_tests='YOLOTests\.(GemmKernelTests|WinogradTransformTests|ReferenceTests|ReferenceModuleTests|Int8KernelTests|Int8ConvTests|LayerTests|PlanTests|DetectDecodeTests|CfgSemanticsTests'
 default_tests+='|EngineLimitsTests|FileIOTests|BadInputTests|TrackerTests)|YOLOImageTests\.|DarknetImageTests'
-default_tests+='|CLIOptionsTests|StreamTests/testMissingFFmpegAndUnopenableInputAreClearErrors|ServeAPITests'
+default_tests+='|StreamTests/testMissingFFmpegAndUnopenableInputAreClearErrors|ServeAPITests'
 tests=${OLDEST_SWIFT_TESTS:-$default_tests}
 out=$PWD/.build/oldest-swift-check
 mkdir -p "$out"
@@ -60,13 +60,7 @@ run_tests() {
     local status=0 summary
     rootfs_run "$1" > "$out/test.log" 2>&1 || status=$?
     cat "$out/test.log" >> "$out/tests-all.log"
-    awk -v p="oldest-swift-check: $step: " '
-        /^Test Suite .* (passed|failed) at/ { split($0, q, "\047"); name = q[2] }
-        /Executed [0-9]+ tests?, with/ && name != "" && name !~ /^(All tests|Selected tests)$|\.xctest$/ {
-            match($0, /Executed [0-9]+/); n = substr($0, RSTART + 9, RLENGTH - 9)
-            match($0, /with [0-9]+ failure/); f = substr($0, RSTART + 5, RLENGTH - 13)
-            match($0, /in [0-9.]+ /); t = substr($0, RSTART + 3, RLENGTH - 4)
-            printf "%s%s: %d tests, %d failures, %.1f s\n", p, name, n, f, t; name = "" }' "$out/test.log"
+    rootfs_suite_times "$out/test.log" "oldest-swift-check: $step: "
     summary=$(grep -E "Executed [0-9]+ tests?, with [0-9]+ failures?" "$out/test.log" | tail -1 | sed -E 's/^[[:space:]]+//' || true)
     if [ "$status" != 0 ]; then
         grep -E "error: |failed \(|Fatal error|crashed|signal" "$out/test.log" | head -20 >&2 || true
@@ -94,10 +88,11 @@ else
 
     # Two runs: CLITests alone first (in Debian's 6.0.3 Foundation, Bundle.allBundles as a
     # process's first Bundle call crashed it), then the rest.
-    for filter in 'yoloTests\.CLITests/' "$tests"; do
-        begin "tests --filter '$filter'"
-        run_tests "swift test --skip-build --disable-swift-testing --filter '$filter'"
-    done
+    begin "tests (CLITests alone)"
+    run_tests "swift test --skip-build --disable-swift-testing --filter 'yoloTests\.CLITests/'"
+    begin "tests (the named suites)"
+    rootfs_say "$step: --filter '$tests'"
+    run_tests "swift test --skip-build --disable-swift-testing --filter '$tests'"
 fi
 rootfs_say "step times:"
 for t in "${times[@]}"; do rootfs_say "  $t"; done

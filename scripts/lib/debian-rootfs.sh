@@ -17,6 +17,8 @@
 #                                 the fetched weights and samples) to $rootfs/src/yolo-swift, by
 #                                 content: unchanged files keep their time stamps, so a build
 #                                 kept in the root file system stays incremental
+#   rootfs_suite_times LOG PREFIX prints, for each XCTest suite in the `swift test` output LOG,
+#                                 a line "PREFIXSuite: N tests, M failures, T s"
 #   rootfs_run COMMAND            runs the bash COMMAND in $rootfs/src/yolo-swift (its own mount
 #                                 and process namespace: /proc is mounted there and every process
 #                                 it started ends with it), with a clean environment
@@ -177,6 +179,16 @@ rootfs_sync() {
         | while IFS= read -r f; do rm -f "$dest/$f"; done
     rm -f "$list"
     rootfs_say "checkout: $n files in $dest ($changed copied, the rest unchanged)"
+}
+
+rootfs_suite_times() {
+    awk -v p="$2" '
+        /^Test Suite .* (passed|failed) at/ { split($0, q, "\047"); name = q[2] }
+        /Executed [0-9]+ tests?, with/ && name != "" && name !~ /^(All tests|Selected tests)$|\.xctest$/ {
+            match($0, /Executed [0-9]+/); n = substr($0, RSTART + 9, RLENGTH - 9)
+            match($0, /with [0-9]+ failure/); f = substr($0, RSTART + 5, RLENGTH - 13)
+            match($0, /in [0-9.]+ /); t = substr($0, RSTART + 3, RLENGTH - 4)
+            printf "%s%s: %d tests, %d failures, %.1f s\n", p, name, n, f, t; name = "" }' "$1"
 }
 
 # Installs Debian packages into $rootfs (its own apt, the archive of its stamp's suite).
