@@ -1,6 +1,11 @@
 // swift-tools-version:6.2
 import PackageDescription
 
+// Package.swift and Package@swift-6.0.swift (for Swift 6.0 and 6.1, e.g. Debian stable's and
+// Raspberry Pi OS's `swiftlang` 6.0.3) must change together: the same products, targets,
+// dependencies and resources; only how the x86 CPU flags are spelled differs (see there).
+// scripts/check-manifests.sh (run by scripts/test) fails when their targets or products differ.
+
 // Release builds are portable by default (baseline x86-64 / ARMv8). The hot GEMMs run in
 // OpenBLAS, which picks its own kernels at run time, so the portable build loses little.
 // To let the Swift kernels use every instruction of the build machine, set

@@ -44,11 +44,6 @@ extension GemmISA {
 var gemmPrefetchSteps: Int { 128 }
 
 @inlinable @inline(__always)
-func gemmMulAdd<V: SIMD, Tag: GemmISA>(_ c: V, _ x: V, _ b: V, _: Tag.Type) -> V where V.Scalar == Float {
-    Tag.fusedMultiplyAdd ? c.addingProduct(x, b) : c + x * b
-}
-
-@inlinable @inline(__always)
 func gemmLoad<V: SIMD>(_ p: UnsafePointer<Float>) -> V where V.Scalar == Float {
     UnsafeRawPointer(p).loadUnaligned(as: V.self)
 }

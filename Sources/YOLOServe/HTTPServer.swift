@@ -84,13 +84,32 @@ final class HTTPServer: @unchecked Sendable {
         errno = 0
         let started = ipv6 ? withUnsafePointer(to: &v6) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, startDaemon) }
                            : withUnsafePointer(to: &v4) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, startDaemon) }
+        let startErrno = errno
         guard let started else {
             connections.stop()
-            let reason = errno != 0 ? String(cString: strerror(errno)) : "libmicrohttpd could not start"
+            // The reason from a bind of our own to the address: libmicrohttpd 1.0 (Debian 13) leaves
+            // errno at EBADF ("Bad file descriptor") after a failed bind, not at the bind's error.
+            let bindErrno = ipv6 ? withUnsafePointer(to: &v6) { Self.bindError($0, MemoryLayout<sockaddr_in6>.size) }
+                                 : withUnsafePointer(to: &v4) { Self.bindError($0, MemoryLayout<sockaddr_in>.size) }
+            let code = bindErrno ?? startErrno
+            let reason = code != 0 ? String(cString: strerror(code)) : "libmicrohttpd could not start"
             throw ServeError("cannot listen on \(ipv6 ? "[\(host)]" : host):\(port): \(reason)")
         }
         daemon = started
         self.port = Int(yolo_mhd_port(started))
+    }
+
+    /// The errno of binding a TCP socket of our own to `address` (SO_REUSEADDR, as libmicrohttpd
+    /// does), nil when that bind succeeds.
+    private static func bindError<Address>(_ address: UnsafePointer<Address>, _ length: Int) -> Int32? {
+        address.withMemoryRebound(to: sockaddr.self, capacity: 1) { a in
+            let fd = socket(Int32(a.pointee.sa_family), Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { return errno }
+            defer { close(fd) }
+            var on: Int32 = 1
+            _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+            return bind(fd, a, socklen_t(length)) == 0 ? nil : errno
+        }
     }
 
     /// Stops accepting connections; those open go on.

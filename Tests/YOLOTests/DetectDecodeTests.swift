@@ -220,7 +220,8 @@ final class DetectDecodeTests: XCTestCase {
         var o = DetectorOptions()
         o.maxDetections = 2
         let top = try postprocess([head], options: o)
-        XCTAssertEqual(top.map(\.confidence).sorted(by: >), [0.9 * 0.9, 0.7])
+        // [Float]: Swift 6.2.3 infers the literal as [Double] (and rejects the key path); 6.3 infers [Float].
+        XCTAssertEqual(top.map(\.confidence).sorted(by: >), [0.9 * 0.9, 0.7] as [Float])
         // Kept in Darknet's order: the same relative order as in the full list.
         XCTAssertEqual(top, all.filter { top.contains($0) })
         o.maxDetections = 0

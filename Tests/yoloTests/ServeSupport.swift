@@ -49,12 +49,7 @@ final class ServeProcess {
 
     deinit { _ = stop() }
 
-    static func yolo() throws -> String {
-        for dir in Bundle.allBundles.map({ $0.bundleURL.deletingLastPathComponent().path }) + [Bundle.main.bundlePath]
-        where FileManager.default.isExecutableFile(atPath: dir + "/yolo") { return dir + "/yolo" }
-        XCTFail("no yolo executable next to the test bundle")
-        throw XCTSkip("no yolo")
-    }
+    static func yolo() throws -> String { try builtExecutable("yolo") }
 
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 

@@ -5,19 +5,26 @@ import XCTest
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().path
 
+/// An executable product of this package (`yolo`, `yolo-bench`), built next to the test bundle
+/// (on Linux an executable, found here without Bundle: in Debian's Swift 6.0.3 and 6.2.3,
+/// `Bundle.allBundles` as the process's first Bundle call dereferences a null pointer, so a run
+/// that starts with these tests crashed).
+func builtExecutable(_ name: String) throws -> String {
+    var dirs = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path]
+    if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+        dirs.append(URL(fileURLWithPath: exe).deletingLastPathComponent().path)
+    }
+    #if canImport(Darwin)
+    dirs += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent().path }
+    #endif
+    for dir in dirs where FileManager.default.isExecutableFile(atPath: dir + "/" + name) { return dir + "/" + name }
+    XCTFail("no \(name) executable next to the test bundle (looked in \(Set(dirs).sorted()))")
+    throw XCTSkip("no \(name) binary")
+}
+
 extension XCTestCase {
     /// The `yolo` executable: SwiftPM builds it next to the test bundle.
     func yoloBinary() throws -> String { try builtExecutable("yolo") }
-
-    /// An executable product of this package (`yolo`, `yolo-bench`), built next to the test bundle.
-    func builtExecutable(_ name: String) throws -> String {
-        var dirs = Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent().path }
-        dirs.append(Bundle.main.bundlePath)
-        dirs.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path)
-        for dir in dirs where FileManager.default.isExecutableFile(atPath: dir + "/" + name) { return dir + "/" + name }
-        XCTFail("no \(name) executable next to the test bundle (looked in \(Set(dirs).sorted()))")
-        throw XCTSkip("no \(name) binary")
-    }
 
     /// A new directory, removed when the test ends.
     func temporaryDirectory() throws -> String {

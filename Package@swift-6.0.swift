@@ -1,0 +1,121 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Package.swift and Package@swift-6.0.swift (for Swift 6.0 and 6.1, e.g. Debian stable's and
+// Raspberry Pi OS's `swiftlang` 6.0.3) must change together: the same products, targets,
+// dependencies and resources; only how the x86 CPU flags are spelled differs (see there).
+// scripts/check-manifests.sh (run by scripts/test) fails when their targets or products differ.
+//
+// This manifest is for Swift 6.0 and 6.1 (SwiftPM picks Package.swift from 6.2 on). It differs in
+// one thing: Swift 6.0's compiler hands `-target-cpu` to its C importer as `-mcpu=`, which clang
+// refuses for x86 ("error: unsupported option '-mcpu=' for target 'x86_64-pc-linux-gnu'"), so on
+// x86 the CPU is named with `-Xcc -march=`: Swift takes its code generation CPU and features
+// from the C importer's target, so the AVX2, AVX-512 and AVX-512 VNNI levels get the same
+// instructions.
+
+// Release builds are portable by default (baseline x86-64 / ARMv8). The hot GEMMs run in
+// OpenBLAS, which picks its own kernels at run time, so the portable build loses little.
+// To let the Swift kernels use every instruction of the build machine, set
+// YOLO_TARGET_CPU=native (or a CPU name such as haswell, znver4, cortex-a72) when building.
+let targetCPU = Context.environment["YOLO_TARGET_CPU"].flatMap { $0.isEmpty ? nil : $0 }
+#if arch(x86_64)
+func cpuFlag(_ cpu: String) -> [String] { ["-Xcc", "-march=" + cpu] }
+#else
+func cpuFlag(_ cpu: String) -> [String] { ["-target-cpu", cpu] }
+#endif
+let cpuFlags: [SwiftSetting] = targetCPU.map { [.unsafeFlags(cpuFlag($0)), .define("YOLO_TARGET_CPU_SET")] } ?? []
+let engineSettings: [SwiftSetting] = cpuFlags
+
+// GEMM kernel levels: one thin target per CPU level, each instantiating the generic packed GEMM
+// of YOLOKernels (@inlinable) for its own CPU; the engine picks one at run time (Sources/YOLO/Gemm).
+// They are always optimized, also in debug builds, so that tests run the real kernels (the
+// unspecialized generic code would be orders of magnitude slower). Caveat: an incremental debug
+// build does not recompile them when only the body of an @inlinable function in YOLOKernels
+// changed; after editing Sources/YOLOKernels/PackedGemm.swift, touch Sources/YOLOKernels{Baseline,AVX2,AVX512}/*
+// (release builds, whole-module, are not affected). The manifest is compiled for the host, so an
+// arm64 host gets no x86 flags (there the baseline target is the NEON level, the x86 ones are empty).
+let optimized: SwiftSetting = .unsafeFlags(["-O"], .when(configuration: .debug))
+#if arch(x86_64)
+let avx2Settings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("haswell"))]
+// Any AVX-512 CPU with F/CD/BW/DQ/VL (Skylake-SP and later, Zen 4 and later); not znver4/5.
+let avx512Settings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("skylake-avx512"))]
+// The same + AVX-512 VNNI (vpdpbusd): Cascade Lake, Ice Lake and later, Zen 4 and later.
+let avx512VNNISettings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("cascadelake"))]
+#else
+let avx2Settings: [SwiftSetting] = [optimized]
+let avx512Settings: [SwiftSetting] = [optimized]
+let avx512VNNISettings: [SwiftSetting] = [optimized]
+#endif
+
+let package = Package(
+    name: "yolo-swift",
+    products: [
+        // Public API: YOLO (the engine, detection and the shared types; each also on its own)
+        .library(name: "YOLO", targets: ["YOLO"]),
+        .library(name: "YOLOEngine", targets: ["YOLOEngine"]),
+        .library(name: "YOLOImage", targets: ["YOLOImage"]),
+        .library(name: "YOLOStream", targets: ["YOLOStream"]),
+        .executable(name: "yolo", targets: ["yolo"]),
+        .executable(name: "yolo-bench", targets: ["yolo-bench"]),
+    ],
+    targets: [
+        // System libraries (Debian packages), each a module map and a one-line shim.
+        .systemLibrary(name: "COpenBLAS", pkgConfig: "openblas", providers: [.apt(["libopenblas-dev"])]),
+        .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+
+        // Implementation
+        // Compute kernels: free functions over raw buffers; imports nothing, so they also build
+        // with Embedded Swift (aarch64-none-none-elf).
+        .target(name: "YOLOKernels", swiftSettings: engineSettings),
+        // CPU hints Swift has no words for: prefetch (micro-kernels) and spin-wait pause (header only).
+        .systemLibrary(name: "CHints"),
+        .target(name: "YOLOKernelsBaseline", dependencies: ["YOLOKernels", "CHints"], swiftSettings: [optimized]),
+        // 8- and 16-bit dot-product instructions for the INT8 kernels (header only, x86 intrinsics).
+        .systemLibrary(name: "CDot"),
+        .target(name: "YOLOKernelsAVX2", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx2Settings),
+        .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512Settings),
+        .target(name: "YOLOKernelsAVX512VNNI", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512VNNISettings),
+        // CPUID/XGETBV for picking the kernel level (header only).
+        .systemLibrary(name: "CCPUID"),
+        // Shared types and the platform: detections, pixel formats, hardened file access, locks,
+        // threads. Imports only the C library (the Embedded build too).
+        .target(name: "YOLOCore", swiftSettings: engineSettings),
+        // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
+        .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2",
+                                                   "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "CCPUID", "CHints", "COpenBLAS"],
+                swiftSettings: engineSettings),
+        // Detection: letterbox, decoding, NMS, Detector.
+        .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),
+        // The umbrella: re-exports the three above.
+        .target(name: "YOLO", dependencies: ["YOLOCore", "YOLOEngine", "YOLODetection"], swiftSettings: engineSettings),
+        .target(name: "YOLOImage", dependencies: ["YOLOCore", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
+        // The tools' text formats: JSON lines of detections, class lists.
+        .target(name: "YOLOText", dependencies: ["YOLO"], swiftSettings: cpuFlags),
+        // `yolo serve`: the detector over HTTP (libmicrohttpd), DeepStack-compatible, with a live view.
+        .target(name: "YOLOServe", dependencies: ["YOLO", "YOLOCore", "YOLOImage", "YOLOText", "CMicroHTTPD"],
+                swiftSettings: cpuFlags),
+        // Video: frames through several detectors of one model, in order, with tracking (not in
+        // the Embedded build).
+        .target(name: "YOLOStream", dependencies: ["YOLO"], swiftSettings: cpuFlags),
+        .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage", "YOLOText", "YOLOServe", "YOLOStream"],
+                          swiftSettings: cpuFlags),
+        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOKernels", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",
+                          swiftSettings: cpuFlags),
+
+        // Tests
+        // The naive references, seeded random inputs, fixture parsers and comparisons of the test
+        // suites and of scripts/arm-check.sh's aarch64 harness; imports nothing (Embedded Swift
+        // builds it too). Optimized in debug builds as well: the references are long loops.
+        .target(name: "YOLOReference", swiftSettings: [optimized]),
+        .testTarget(name: "YOLOTests", dependencies: ["YOLO", "YOLOCore", "YOLOEngine", "YOLODetection", "YOLOKernels", "YOLOReference",
+                                            "YOLOStream"],
+                    resources: [.copy("Fixtures")]),
+        .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO", "YOLOReference"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "yoloTests", dependencies: ["yolo", "yolo-bench", "YOLOReference"]),
+        // End to end: image files through the engine, checked against Darknet's outputs.
+        .testTarget(name: "IntegrationTests", dependencies: ["YOLO", "YOLOImage", "YOLOReference"], resources: [.copy("Fixtures")]),
+    ],
+    swiftLanguageModes: [.v6]
+)

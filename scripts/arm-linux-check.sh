@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The ordinary Swift toolchain on arm64 Linux, under emulation: for each Debian suite given
+# (default: $ARM_LINUX_SUITES, else "unstable stable"), an arm64 Debian root file system with
+# Debian's own `swiftlang` (unstable: 6.2.x, reading Package.swift; stable, as Raspberry Pi OS:
+# 6.0.x, reading Package@swift-6.0.swift) and the -dev packages, made once with mmdebstrap and
+# kept in ~/.cache/yolo-swift (scripts/lib/debian-rootfs.sh), run by qemu-user-static through
+# binfmt_misc. In it, as a Raspberry Pi user would:
+#   build   `swift build -c release --build-tests -Xswiftc -enable-testing`: the whole package
+#           (every target and product, the test suites too) in release, in one build;
+#   detect  `yolo detect --json --thresh 0.1` on the samples, compared with this machine's
+#           (x86_64) `yolo` (scripts/compare-detections.py: confidence within 1e-4, box edges
+#           within 0.1 px);
+#   bench   `yolo-bench --runs 2`: the kernel level it picks (must be `neon`) and the memory it
+#           reports (timings under emulation mean nothing);
+#   memory  peak RSS of `yolo detect` per convolution setting (/usr/bin/time; qemu's own
+#           footprint is measured with `yolo --help` and shown apart);
+#   tests   the XCTest suites (`swift test --skip-build`), all but those named in
+#           $ARM_LINUX_SKIP_TESTS (default below: they run for long under emulation and repeat
+#           on arm64 what the others cover), with the count of tests run and skipped.
+# Outputs and logs: .build/arm-linux-check/. Every step prints its time; a failing step ends
+# the script with "FAILED in step: [suite] step" and why. When this machine cannot run arm64
+# binaries at all (no binfmt_misc, qemu's handler cannot be registered), it says SKIPPED loudly
+# and exits 0; every other problem is a failure. Needs root (re-runs itself with sudo).
+#   scripts/arm-linux-check.sh [SUITE ...]       e.g. scripts/arm-linux-check.sh stable
+set -Eeuo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+. scripts/lib/debian-rootfs.sh
+rootfs_init arm-linux-check "$@"
+
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || read -r -a suites <<< "${ARM_LINUX_SUITES:-unstable stable}"
+# Tests not run under emulation (a regular expression for `swift test --skip`; empty: run all).
+# A forward pass takes seconds under qemu, so what only repeats on arm64 what runs elsewhere is
+# left out:
+#  - tests of concurrency alone (pipelines, shared models and sessions on several threads): qemu
+#    on an x86 host keeps x86's memory ordering, so they show nothing the x86 runs and
+#    ThreadSanitizer do not; StreamTests also needs ffmpeg, which the root file system lacks;
+#  - detections on the samples against Darknet's, and the CLI's options over 14 forwards: the
+#    detect step compares every arm64 detection with this machine's, which scripts/test checks
+#    against Darknet's;
+#  - what measures or loads (yolo tune, yolo-bench's busy-machine report, INT8 accuracy over the
+#    samples, the live view, yolo serve under load), builds the README's examples as packages,
+#    or needs the real HTTP clients (Chromium, a PyPI venv) or Python, which the root file
+#    system lacks. ServeAPITests (yolo serve over libmicrohttpd, curl) runs.
+default_skip='StreamTests|FramePipelineTests|ConcurrencyTests|ReadmeExamplesTests'
+default_skip+='|ReferenceTests/(testOneDetectorCalledFromTwoThreadsSerializes|testTwoSessionsOnTwoThreadsMatchOneSession|testOneModelSharedAcrossTasks)'
+default_skip+='|DarknetImageTests/testDetectionsMatchDarknet|CLIOptionsTests/testClassFilterMaxDetectionsSizeAndWeightsDirectory'
+default_skip+='|TuneTests|BenchTests|Int8AccuracyTests|ServeLiveTests|ServeLimitsTests|ServeClientsTests'
+skip_tests=${ARM_LINUX_SKIP_TESTS-$default_skip}
+out=$PWD/.build/arm-linux-check
+mkdir -p "$out"
+start=$SECONDS
+suite="-" step="tools" step_start=$SECONDS
+times=()
+trap 'echo "arm-linux-check: FAILED in step: [$suite] $step (status $?, after $((SECONDS - step_start)) s, at line $LINENO: $BASH_COMMAND)" >&2' ERR
+# Peak RSS in KiB of a command under qemu (qemu's own code and translation cache included).
+rss() { rootfs_run "/usr/bin/time -f %M -o /tmp/rss $* > /dev/null 2>&1; cat /tmp/rss"; }
+begin() { step=$1; step_start=$SECONDS; rootfs_say "[$suite] $step"; }
+finish() { local s=$((SECONDS - step_start)); rootfs_say "[$suite] $step: ok ($s s)"; times+=("[$suite] $step $s s"); }
+fail() { rootfs_fail "in step: [$suite] $step: $*"; }
+
+# --- Tools, and whether this machine can run arm64 binaries at all ----------------------------
+begin tools
+rc=0; rootfs_tools arm64 || rc=$?
+[ $rc != 2 ] || rootfs_skip "nothing was built or run for arm64: $rootfs_skip_reason"
+[ $rc = 0 ] || fail "setting up the tools (status $rc)"
+rootfs_say "qemu: $(qemu-aarch64-static --version | head -1)"
+finish
+
+# --- This machine's detections, the reference ----------------------------------------------
+suite=x86_64
+begin "reference detections"
+scripts/bootstrap.sh >/dev/null
+swift build --product yolo > "$out/x86-build.log" 2>&1 || { tail -20 "$out/x86-build.log" >&2; fail "building yolo for this machine"; }
+x86_yolo=$(swift build --product yolo --show-bin-path)/yolo
+detect_args=(detect --json --no-draw --thresh 0.1 --threads 2)
+mapfile -t images < <(ls samples/*.png samples/*.jpg)
+[ ${#images[@]} -gt 0 ] || fail "no samples/*.png or *.jpg (scripts/fetch-samples.sh)"
+"$x86_yolo" "${detect_args[@]}" "${images[@]}" > "$out/detect-x86_64.jsonl" || fail "yolo detect on this machine"
+finish
+
+for suite in "${suites[@]}"; do
+    log=$out/$suite
+    begin "root file system"
+    rootfs_make "$suite" arm64 libopenblas-dev libjpeg-dev libpng-dev libmicrohttpd-dev pkg-config time curl
+    rootfs_sync
+    toolchain=$(rootfs_run "swift --version 2>/dev/null | head -1") || fail "swift --version in $rootfs"
+    rootfs_say "[$suite] toolchain: $toolchain (arm64, Debian $suite)"
+    finish
+
+    begin build
+    # The build lives outside the copied checkout (rootfs_sync removes what the checkout lacks).
+    # -gnone: no debug info (a sixth of the compile time, more of the link time, under qemu).
+    build=(-c release -Xswiftc -enable-testing -Xswiftc -gnone --disable-swift-testing --scratch-path /build/$suite)
+    if ! rootfs_run "swift build ${build[*]} --build-tests" > "$log-build.log" 2>&1; then
+        grep -E 'error:|warning: .*unhandled|Exited with' "$log-build.log" | head -20 >&2 || tail -30 "$log-build.log" >&2
+        fail "swift build ${build[*]} --build-tests: the errors above (whole log: $log-build.log)"
+    fi
+    guest_bin=$(rootfs_run "swift build ${build[*]} --show-bin-path" 2>/dev/null) || fail "swift build --show-bin-path"
+    bin=$rootfs$guest_bin
+    for p in yolo yolo-bench; do [ -x "$bin/$p" ] || fail "no $p in $bin after the build"; done
+    [ "$(od -An -tx1 -j18 -N2 "$bin/yolo" | tr -d ' ')" = b700 ] || fail "$bin/yolo is not an arm64 executable (ELF machine)"
+    rootfs_say "[$suite] build: $(grep -E '^Build complete' "$log-build.log" | tail -1)"
+    finish
+
+    begin detect
+    rel=("${images[@]}")
+    rootfs_run "$guest_bin/yolo ${detect_args[*]} ${rel[*]}" > "$out/detect-$suite-arm64.jsonl" 2> "$log-detect.err" \
+        || { cat "$log-detect.err" >&2; fail "yolo detect under qemu"; }
+    python3 scripts/compare-detections.py --thresh 0.1 "$out/detect-x86_64.jsonl" "$out/detect-$suite-arm64.jsonl" \
+        | sed "s/^/arm-linux-check: [$suite] /" || fail "the arm64 detections differ from this machine's (above)"
+    finish
+
+    begin bench
+    rootfs_run "$guest_bin/yolo-bench --runs 2 --warmup 0 --threads 2 --conv winograd --no-layers --inflight 0" > "$log-bench.log" 2>&1 \
+        || { tail -20 "$log-bench.log" >&2; fail "yolo-bench under qemu (log: $log-bench.log)"; }
+    grep -iE 'level|rss|kernel' "$log-bench.log" | head -12 | sed "s/^/arm-linux-check: [$suite] bench: /"
+    grep -qE '\bneon\b' "$log-bench.log" || fail "yolo-bench does not report the neon kernel level (log: $log-bench.log)"
+    finish
+
+    begin memory
+    base=$(rss "$guest_bin/yolo --help") || fail "measuring yolo --help"
+    rootfs_say "[$suite] memory: peak RSS under qemu, yolo --help (qemu and the process alone): $((base / 1024)) MiB"
+    for setting in "" "--conv winograd2" "--conv im2col" "--conv im2col --threads 1"; do
+        kib=$(rss "$guest_bin/yolo detect --no-draw ${setting:---threads 2} samples/coffee.png") || fail "measuring yolo detect $setting"
+        rootfs_say "[$suite] memory: yolo detect ${setting:-(defaults, 2 threads)}: peak RSS $((kib / 1024)) MiB, $(((kib - base) / 1024)) MiB above yolo --help"
+    done
+    finish
+
+    begin tests
+    skip=()
+    [ -z "$skip_tests" ] || skip=(--skip "'$skip_tests'")
+    rootfs_run "swift test ${build[*]} --skip-build list" > "$log-list.txt" 2>/dev/null || fail "swift test list"
+    total=$(grep -c '/' "$log-list.txt" || true)
+    skipped=0; [ -z "$skip_tests" ] || skipped=$(grep -cE "$skip_tests" "$log-list.txt" || true)
+    rootfs_say "[$suite] tests: $total tests in the package; running $((total - skipped)), skipping $skipped${skip_tests:+:}"
+    [ -z "$skip_tests" ] || grep -E "$skip_tests" "$log-list.txt" | sed "s/^/arm-linux-check: [$suite] tests:   skipped /"
+    set +e
+    rootfs_run "swift test ${build[*]} --skip-build ${skip[*]}" > "$log-tests.log" 2>&1
+    status=$?
+    set -e
+    # Per suite: its test count, failures and time.
+    rootfs_suite_times "$log-tests.log" "arm-linux-check: [$suite] tests: "
+    summary=$(grep -E "Executed [0-9]+ tests?, with [0-9]+ failures?" "$log-tests.log" | tail -1 | sed -E 's/^[[:space:]]+//' || true)
+    [ -n "$summary" ] || { tail -40 "$log-tests.log" >&2; fail "swift test ended without a summary (crash? status $status; log: $log-tests.log)"; }
+    rootfs_say "[$suite] tests: $summary"
+    if [ $status != 0 ]; then
+        grep -E "error: |failed \(|Fatal error|crashed|signal" "$log-tests.log" | head -20 >&2 || true
+        fail "swift test failed (status $status; log: $log-tests.log)"
+    fi
+    finish
+done
+
+rootfs_say "step times:"
+for t in "${times[@]}"; do rootfs_say "  $t"; done
+rootfs_say "passed in $((SECONDS - start)) s (${suites[*]})"
