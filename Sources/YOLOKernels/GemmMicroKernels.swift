@@ -1,5 +1,6 @@
 // The register-blocked micro-kernels of the packed GEMM (PackedGemm.swift): the `GemmMicroKernel`
-// and `GemmISA` protocols, the load/store/multiply-add helpers, and the 4 x 3W and 8 x 3W kernels.
+// and `GemmISA` protocols, the load/store helpers (the multiply-add: MulAdd.swift), and the 4 x 3W
+// and 8 x 3W kernels.
 // Generic and @inlinable, instantiated by the per-ISA targets; after editing this file, touch
 // Sources/YOLOKernels{Baseline,AVX2,AVX512}/*.swift (see PackedGemm.swift).
 
