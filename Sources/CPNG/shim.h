@@ -6,6 +6,7 @@
 #include <string.h>
 #include <setjmp.h>
 #include <png.h>
+#include "fastpath.h"
 
 enum {
     YOLO_PNG_OK = 0,

@@ -1,9 +1,10 @@
-// PNG reading (libpng through the shim in Sources/CPNG, after our own checks of the header and
-// of the chunk lengths) and writing (libpng's simplified API).
+// PNG reading (after our own checks of the header and of the chunk lengths: the fast path of
+// PNGFastPath.swift for the common kinds, else libpng through the shim in Sources/CPNG) and
+// writing (libpng's simplified API).
 import CPNG
 
 /// Decodes a PNG to 8-bit RGB exactly as stb_image would (see `decodeImage`).
-func decodePNG(_ bytes: [UInt8], name: String, maxPixels: Int) throws -> RGBImage {
+func decodePNG(_ bytes: [UInt8], name: String, maxPixels: Int, fastPath: Bool = true) throws -> RGBImage {
     try checkPNGChunkLengths(bytes, name: name)
     // Check the IHDR size first: libpng itself rejects a zero width with a generic error.
     if bytes.count >= 24, bytes[12..<16].elementsEqual("IHDR".utf8) {
@@ -17,6 +18,7 @@ func decodePNG(_ bytes: [UInt8], name: String, maxPixels: Int) throws -> RGBImag
             try checkPlausibleSize(width: width, height: height, fileBytes: bytes.count,
                                    pixelsPerByte: 1032 * 8 / max(depth * channels, 1) + 1, name: name, format: "PNG")
         }
+        if fastPath, let image = decodePNGFast(bytes, width: width, height: height) { return image }
     }
     let reader = UnsafeMutablePointer<yolo_png>.allocate(capacity: 1)
     reader.initialize(to: yolo_png())
