@@ -83,7 +83,7 @@ finish
 for suite in "${suites[@]}"; do
     log=$out/$suite
     begin "root file system"
-    rootfs_make "$suite" arm64 libopenblas-dev libjpeg-dev libpng-dev libmicrohttpd-dev pkg-config time curl
+    rootfs_make "$suite" arm64 libopenblas-dev libjpeg-dev libpng-dev libdeflate-dev libmicrohttpd-dev pkg-config time curl
     rootfs_sync
     toolchain=$(rootfs_run "swift --version 2>/dev/null | head -1") || fail "swift --version in $rootfs"
     rootfs_say "[$suite] toolchain: $toolchain (arm64, Debian $suite)"

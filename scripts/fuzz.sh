@@ -55,7 +55,7 @@ harness() {  # harness TARGET SOURCE OBJECTS...
     local target=$1 source=$2; shift 2
     echo "fuzz: linking fuzz-$target"
     # (gold warns once per ASan helper symbol that it cannot export: noise, filtered)
-    swiftc "${common[@]}" "$source" "$@" "${libdirs[@]}" -lopenblas -ljpeg -lpng16 -o "$B/fuzz-$target" 2>&1 \
+    swiftc "${common[@]}" "$source" "$@" "${libdirs[@]}" -lopenblas -ljpeg -lpng16 -ldeflate -o "$B/fuzz-$target" 2>&1 \
         | { grep -v "Cannot export local symbol" || true; }
 }
 objs=("$B/obj/YOLOKernels.o")

@@ -1,5 +1,5 @@
 // The fast path of PNG decoding: the kinds of PNG photos are saved as (8-bit gray, gray + alpha,
-// RGB or RGBA, not interlaced) are inflated by zlib in one call and unfiltered by the CPNG
+// RGB or RGBA, not interlaced) are inflated by libdeflate in one call and unfiltered by the CPNG
 // module's fastpath.h (an SSE2 Paeth filter on x86: Debian's libpng runs a scalar one, which is
 // most of a photo's decoding time). The pixels are the ones libpng gives (tests compare both
 // paths on every kind); anything else, or anything wrong with the file, goes to libpng.
