@@ -6,7 +6,7 @@
 
 /// A register-blocked micro-kernel: C[MR x NR] (row stride ldc) = (or +=) Σ_p a[p] ⊗ b[p]
 /// over `k` steps of the packed panels (a: MR floats per step, b: NR floats per step).
-public protocol GemmMicroKernel {
+public protocol GemmMicroKernel: KernelMetatype {
     associatedtype Vector: SIMD where Vector.Scalar == Float
     /// A vector of MR floats: one column of the tile (for the last few columns of C).
     associatedtype Column: SIMD where Column.Scalar == Float
@@ -22,7 +22,7 @@ public protocol GemmMicroKernel {
 }
 
 /// What a per-ISA target tells the generic kernels about its CPU.
-public protocol GemmISA {
+public protocol GemmISA: KernelMetatype {
     /// Whether the CPU has fused multiply-add: `addingProduct` (one instruction) when true,
     /// multiply then add when false (x86-64 baseline: `addingProduct` would call fmaf per lane).
     static var fusedMultiplyAdd: Bool { get }

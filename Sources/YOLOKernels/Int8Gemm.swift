@@ -20,7 +20,7 @@
 // it with its own dot product (`Int8DotISA`), compiled for its CPU.
 
 /// One level's 8-bit dot product: `Acc` lanes each sum 4 products u8 x s8 per step.
-public protocol Int8DotISA {
+public protocol Int8DotISA: KernelMetatype {
     associatedtype Acc: SIMD where Acc.Scalar == Int32
     /// Floats of the same lane count (for the dequantized stores).
     associatedtype Floats: SIMD where Floats.Scalar == Float
@@ -49,8 +49,16 @@ extension Int8DotISA {
     public static func prefetch(_ p: UnsafeRawPointer) {}
 }
 
+#if compiler(>=6.2)
+/// What a kernel type's metatype must be to be captured by the @Sendable kernel references of a
+/// kernel set: `SendableMetatype` since Swift 6.2 (every non-isolated type is one), nothing before.
+public typealias KernelMetatype = SendableMetatype
+#else
+public typealias KernelMetatype = Any
+#endif
+
 /// A register-blocked INT8 micro-kernel over `groups` groups of packed panels.
-public protocol Int8MicroKernel {
+public protocol Int8MicroKernel: KernelMetatype {
     associatedtype Dot: Int8DotISA
     static var mr: Int { get }
     /// Columns: vectors x lanes.

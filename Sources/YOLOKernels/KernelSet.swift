@@ -130,7 +130,7 @@ public struct KernelSet: Sendable {
     /// Winograd tag, `V`/`Tag` the direct convolution's vector and tag. @inlinable, so the
     /// calling target specializes every function for its own CPU.
     @inlinable
-    public static func make<K: GemmMicroKernel, W: WinogradISA, V: SIMD, Tag: GemmISA>(
+    public static func make<K: GemmMicroKernel, W: WinogradISA, V: SIMD & KernelMetatype, Tag: GemmISA>(
         name: String, requires: CPUFeatureSet, gemm _: K.Type, kc: Int, nc: Int, winograd _: W.Type,
         direct _: V.Type, _: Tag.Type) -> KernelSet where V.Scalar == Float {
         let gemm = GemmFunctions(

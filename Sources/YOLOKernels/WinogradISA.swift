@@ -8,7 +8,7 @@
 /// (de)interleaving loads and stores. Default implementations for SIMD4, SIMD8 and SIMD16 of
 /// Float follow; a target declares a private tag type with `Vector` set (the tag keeps its
 /// specializations' symbol names apart from every other target's).
-public protocol WinogradISA {
+public protocol WinogradISA: KernelMetatype {
     associatedtype Vector: SIMD where Vector.Scalar == Float
     /// Lanes (p[0], p[2], ..., p[2W-2]) and (p[1], p[3], ..., p[2W-1]).
     static func load2(_ p: UnsafePointer<Float>) -> (Vector, Vector)
