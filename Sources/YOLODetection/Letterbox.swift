@@ -126,6 +126,7 @@ func fillColumnTaps(_ taps: UnsafeMutablePointer<ColumnTap>, width: Int, outWidt
 /// with the channel offsets of the common layouts as constants.
 func resizeRow(_ row: UnsafePointer<UInt8>, taps: UnsafePointer<ColumnTap>, count: Int, layout: PixelLayout,
                table: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>) {
+    let outGreen = out + count, outBlue = out + 2 * count
     switch (layout.red, layout.green, layout.blue) {
     case (0, 1, 2): resizeRow(row, taps, count, table, out, red: 0, green: 1, blue: 2)
     case (2, 1, 0): resizeRow(row, taps, count, table, out, red: 2, green: 1, blue: 0)
@@ -134,8 +135,8 @@ func resizeRow(_ row: UnsafePointer<UInt8>, taps: UnsafePointer<ColumnTap>, coun
             let t = taps[c]
             let v = t.wa * table[Int(row[t.offset0])] + t.dx * table[Int(row[t.offset1])]
             out[c] = v
-            out[count + c] = v
-            out[2 * count + c] = v
+            outGreen[c] = v
+            outBlue[c] = v
         }
     case let (red, green, blue): resizeRow(row, taps, count, table, out, red: red, green: green, blue: blue)
     }
@@ -144,12 +145,13 @@ func resizeRow(_ row: UnsafePointer<UInt8>, taps: UnsafePointer<ColumnTap>, coun
 @inline(__always)
 private func resizeRow(_ row: UnsafePointer<UInt8>, _ taps: UnsafePointer<ColumnTap>, _ count: Int,
                        _ table: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, red: Int, green: Int, blue: Int) {
+    let outGreen = out + count, outBlue = out + 2 * count
     for c in 0..<count {
         let t = taps[c]
         let p0 = row + t.offset0, p1 = row + t.offset1
         out[c] = t.wa * table[Int(p0[red])] + t.dx * table[Int(p1[red])]
-        out[count + c] = t.wa * table[Int(p0[green])] + t.dx * table[Int(p1[green])]
-        out[2 * count + c] = t.wa * table[Int(p0[blue])] + t.dx * table[Int(p1[blue])]
+        outGreen[c] = t.wa * table[Int(p0[green])] + t.dx * table[Int(p1[green])]
+        outBlue[c] = t.wa * table[Int(p0[blue])] + t.dx * table[Int(p1[blue])]
     }
 }
 
