@@ -81,9 +81,8 @@ public final class Detector: Sendable {
     private struct State {
         var options: DetectorOptions
         var timing = DetectionTiming()
-        /// The frame resized horizontally (letterbox's first pass), grown as frames need.
-        var part: UnsafeMutablePointer<Float>
-        var partCapacity = 0
+        /// The resize's column taps and row slots, grown as frames need.
+        var resize = ResizeScratch()
         /// Byte value to float in 0...1.
         let byteTable: UnsafeMutablePointer<Float>
         var postprocessor = Postprocessor()
@@ -131,10 +130,10 @@ public final class Detector: Sendable {
         self.classCount = classes
         let byteTable = UnsafeMutablePointer<Float>.allocate(capacity: 256)
         fillUnitByteTable(byteTable)
-        state = Locked(State(options: options, part: .allocate(capacity: 1), byteTable: byteTable))
+        state = Locked(State(options: options, byteTable: byteTable))
     }
 
-    deinit { state.withLock { s in s.part.deallocate(); s.byteTable.deallocate() } }
+    deinit { state.withLock { s in s.resize.deallocate(); s.byteTable.deallocate() } }
 
     /// Reads a Darknet names file: one class name per line (LF, CRLF or CR; a final line break
     /// is optional; a UTF-8 byte-order mark at the start is dropped, see `textLines`).
@@ -178,7 +177,7 @@ public final class Detector: Sendable {
 
     /// Fills `session.input` from an 8-bit frame as `options.resize` says (letterbox: Darknet's
     /// `letterbox_image`; stretch: `resize_image` to the input size). Allocates only when a
-    /// frame is taller or wider than any before.
+    /// frame is resized wider than any before.
     public func preprocess(pixels: UnsafeRawBufferPointer, width: Int, height: Int, rowStride: Int? = nil,
                            format: PixelFormat = .rgb) throws(YOLOError) {
         try state.withLock { (s: inout State) throws(YOLOError) in
@@ -211,18 +210,12 @@ public final class Detector: Sendable {
         let (newW, newH) = s.options.resize == .letterbox
             ? letterboxSize(width: width, height: height, netWidth: netW, netHeight: netH)
             : (netW, netH)
-        let needPart = 3 * height * newW
-        if needPart > s.partCapacity {
-            s.part.deallocate()
-            s.part = .allocate(capacity: needPart)
-            s.partCapacity = needPart
-        }
+        s.resize.reserve(width: newW)
         let x0 = (netW - newW) / 2, y0 = (netH - newH) / 2
         let input = session.input.baseAddress!
-        resizeHorizontal(src, width: width, height: height, rowStride: stride, layout: format.layout,
-                         table: s.byteTable, outWidth: newW, into: s.part)
-        resizeVertical(s.part, width: newW, height: height, outHeight: newH, into: input,
-                       dstWidth: netW, dstHeight: netH, x0: x0, y0: y0)
+        resizeBilinear(src, width: width, height: height, rowStride: stride, layout: format.layout, table: s.byteTable,
+                       outWidth: newW, outHeight: newH, scratch: s.resize,
+                       into: input, dstWidth: netW, dstHeight: netH, x0: x0, y0: y0)
         fillOutside(input, width: netW, height: netH, x0: x0, y0: y0, boxWidth: newW, boxHeight: newH, value: 0.5)
     }
 

@@ -1,6 +1,6 @@
 // Preprocessing kernels: 8-bit pixels to the network's CHW float input, as Darknet does it
 // (byte / 255, then a separable bilinear resize, horizontal pass first, and for the letterbox
-// a placement on a canvas of 0.5). Import-free, over raw buffers; nothing here allocates.
+// a placement on a canvas of 0.5). Over raw buffers; only `ResizeScratch.reserve` allocates.
 import YOLOCore
 import YOLOEngine
 
@@ -33,70 +33,141 @@ func bilinearScale(input: Int, output: Int) -> Float {
     output > 1 ? Float(input - 1) / Float(output - 1) : 0
 }
 
-/// Horizontal pass of Darknet's `resize_image`, reading 8-bit pixels directly: writes three
-/// float planes of `height` rows x `outWidth` columns (R, G, B, one after the other) into `part`.
-/// Column c samples x = c * scale; the last column (or every column of a 1-pixel-wide input)
-/// copies the last input column.
-func resizeHorizontal(_ src: UnsafePointer<UInt8>, width: Int, height: Int, rowStride: Int, layout: PixelLayout,
-                      table: UnsafePointer<Float>, outWidth: Int, into part: UnsafeMutablePointer<Float>) {
-    let scale = bilinearScale(input: width, output: outWidth)
-    let plane = height * outWidth
-    let bpp = layout.bytesPerPixel
-    let offsets = (layout.red, layout.green, layout.blue)
-    for r in 0..<height {
-        let row = src + r * rowStride
-        let out = part + r * outWidth
-        for c in 0..<outWidth {
-            var v = (Float(0), Float(0), Float(0))
-            if c == outWidth - 1 || width == 1 {
-                let p = row + (width - 1) * bpp
-                v = (table[Int(p[offsets.0])], table[Int(p[offsets.1])], table[Int(p[offsets.2])])
-            } else {
-                let sx = Float(c) * scale
-                let ix = Int(sx)
-                let dx = sx - Float(ix)
-                let p0 = row + ix * bpp
-                let p1 = row + min(ix + 1, width - 1) * bpp
-                let wa = 1 - dx
-                v.0 = wa * table[Int(p0[offsets.0])] + dx * table[Int(p1[offsets.0])]
-                v.1 = wa * table[Int(p0[offsets.1])] + dx * table[Int(p1[offsets.1])]
-                v.2 = wa * table[Int(p0[offsets.2])] + dx * table[Int(p1[offsets.2])]
+/// One output column of the horizontal pass: the byte offsets (in a row) of the two pixels it
+/// samples and their weights, `1 - dx` and `dx`. The last column (or every column of a 1-pixel-wide
+/// input) copies the last input column: both offsets on it with weights 1 and 0, which gives the
+/// table value itself (`1 * t + 0 * t == t` for the table's finite, non-negative values).
+struct ColumnTap {
+    var offset0: Int
+    var offset1: Int
+    var wa: Float
+    var dx: Float
+}
+
+/// The resize's scratch memory, grown as output widths need: the column taps and two input
+/// rows resized horizontally (2 slots x 3 channels x `outWidth`). Owned by a Detector's state.
+struct ResizeScratch {
+    private(set) var taps = UnsafeMutablePointer<ColumnTap>.allocate(capacity: 1)
+    private(set) var rows = UnsafeMutablePointer<Float>.allocate(capacity: 1)
+    private var capacity = 0
+
+    /// Makes room for an output `width` (allocates only when it is the widest so far).
+    mutating func reserve(width: Int) {
+        guard width > capacity else { return }
+        deallocate()
+        taps = .allocate(capacity: width)
+        rows = .allocate(capacity: 6 * width)
+        capacity = width
+    }
+
+    func deallocate() { taps.deallocate(); rows.deallocate() }
+}
+
+/// Darknet's `resize_image` of 8-bit pixels (`width` x `height`, rows `rowStride` bytes apart) to
+/// `outWidth` x `outHeight`, written into the three planes of `dst` (`dstWidth` x `dstHeight`
+/// each) at column `x0`, row `y0`. Bit for bit Darknet's two passes: horizontally, column c
+/// samples x = c * scale (`ColumnTap`); vertically, row r is `(1 - dy) * part[iy]`, then, unless
+/// r is the last row or the input has one row, `dy * part[iy + 1]` is added (two roundings).
+/// Only the input rows the vertical pass reads are resized horizontally, each once, into the
+/// scratch's two row slots (row i in slot i % 2; rows iy and iy + 1 never share one).
+/// `scratch` must have room for `outWidth` (`ResizeScratch.reserve`).
+func resizeBilinear(_ src: UnsafePointer<UInt8>, width: Int, height: Int, rowStride: Int, layout: PixelLayout,
+                    table: UnsafePointer<Float>, outWidth: Int, outHeight: Int, scratch: ResizeScratch,
+                    into dst: UnsafeMutablePointer<Float>, dstWidth: Int, dstHeight: Int, x0: Int, y0: Int) {
+    let taps = scratch.taps
+    fillColumnTaps(taps, width: width, outWidth: outWidth, bytesPerPixel: layout.bytesPerPixel)
+    let slotSize = 3 * outWidth
+    var slotRow = (-1, -1)
+    // Row i resized horizontally, in its slot.
+    func part(_ i: Int) -> UnsafeMutablePointer<Float> {
+        let slot = scratch.rows + (i & 1) * slotSize
+        if (i & 1 == 0 ? slotRow.0 : slotRow.1) != i {
+            resizeRow(src + i * rowStride, taps: taps, count: outWidth, layout: layout, table: table, into: slot)
+            if i & 1 == 0 { slotRow.0 = i } else { slotRow.1 = i }
+        }
+        return slot
+    }
+    let scale = bilinearScale(input: height, output: outHeight)
+    let dstPlane = dstWidth * dstHeight
+    for r in 0..<outHeight {
+        let sy = Float(r) * scale
+        let iy = min(Int(sy), height - 1)
+        let dy = sy - Float(iy)
+        let wa = 1 - dy
+        let a = part(iy)
+        let out = dst + (y0 + r) * dstWidth + x0
+        if r == outHeight - 1 || height == 1 {
+            for k in 0..<3 { scaleRow(a + k * outWidth, by: wa, count: outWidth, into: out + k * dstPlane) }
+        } else {
+            let b = part(min(iy + 1, height - 1))
+            for k in 0..<3 {
+                blendRows(a + k * outWidth, wa, b + k * outWidth, dy, count: outWidth, into: out + k * dstPlane)
             }
-            out[c] = v.0
-            out[plane + c] = v.1
-            out[2 * plane + c] = v.2
         }
     }
 }
 
-/// Vertical pass of Darknet's `resize_image`: from the three planes of `part` (`height` rows
-/// of `width`) to `outHeight` rows, written into the planes of `dst` (`dstWidth` x `dstHeight`
-/// each) at column `x0`, row `y0`. Row r is `(1 - dy) * part[iy]`, then, unless r is the last
-/// row or the input has one row, `dy * part[iy + 1]` is added: two roundings, as in Darknet.
-func resizeVertical(_ part: UnsafePointer<Float>, width: Int, height: Int, outHeight: Int,
-                    into dst: UnsafeMutablePointer<Float>, dstWidth: Int, dstHeight: Int, x0: Int, y0: Int) {
-    let scale = bilinearScale(input: height, output: outHeight)
-    let plane = height * width
-    let dstPlane = dstWidth * dstHeight
-    for k in 0..<3 {
-        let src = part + k * plane
-        for r in 0..<outHeight {
-            let sy = Float(r) * scale
-            let iy = min(Int(sy), height - 1)
-            let dy = sy - Float(iy)
-            let wa = 1 - dy
-            let a = src + iy * width
-            let out = dst + k * dstPlane + (y0 + r) * dstWidth + x0
-            if r == outHeight - 1 || height == 1 {
-                for c in 0..<width { out[c] = wa * a[c] }
-            } else {
-                let b = src + min(iy + 1, height - 1) * width
-                for c in 0..<width {
-                    let first = wa * a[c]
-                    out[c] = first + dy * b[c]
-                }
-            }
+/// The taps of the horizontal pass, computed with Darknet's expressions (as its per-pixel code).
+func fillColumnTaps(_ taps: UnsafeMutablePointer<ColumnTap>, width: Int, outWidth: Int, bytesPerPixel bpp: Int) {
+    let scale = bilinearScale(input: width, output: outWidth)
+    for c in 0..<outWidth {
+        if c == outWidth - 1 || width == 1 {
+            taps[c] = ColumnTap(offset0: (width - 1) * bpp, offset1: (width - 1) * bpp, wa: 1, dx: 0)
+        } else {
+            let sx = Float(c) * scale
+            let ix = Int(sx)
+            let dx = sx - Float(ix)
+            taps[c] = ColumnTap(offset0: ix * bpp, offset1: min(ix + 1, width - 1) * bpp, wa: 1 - dx, dx: dx)
         }
+    }
+}
+
+/// One input row resized horizontally into three channel rows of `count` floats (R, G, B),
+/// with the channel offsets of the common layouts as constants.
+func resizeRow(_ row: UnsafePointer<UInt8>, taps: UnsafePointer<ColumnTap>, count: Int, layout: PixelLayout,
+               table: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>) {
+    let outGreen = out + count, outBlue = out + 2 * count
+    switch (layout.red, layout.green, layout.blue) {
+    case (0, 1, 2): resizeRow(row, taps, count, table, out, red: 0, green: 1, blue: 2)
+    case (2, 1, 0): resizeRow(row, taps, count, table, out, red: 2, green: 1, blue: 0)
+    case (0, 0, 0):
+        for c in 0..<count {
+            let t = taps[c]
+            let v = t.wa * table[Int(row[t.offset0])] + t.dx * table[Int(row[t.offset1])]
+            out[c] = v
+            outGreen[c] = v
+            outBlue[c] = v
+        }
+    case let (red, green, blue): resizeRow(row, taps, count, table, out, red: red, green: green, blue: blue)
+    }
+}
+
+@inline(__always)
+private func resizeRow(_ row: UnsafePointer<UInt8>, _ taps: UnsafePointer<ColumnTap>, _ count: Int,
+                       _ table: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, red: Int, green: Int, blue: Int) {
+    let outGreen = out + count, outBlue = out + 2 * count
+    for c in 0..<count {
+        let t = taps[c]
+        let p0 = row + t.offset0, p1 = row + t.offset1
+        out[c] = t.wa * table[Int(p0[red])] + t.dx * table[Int(p1[red])]
+        outGreen[c] = t.wa * table[Int(p0[green])] + t.dx * table[Int(p1[green])]
+        outBlue[c] = t.wa * table[Int(p0[blue])] + t.dx * table[Int(p1[blue])]
+    }
+}
+
+/// `out[c] = wa * a[c]` (the vertical pass's last row).
+@inline(__always)
+private func scaleRow(_ a: UnsafePointer<Float>, by wa: Float, count: Int, into out: UnsafeMutablePointer<Float>) {
+    for c in 0..<count { out[c] = wa * a[c] }
+}
+
+/// `out[c] = wa * a[c] + dy * b[c]`, rounded after the first product's sum as Darknet does.
+@inline(__always)
+private func blendRows(_ a: UnsafePointer<Float>, _ wa: Float, _ b: UnsafePointer<Float>, _ dy: Float, count: Int,
+                       into out: UnsafeMutablePointer<Float>) {
+    for c in 0..<count {
+        let first = wa * a[c]
+        out[c] = first + dy * b[c]
     }
 }
 
