@@ -58,9 +58,10 @@ final class Int8AccuracyTests: XCTestCase {
         let fp32 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2)
         let int8 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2,
                                 modelOptions: ModelOptions(precision: .int8))
-        // The table next to the weights was found, and most of the network runs in INT8.
+        // The table next to the weights was found, and most of the network runs in INT8 (the
+        // shipped table keeps 4 of the 13 convolutions FP32: the first, 13 and the two before the heads).
         let int8Steps = int8.model.plan.entries.filter { $0.precision == .int8 }.count
-        XCTAssertGreaterThanOrEqual(int8Steps, 12, int8.model.plan.description)
+        XCTAssertGreaterThanOrEqual(int8Steps, 9, int8.model.plan.description)
         let results = try photos.map { p in
             (try fp32.detect(rgb: p.pixels, width: p.width, height: p.height), try int8.detect(rgb: p.pixels, width: p.width, height: p.height))
         }
