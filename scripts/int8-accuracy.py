@@ -2,7 +2,9 @@
 """INT8 against FP32 detections, as issue #20 measures them: `yolo detect --json` on the images
 (or directories) given, once in FP32 and once with --precision int8; a detection of one matches a
 detection of the other with the same class and IoU >= 0.5 (greedy, most confident first);
-recall = matched / FP32 detections, precision = matched / INT8 detections, pooled over the photos.
+recall = matched / FP32 detections, precision = matched / INT8 detections, pooled over the photos;
+drift = the mean and largest confidence change of the matched detections (a finer yardstick than
+the counts, which one borderline box moves; scripts/photo-variants.sh makes more inputs).
 
   scripts/int8-accuracy.py ../shared/images samples [--table F] [--thresh 0.25] [--yolo PATH]
 
@@ -26,7 +28,8 @@ def iou(a, b):
 
 
 def matches(ref, got):
-    used, n = set(), 0
+    """The confidence changes of the matched pairs."""
+    used, drifts = set(), []
     for a in sorted(ref, key=lambda d: -d["confidence"]):
         best, best_iou = None, 0.5
         for j, b in enumerate(got):
@@ -34,8 +37,8 @@ def matches(ref, got):
                 best, best_iou = j, iou(a["box"], b["box"])
         if best is not None:
             used.add(best)
-            n += 1
-    return n
+            drifts.append(abs(a["confidence"] - got[best]["confidence"]))
+    return drifts
 
 
 def main():
@@ -49,16 +52,20 @@ def main():
     fp32 = detect(a.yolo, a.inputs, a.thresh, [])
     int8 = detect(a.yolo, a.inputs, a.thresh, ["--precision", "int8"] + (["--int8-table", a.table] if a.table else []))
     total_ref = total_got = total_match = 0
+    drifts = []
     for image in sorted(fp32):
         ref, got = fp32[image], int8.get(image, [])
-        m = matches(ref, got)
+        d = matches(ref, got)
+        drifts += d
+        m = len(d)
         total_ref, total_got, total_match = total_ref + len(ref), total_got + len(got), total_match + m
         if m != len(ref) or m != len(got):
             print(f"{image}: FP32 {len(ref)}, INT8 {len(got)}, matched {m}")
     recall = total_match / total_ref if total_ref else 1.0
     precision = total_match / total_got if total_got else 1.0
     print(f"{len(fp32)} photos, threshold {a.thresh}: FP32 {total_ref} detections, INT8 {total_got}, matched {total_match}: "
-          f"recall {recall:.3f}, precision {precision:.3f}")
+          f"recall {recall:.3f}, precision {precision:.3f}; confidence drift mean {sum(drifts) / max(1, len(drifts)):.4f}, "
+          f"max {max(drifts, default=0):.3f}")
     sys.exit(0 if recall >= a.require and precision >= a.require else 1)
 
 

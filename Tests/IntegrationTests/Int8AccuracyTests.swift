@@ -58,9 +58,10 @@ final class Int8AccuracyTests: XCTestCase {
         let fp32 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2)
         let int8 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2,
                                 modelOptions: ModelOptions(precision: .int8))
-        // The table next to the weights was found, and most of the network runs in INT8.
+        // The table next to the weights was found, and most of the network runs in INT8 (the
+        // shipped table keeps 4 of the 13 convolutions FP32: the first, 13 and the two before the heads).
         let int8Steps = int8.model.plan.entries.filter { $0.precision == .int8 }.count
-        XCTAssertGreaterThanOrEqual(int8Steps, 12, int8.model.plan.description)
+        XCTAssertGreaterThanOrEqual(int8Steps, 9, int8.model.plan.description)
         let results = try photos.map { p in
             (try fp32.detect(rgb: p.pixels, width: p.width, height: p.height), try int8.detect(rgb: p.pixels, width: p.width, height: p.height))
         }
@@ -110,9 +111,10 @@ final class Int8AccuracyTests: XCTestCase {
             XCTAssertEqual(differ(reference, try heads(level, allInt8)).count, 0, "\(level) vs \(levels[0]): every convolution INT8")
         }
         // The shipped table keeps the first convolution FP32 (the direct conv + pool), whose sums
-        // round as each level's FMA does (the levels with FMA agree: measured) or, at the x86
-        // baseline, as a multiply then an add: a few inputs of the next layer then quantize one
-        // step apart, and the heads (values up to ~20) stay within 0.3 (measured at 416x416: 0.22).
+        // round as each level's FMA does or, at the x86 baseline, as a multiply then an add (a few
+        // inputs of the next layer then quantize one step apart), and three 1x1 convolutions,
+        // whose GEMM sums round with each level's tiles: the heads (values up to ~20) stay within
+        // 0.3 (measured at 416x416: 0.24 at the baseline, under 1e-5 between the FMA levels).
         XCTAssertLessThanOrEqual(differ(try heads(levels.last!, shipped), try heads(levels[0], shipped)).worst, 0.3)
     }
 }
