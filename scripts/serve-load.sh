@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The `yolo serve` load measurements of the README (run by hand, not by the test suite: they
 # want the machine to themselves for about two minutes; the suite runs short versions).
-#  1. yolo-bench's throughput with SESSIONS one-thread sessions in flight (forward passes only);
+#  1. yolo-bench's throughput with SESSIONS one-thread sessions in flight (forward passes only),
+#     measured just before and just after each load below, which is set against their mean;
 #  2. 16 clients posting photos to DeepStack's endpoint for 30 s (scripts/serve/load.py): the
 #     answers by status (only 200 and 503 expected), throughput, latency percentiles, and the
 #     server's RSS each second (flat: the 30th second within 5% of the 10th); once with the
@@ -21,8 +22,13 @@ cleanup() { [ -n "$server" ] && kill -TERM "$server" 2>/dev/null && wait "$serve
 trap cleanup EXIT
 
 echo "== load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-.build/release/yolo-bench --threads 1 --runs 5 --no-layers --conv winograd --inflight "$sessions" --seconds 10 --json \
-    2>/dev/null | "$python" -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"yolo_bench_inflight_fps": d.get("throughput_fps"), "sessions": '"$sessions"', "machine_quiet": d.get("machine_quiet"), "warnings": d.get("warnings")}))'
+bench() {  # yolo-bench's in-flight throughput now (frames per second), and a JSON line saying so
+    local line
+    line=$(.build/release/yolo-bench --threads 1 --runs 5 --no-layers --conv winograd --inflight "$sessions" --seconds 10 --json \
+        2>/dev/null | "$python" -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"yolo_bench_inflight_fps": d.get("throughput_fps"), "sessions": '"$sessions"', "machine_quiet": d.get("machine_quiet"), "warnings": d.get("warnings")}))')
+    echo "$line"
+    fps=$("$python" -c 'import json,sys; print(json.loads(sys.argv[1])["yolo_bench_inflight_fps"])' "$line")
+}
 
 start_server() {  # args: extra options; sets $server and $port
     .build/release/yolo serve --listen 127.0.0.1:0 --sessions "$sessions" --threads 1 "$@" 2> "$work/serve.err" &
@@ -42,7 +48,10 @@ done
 for set in "$photos" "$jpegs"; do
     start_server
     # shellcheck disable=SC2086
-    "$python" scripts/serve/load.py --port "$port" --clients 16 --seconds 30 --warmup 3 --pid "$server" $set
+    bench; before=$fps
+    "$python" scripts/serve/load.py --port "$port" --clients 16 --seconds 30 --warmup 3 --pid "$server" $set | tee "$work/load.json"
+    bench  # again after: this machine's speed drifts by 10-20% over minutes, so the load is set against both
+    "$python" -c 'import json,sys; t=json.load(open(sys.argv[1]))["throughput_per_s"]; b=(float(sys.argv[2])+float(sys.argv[3]))/2; print(json.dumps({"throughput_per_s": t, "yolo_bench_inflight_fps_mean": round(b, 1), "ratio": round(t / b, 3)}))' "$work/load.json" "$before" "$fps"
     curl -s "http://127.0.0.1:$port/metrics" | grep -E '^yolo_stage_seconds_(sum|count)\{path="request"' > "$work/stages"
     "$python" - "$work/stages" <<'PY'
 import re, sys, json

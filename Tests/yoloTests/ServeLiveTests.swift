@@ -156,7 +156,7 @@ final class ServeLiveTests: XCTestCase {
     /// rate alone, then with 5 MJPEG clients reading as fast as they can (reported, not timed).
     func testLiveViewClientsShortLoad() throws {
         let s = try server()
-        let r = try ServeClients.script("load.py", ["--port", "\(s.port)", "--seconds", "3", "--live-clients", "5"])
+        let r = try ServeClients.script("load.py", ["--port", "\(s.port)", "--seconds", "3", "--rounds", "1", "--live-clients", "5"])
         XCTAssertEqual(r.status, 0, r.output)
         XCTAssertGreaterThan(r.json["fps_with_clients"] as? Double ?? 0, 0, r.output)
         XCTAssertGreaterThan(r.json["client_fps_min"] as? Double ?? 0, 0, "a client got no frame: \(r.output)")

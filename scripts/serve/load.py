@@ -7,7 +7,7 @@ answers that arrive in that window by status (only 200 and 503
 are expected), reports throughput, latency percentiles and the server's RSS each second
 (--pid). Live mode (--live-clients N): the live stream's FPS (the frames published, counted on
 /events) for --seconds with no extra client, then with N clients reading /video.mjpg as fast as
-they can. Prints one JSON object."""
+they can, --rounds times alternated. Prints one JSON object."""
 import argparse, asyncio, json, os, re, sys, time
 
 BOUNDARY = "yolo-load-boundary"
@@ -147,18 +147,25 @@ async def mjpeg_reader(host, port, stop, counts, i):
 
 
 async def live_mode(a, host, port):
-    base_fps, _ = await count_frames(host, port, a.seconds)
-    stop, counts = asyncio.Event(), [0] * a.live_clients
-    readers = [asyncio.create_task(mjpeg_reader(host, port, stop, counts, i)) for i in range(a.live_clients)]
-    await asyncio.sleep(1)
-    counts[:] = [0] * a.live_clients
-    loaded_fps, _ = await count_frames(host, port, a.seconds)
-    per_client = [round(c / a.seconds, 1) for c in counts]
-    stop.set()
-    for r in readers:
-        r.cancel()
-    return {"mode": "live", "seconds": a.seconds, "fps_without_clients": round(base_fps, 2),
-            "fps_with_clients": round(loaded_fps, 2), "live_clients": a.live_clients,
+    # Rounds of (no client, then --live-clients readers), each phase --seconds long: this machine's
+    # speed drifts over minutes, so the two are interleaved and compared in total.
+    base, loaded, per_client = [], [], []
+    for _ in range(a.rounds):
+        base.append((await count_frames(host, port, a.seconds))[0])
+        stop, counts = asyncio.Event(), [0] * a.live_clients
+        readers = [asyncio.create_task(mjpeg_reader(host, port, stop, counts, i)) for i in range(a.live_clients)]
+        await asyncio.sleep(1)
+        counts[:] = [0] * a.live_clients
+        loaded.append((await count_frames(host, port, a.seconds))[0])
+        per_client += [round(c / a.seconds, 1) for c in counts]
+        stop.set()
+        for r in readers:
+            r.cancel()
+        await asyncio.sleep(0.5)
+    base_fps, loaded_fps = sum(base) / len(base), sum(loaded) / len(loaded)
+    return {"mode": "live", "seconds": a.seconds, "rounds": a.rounds,
+            "fps_without_clients": round(base_fps, 2), "fps_with_clients": round(loaded_fps, 2),
+            "rounds_fps": [[round(x, 1), round(y, 1)] for x, y in zip(base, loaded)], "live_clients": a.live_clients,
             "client_fps_min": min(per_client) if per_client else None, "client_fps_max": max(per_client) if per_client else None,
             "fps_ratio": round(loaded_fps / base_fps, 3) if base_fps else None}
 
@@ -174,6 +181,7 @@ def main():
     ap.add_argument("--endpoint", default="/v1/vision/detection")
     ap.add_argument("--pid", type=int)
     ap.add_argument("--live-clients", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=3, help="live mode: rounds of (no client, clients)")
     ap.add_argument("images", nargs="*")
     a = ap.parse_args()
     run = live_mode(a, "127.0.0.1", a.port) if a.live_clients else requests_mode(a, "127.0.0.1", a.port)
