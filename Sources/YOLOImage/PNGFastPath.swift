@@ -5,14 +5,19 @@
 // paths on every kind); anything else, or anything wrong with the file, goes to libpng.
 import CPNG
 
+/// The largest image the fast path decodes (16 megapixels: at most 64 MiB of inflated rows).
+let pngFastPathMaxPixels = 1 << 24
+
 /// `bytes` (a PNG whose signature, chunk lengths and dimensions `decodePNG` checked) decoded to
 /// RGB as libpng does (gray replicated, alpha dropped), when it is a kind this path reads and
 /// everything in it checks out: the header's and each IDAT chunk's CRC, one zlib stream that
 /// ends exactly where the image does, known filter types. Nil otherwise (palette, 16-bit or
 /// sub-byte samples, interlacing, a critical chunk other than IDAT before the data, any error):
 /// libpng then decodes the file or says what is wrong with it.
-func decodePNGFast(_ bytes: [UInt8], width: Int, height: Int) -> RGBImage? {
-    guard bytes.count >= 33 + 12, width > 0, height > 0,
+/// Images over `maxPixels` go to libpng too: this path holds the whole inflated image besides
+/// the RGB result (up to 4 + 3 bytes a pixel), libpng one row.
+func decodePNGFast(_ bytes: [UInt8], width: Int, height: Int, maxPixels: Int = pngFastPathMaxPixels) -> RGBImage? {
+    guard bytes.count >= 33 + 12, width > 0, height > 0, width <= maxPixels / height,
           bigEndian32(bytes, at: 8) == 13, bytes[12..<16].elementsEqual("IHDR".utf8),
           bytes[24] == 8, bytes[26] == 0, bytes[27] == 0, bytes[28] == 0 else { return nil }
     let channels: Int

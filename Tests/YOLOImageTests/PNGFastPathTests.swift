@@ -144,6 +144,9 @@ final class PNGFastPathTests: XCTestCase {
         let stream = Self.zlibStored(raw)
         let good = Self.png(width: width, height: height, colorType: 2, idat: [stream])
         XCTAssertNotNil(decodePNGFast(good, width: width, height: height))
+        // Over the fast path's size cap (16 megapixels by default), libpng decodes it, row by row.
+        XCTAssertNil(decodePNGFast(good, width: width, height: height, maxPixels: width * height - 1))
+        XCTAssertNotNil(decodePNGFast(good, width: width, height: height, maxPixels: width * height))
         // Split over several IDAT chunks (valid), with ancillary chunks before them, no IEND.
         let split = Self.png(width: width, height: height, colorType: 2, idat: [Array(stream[..<100]), [], Array(stream[100...])],
                              before: [Self.chunk("tEXt", Array("a\0b".utf8)), Self.chunk("gAMA", Self.be32(45455))], end: false)
