@@ -29,24 +29,18 @@ func decodePNGFast(_ bytes: [UInt8], width: Int, height: Int, maxPixels: Int = p
     default: return nil
     }
     // The image data: the IDAT chunks, one after the other, after ancillary chunks only.
-    var offsets: [Int] = []
-    var i = 33
-    while i + 8 <= bytes.count {
-        let length = Int(bigEndian32(bytes, at: i))
-        let type = bytes[(i + 4)..<(i + 8)]
+    var offsets: [Int] = [], usable = true
+    forEachPNGChunk(bytes) { type, offset, length in
+        if offset == 8 { return true }  // IHDR, checked above
         // libpng refuses a chunk whose type is not four letters: so does this path.
-        guard type.allSatisfy({ (0x41...0x5A).contains($0 & 0xDF) }) else { return nil }
+        guard type.allSatisfy({ (0x41...0x5A).contains($0 & 0xDF) }) else { usable = false; return false }
         let isData = type.elementsEqual("IDAT".utf8)
-        if !offsets.isEmpty && !isData { break }
-        guard length <= bytes.count - i - 12 else { return nil }
-        if isData {
-            offsets.append(i)
-        } else if bytes[i + 4] & 0x20 == 0 {
-            return nil
-        }
-        i += 12 + length
+        if !offsets.isEmpty && !isData { return false }
+        guard length <= bytes.count - offset - 12, isData || type.first! & 0x20 != 0 else { usable = false; return false }
+        if isData { offsets.append(offset) }
+        return true
     }
-    guard !offsets.isEmpty else { return nil }
+    guard usable, !offsets.isEmpty else { return nil }
     let rowBytes = width * channels
     let (rawCount, overflow) = (rowBytes + 1).multipliedReportingOverflow(by: height)
     guard !overflow else { return nil }
