@@ -116,11 +116,11 @@ else
     for m in "${engine_modules[@]}"; do
         mapfile -t sources < <(find "Sources/$m" -name '*.swift' | LC_ALL=C sort)
         "${emb[@]}" -module-name "$m" -package-name yolo_swift -emit-module -emit-module-path "$out/$m.swiftmodule" -c -o "$out/$m.o" \
-            -I Sources/COpenBLAS -I Sources/CCPUID -Xcc -I"$blas_include" "${sources[@]}" \
+            -I Sources/COpenBLAS -Xcc -DYOLO_OPENBLAS_LINKED -I Sources/CCPUID "${sources[@]}" \
             || fail "building the engine module $m (Sources/$m) for aarch64 (Embedded Swift)"
         engine_objects+=("$out/$m.o")
     done
-    "${emb[@]}" -module-name Forward -package-name yolo_swift -c -o "$out/Forward.o" -I Sources/COpenBLAS -Xcc -I"$blas_include" \
+    "${emb[@]}" -module-name Forward -package-name yolo_swift -c -o "$out/Forward.o" -I Sources/COpenBLAS -Xcc -DYOLO_OPENBLAS_LINKED \
         scripts/arm/Forward.swift || fail "building scripts/arm/Forward.swift for aarch64"
     aarch64-linux-gnu-gcc -O2 -c -o "$out/support.o" scripts/arm/support.c
     link=(aarch64-linux-gnu-gcc -static -fuse-ld=gold -Wl,--gc-sections)

@@ -55,7 +55,10 @@ enum GemmBench {
             guard let k = level.kernelSet?.gemm else { fail("gemm: this CPU cannot run \(name)", code: 1) }
             kernels[name] = k
         }
-        openblas_set_num_threads(1)
+        let blas = yolo_openblas_load()  // one thread
+        if levels.contains("openblas"), let error = blas.error {
+            fail("gemm: OpenBLAS cannot be loaded (\(String(cString: error)))", code: 1)
+        }
         print("yolo-bench gemm: \(Machine.cpuModel); one thread; \(best ? "best" : "median") of \(runs) samples (>= \(fmt(minSeconds * 1000, 0)) ms each, round-robin over the levels), GFLOP/s")
         print("levels this CPU runs: \(KernelLevel.supported.map(\.rawValue).joined(separator: ", ")); selected: \(KernelLevel.selected.rawValue)")
         print("OpenBLAS: core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)")")
@@ -89,7 +92,8 @@ enum GemmBench {
                 }
                 return {
                     a.withUnsafeBufferPointer { pa in b.withUnsafeBufferPointer { pb in c.withUnsafeMutableBufferPointer { pc in
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(n), Int32(k), 1,
+                        blas.sgemm!(Int32(YOLO_CBLAS_ROW_MAJOR), Int32(YOLO_CBLAS_NO_TRANS),
+                                    Int32(YOLO_CBLAS_NO_TRANS), Int32(m), Int32(n), Int32(k), 1,
                                     pa.baseAddress!, Int32(k), pb.baseAddress!, Int32(n), 0, pc.baseAddress!, Int32(n))
                     } } }
                 }

@@ -1,5 +1,4 @@
 import YOLOCore
-internal import COpenBLAS
 
 /// What the engine was built for and what it runs on, for benchmarks and bug reports.
 public enum BuildInfo {
@@ -28,13 +27,11 @@ public enum BuildInfo {
 
     /// OpenBLAS's kernel family for this CPU (e.g. "Haswell", "SkylakeX", "Zen", "ARMV8").
     public static var blasCoreName: String {
-        guard let p = openblas_get_corename() else { return "unknown" }
-        return String(cString: p)
+        OpenBLAS.coreName
     }
 
     /// OpenBLAS's build configuration string.
     public static var blasConfig: String {
-        guard let p = openblas_get_config() else { return "unknown" }
-        return String(cString: p)
+        OpenBLAS.config
     }
 }

@@ -97,7 +97,6 @@ public final class Model: Sendable {
     }
 
     init(config: DarknetConfig, source: WeightsReader.Origin, weightsName: String, options: ModelOptions) throws(YOLOError) {
-        Gemm.setUpProcess()
         var net = config.sections[0]
         net.trackReads()
         let cfgWidth = try net.positive("width", net.int("width"))

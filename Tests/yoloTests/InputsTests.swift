@@ -43,6 +43,27 @@ extension CLITests {
         }
     }
 
+    /// Under a data-size limit the run ends. Linked OpenBLAS used to start a thread per core at
+    /// process start, each reserving 128 MiB at once: under `ulimit -d 192 MiB` that thread spun on
+    /// the failing allocation and `yolo` hung at exit joining it (also when OpenBLAS was never
+    /// called). OpenBLAS is now loaded on first use, with one thread: at the best level and at
+    /// the baseline level (where its sgemm runs the convolutions), the run finishes.
+    func testADataSizeLimitDoesNotHangTheRun() throws {
+        if ProcessInfo.processInfo.environment["YOLO_TEST_SANITIZER"] != nil {
+            throw XCTSkip("a sanitizer's shadow memory cannot start under a data-size limit")
+        }
+        let dir = try temporaryDirectory()
+        let model = try Fixtures.tinyModel(in: dir)
+        try Fixtures.png(width: 40, height: 30, Fixtures.noise).write(to: URL(fileURLWithPath: dir + "/p.png"))
+        for level in ["", "baseline"] {
+            let r = try Fixtures.spawn(["/bin/bash", "-c", "ulimit -d \(192 << 10) && exec \"$@\"", "bash", try yoloBinary(),
+                                        "detect", dir + "/p.png", "--json", "--no-draw"] + model,
+                                       environment: level.isEmpty ? [:] : ["YOLO_KERNEL_LEVEL": level], in: dir, timeout: 60)
+            XCTAssertEqual(r.exitStatus, 0, "level \(level): \(r.stderr)")
+            XCTAssertTrue(r.stdout.contains("p.png\""), "level \(level): \(r.stdout)")
+        }
+    }
+
     /// Case 2: finite weights whose decoded boxes overflow (3 classes, weights uniform in
     /// [0, 0.05]): the image fails with an error naming the [yolo] layer; no JSON with null
     /// boxes, no COCO entries with whole-image boxes.

@@ -36,17 +36,31 @@ struct GemmScratch {
     @inline(__always) func only(_ i: Int) -> GemmScratch { GemmScratch(base: part(i), perThread: perThread) }
 }
 
+/// OpenBLAS, loaded on first use (Sources/COpenBLAS/shim.h says why it is not linked), set to
+/// one thread: sessions split each GEMM over their own threads.
+package enum OpenBLAS {
+    /// The loaded functions: never changed after the load.
+    private struct Library: @unchecked Sendable { let c: yolo_openblas }
+    private static let loaded = Library(c: yolo_openblas_load())
+    private static var library: yolo_openblas { loaded.c }
+    /// Why OpenBLAS cannot be used on this machine (dlopen's message), or nil when it can.
+    package static var loadError: String? { library.error.map { String(cString: $0) } }
+    /// C (m x n, row stride ldc) = A (m x k) · B (k x n), row-major; OpenBLAS must have loaded.
+    @inline(__always)
+    package static func sgemm(m: Int, n: Int, k: Int, a: UnsafePointer<Float>, lda: Int, b: UnsafePointer<Float>, ldb: Int,
+                              c: UnsafeMutablePointer<Float>, ldc: Int) {
+        library.sgemm!(Int32(YOLO_CBLAS_ROW_MAJOR), Int32(YOLO_CBLAS_NO_TRANS), Int32(YOLO_CBLAS_NO_TRANS),
+                       Int32(m), Int32(n), Int32(k), 1, a, Int32(lda), b, Int32(ldb), 0, c, Int32(ldc))
+    }
+    /// OpenBLAS's kernel family and build configuration, or why it is not loaded.
+    package static var coreName: String { library.get_corename.flatMap { $0() }.map { String(cString: $0) } ?? "not loaded" }
+    package static var config: String { library.get_config.flatMap { $0() }.map { String(cString: $0) } ?? "not loaded" }
+}
+
 /// The engine's one entry for matrix products: every convolution's GEMM and the Winograd
 /// products come through here, so the choice of kernels and the split over threads live in
 /// one place.
 enum Gemm {
-    /// Process-wide, once: OpenBLAS runs single-threaded, since sessions split each GEMM over
-    /// their own threads. Setting it on every forward raced between sessions on two threads.
-    private static let processSetUp: Void = { openblas_set_num_threads(1) }()
-
-    /// Called by every model before it loads (cheap after the first time).
-    static func setUpProcess() { _ = processSetUp }
-
     /// The kernel set a model uses (`ModelOptions.kernelLevel`, else the process's
     /// `KernelLevel.selected`: the CPU's best, or lower by YOLO_KERNEL_LEVEL) and whether its GEMMs
     /// run in OpenBLAS instead: with `.automatic`, at the x86 baseline (SSE2), where OpenBLAS's
@@ -61,9 +75,13 @@ enum Gemm {
             chosen = k
         }
         switch options.gemm {
-        case .openBLAS: return (chosen, true)
+        case .openBLAS:
+            if let error = OpenBLAS.loadError { throw .invalidArgument("--gemm openblas: OpenBLAS cannot be loaded (\(error))") }
+            return (chosen, true)
         case .kernels: return (chosen, false)
-        case .automatic: return (chosen, chosen.name == KernelLevel.baseline.rawValue)
+        case .automatic:
+            // Without OpenBLAS on the machine, our baseline kernels (slower, the same results).
+            return (chosen, chosen.name == KernelLevel.baseline.rawValue && OpenBLAS.loadError == nil)
         }
     }
 
@@ -101,9 +119,8 @@ enum Gemm {
             kernels.gemm(m: a.rows, n: cols.count, k: k, packedA: packed, b: b + cols.lowerBound, ldb: ldb,
                          c: c + cols.lowerBound, ldc: ldc, scratch: scratch, rows: rows)
         } else {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(rows.count), Int32(cols.count), Int32(k),
-                        1, a.data! + rows.lowerBound * k, Int32(k), b + cols.lowerBound, Int32(ldb), 0,
-                        c + rows.lowerBound * ldc + cols.lowerBound, Int32(ldc))
+            OpenBLAS.sgemm(m: rows.count, n: cols.count, k: k, a: a.data! + rows.lowerBound * k, lda: k,
+                           b: b + cols.lowerBound, ldb: ldb, c: c + rows.lowerBound * ldc + cols.lowerBound, ldc: ldc)
         }
     }
 
