@@ -198,16 +198,19 @@ public final class Model: Sendable {
         //    its kernels. One layer's floats at a time: the file is never held whole.
         let counts = layers.map { $0.parameterCount }
         let floats = counts.reduce(0, +)
+        let largest = max(1, counts.max() ?? 0)
+        if let refusal = checkDataSizeLimit(4 * (floats + largest), for: "\(config.file): loading the parameters") {
+            throw .invalidArgument(refusal)
+        }
         storage = ModelStorage()
         var reader = try WeightsReader(source, name: weightsName, cfg: config.file, floats: floats)
-        let largest = max(1, counts.max() ?? 0)
         let buffer = UnsafeMutablePointer<Float>.allocate(capacity: largest)
         defer { buffer.deallocate() }
         for i in layers.indices where counts[i] > 0 {
             try reader.next(counts[i], into: buffer)
             guard let conv = layers[i].convolution else { continue }
             let (bias, weights) = try conv.fold(buffer, weightsName: weightsName, storage: storage)
-            builder.load(conv, bias: bias, weights: weights)
+            try builder.load(conv, bias: bias, weights: weights)
         }
 
         // 5. The plans, what they chose, and the measurements stored for the next load.

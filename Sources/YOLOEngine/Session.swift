@@ -54,6 +54,7 @@ public final class Session: @unchecked Sendable {
         guard !o1, 4 * (floats + plan.workspacePerThread + model.gemmScratchPerThread) <= model.options.maxActivationBytes else {
             throw .invalidArgument("a session with \(threads) threads\(keepsAllOutputs ? " keeping every layer's output" : "") needs \(bytes >> 20) MiB of activations, over the limit of \(model.options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
         }
+        if let refusal = checkDataSizeLimit(bytes, for: "a session with \(threads) threads") { throw .invalidArgument(refusal) }
         self.model = model
         self.threads = threads
         self.keepsAllOutputs = keepsAllOutputs

@@ -64,6 +64,29 @@ extension CLITests {
         }
     }
 
+    /// A data-size limit too small for the model is a one-line error naming it, not Swift's
+    /// "failed to allocate" abort (exit 134): the parameters are checked against the limit before
+    /// they are read, and each layer's prepared weights (Winograd's are 16/9 or 36/9 the size)
+    /// before they are made.
+    func testADataSizeLimitTooSmallForTheModelIsAnError() throws {
+        if ProcessInfo.processInfo.environment["YOLO_TEST_SANITIZER"] != nil {
+            throw XCTSkip("a sanitizer's shadow memory cannot start under a data-size limit")
+        }
+        let image = try sample("horse.png")
+        let dir = try temporaryDirectory()
+        for (mebibytes, what) in [(40, "loading the parameters"), (96, "preparing layer ")] {
+            let r = try Fixtures.spawn(["/bin/bash", "-c", "ulimit -d \(mebibytes << 10) && exec \"$@\"", "bash", try yoloBinary(),
+                                        "detect", image, "--no-draw", "--plan", "table", "--size", "416"] + modelArgs,
+                                       in: dir, timeout: 120)
+            XCTAssertEqual(r.exitStatus, 1, "\(mebibytes) MiB: \(r.stderr)")
+            let lines = r.stderr.split(separator: "\n")
+            XCTAssertEqual(lines.count, 1, "\(mebibytes) MiB: \(r.stderr)")
+            XCTAssertTrue(r.stderr.hasPrefix("yolo: ") && r.stderr.contains(what)
+                          && r.stderr.contains("the process's data-size limit (ulimit -d) of \(mebibytes) MiB"),
+                          "\(mebibytes) MiB: \(r.stderr)")
+        }
+    }
+
     /// Case 2: finite weights whose decoded boxes overflow (3 classes, weights uniform in
     /// [0, 0.05]): the image fails with an error naming the [yolo] layer; no JSON with null
     /// boxes, no COCO entries with whole-image boxes.

@@ -95,6 +95,19 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         }
     }
 
+    /// About the bytes `prepare` allocates for `conv` (its prepared weights, plus what it holds
+    /// only while preparing), for the data-size check before it: Winograd keeps 16 (F(2x2)) or
+    /// 36 (F(4x4)) transformed values per 9 weights and transforms them into a buffer first.
+    func loadBytes(_ conv: ConvolutionalLayer) -> Int {
+        let weights = conv.filters * conv.columns
+        switch self {
+        case .int8: return weights + 16 * conv.filters
+        case .im2col, .gemm1x1, .directPool: return 4 * weights
+        case .winograd2: return 2 * 4 * weights / 9 * 16
+        case .winograd4: return 2 * 4 * weights / 9 * 36
+        }
+    }
+
     /// Input channels up to which the direct kernel is a candidate: beyond, a 3x3 layer has
     /// enough depth for GEMM-based algorithms to win.
     static let directMaxChannels = 16

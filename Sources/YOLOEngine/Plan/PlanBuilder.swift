@@ -82,13 +82,17 @@ struct PlanBuilder {
     }
 
     /// Decides and prepares layer `conv`'s kernels from its folded weights.
-    mutating func load(_ conv: ConvolutionalLayer, bias: UnsafePointer<Float>, weights: UnsafePointer<Float>) {
+    /// Refuses (names the data-size limit) when preparing an algorithm would not fit in memory.
+    mutating func load(_ conv: ConvolutionalLayer, bias: UnsafePointer<Float>, weights: UnsafePointer<Float>) throws(YOLOError) {
         let i = conv.index
         epilogues[i] = Epilogue(bias: bias, activation: conv.activation)
         var prepared: [ConvAlgorithm: any ConvKernel] = [:]
         let (kernelSet, gemm, loadPool, int8Input) = (kernelSet, gemm, loadPool, planner.int8Inputs[i])
-        let prepare = { (a: ConvAlgorithm) -> any ConvKernel in
-            a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: int8Input)
+        let prepare = { (a: ConvAlgorithm) throws(YOLOError) -> any ConvKernel in
+            if let refusal = checkDataSizeLimit(a.loadBytes(conv), for: "preparing layer \(i) (\(a.rawValue))") {
+                throw .invalidArgument(refusal)
+            }
+            return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: int8Input)
         }
         guard let node = inferenceNode[i] else { return }
         let options = planner.options
@@ -97,7 +101,7 @@ struct PlanBuilder {
         } else if let c = cached[i] {
             chosen[i] = (c.chosen, .cache, c.timings)
         } else if let tuner {
-            let candidates = node.choices.map(prepare)
+            let candidates = try node.choices.map(prepare)
             let start = monotonicNanoseconds()
             let times = tuner.measure(node, candidates: candidates, bias: bias, layerCount: planner.layers.count)
             tuningNanoseconds &+= monotonicNanoseconds() - start
@@ -109,12 +113,12 @@ struct PlanBuilder {
             chosen[i] = (ConvAlgorithm.table(for: conv, candidates: node.choices), .table, [])
         }
         let algorithm = chosen[i]!.0
-        if prepared[algorithm] == nil { prepared[algorithm] = prepare(algorithm) }
+        if prepared[algorithm] == nil { prepared[algorithm] = try prepare(algorithm) }
         // The plan that keeps every output computes each layer on its own: the same algorithm
         // unless that one is fused with the pool.
         if let standalone = inspectionNode[i]?.choices, !standalone.contains(algorithm) {
             let own = ConvAlgorithm.table(for: conv, candidates: standalone)
-            if prepared[own] == nil { prepared[own] = prepare(own) }
+            if prepared[own] == nil { prepared[own] = try prepare(own) }
         }
         kernels[i] = prepared
     }
