@@ -101,12 +101,17 @@ func unsupportedFormatName(_ bytes: [UInt8]) -> String? {
     return nil
 }
 
-/// Throws `zeroSize` or `tooLarge` unless 0 < width * height <= maxPixels.
+/// Throws `zeroSize` or `tooLarge` unless 0 < width * height <= maxPixels, and `unreadable`
+/// when the process's data-size limit (`ulimit -d`) cannot hold the decoded image.
 func checkDimensions(width: Int, height: Int, name: String, maxPixels: Int) throws {
     guard width > 0, height > 0 else { throw ImageError.zeroSize(file: name, width: width, height: height) }
     let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
     guard !overflow, pixels <= maxPixels, pixels <= Int.max / 4 else {
         throw ImageError.tooLarge(file: name, width: width, height: height, maxPixels: maxPixels)
+    }
+    // The decoded RGB pixels (the decoders' own buffers are checked where they are made).
+    if let refusal = checkDataSizeLimit(3 * pixels, for: "decoding \(width) x \(height) pixels") {
+        throw ImageError.unreadable(file: name, reason: refusal)
     }
 }
 

@@ -103,5 +103,8 @@ public func encodeJPEG(_ image: RGBImage, quality: Int = 90, name: String = "JPE
     guard code == YOLO_JPEG_OK, let output else {
         throw ImageError.writeFailed(file: name, reason: "libjpeg: \(stringFromCArray(encoder.pointee.message))")
     }
+    if let refusal = checkDataSizeLimit(Int(size), for: "the JPEG of \(image.width) x \(image.height) pixels") {
+        throw ImageError.writeFailed(file: name, reason: refusal)
+    }
     return Array(UnsafeBufferPointer(start: output, count: Int(size)))
 }

@@ -2,6 +2,7 @@
 // PNGFastPath.swift for the common kinds, else libpng through the shim in Sources/CPNG) and
 // writing (libpng's simplified API).
 import CPNG
+import YOLOCore
 
 /// Decodes a PNG to 8-bit RGB exactly as stb_image would (see `decodeImage`).
 func decodePNG(_ bytes: [UInt8], name: String, maxPixels: Int, fastPath: Bool = true) throws -> RGBImage {
@@ -62,6 +63,9 @@ func encodePNG(_ image: RGBImage, path: String) throws -> [UInt8] {
     // how much it needs if that is not enough.
     let rowBytes = image.width * 3
     var capacity = (rowBytes + 1) * image.height * 101 / 100 + 1024
+    if let refusal = checkDataSizeLimit(capacity, for: "encoding \(image.width) x \(image.height) pixels as PNG") {
+        throw ImageError.writeFailed(file: path, reason: refusal)
+    }
     for _ in 0..<2 {
         var info = png_image()
         info.version = UInt32(PNG_IMAGE_VERSION)

@@ -4,6 +4,7 @@
 // most of a photo's decoding time). The pixels are the ones libpng gives (tests compare both
 // paths on every kind); anything else, or anything wrong with the file, goes to libpng.
 import CPNG
+import YOLOCore
 
 /// The largest image the fast path decodes (16 megapixels: at most 64 MiB of inflated rows).
 let pngFastPathMaxPixels = 1 << 24
@@ -43,7 +44,9 @@ func decodePNGFast(_ bytes: [UInt8], width: Int, height: Int, maxPixels: Int = p
     guard usable, !offsets.isEmpty else { return nil }
     let rowBytes = width * channels
     let (rawCount, overflow) = (rowBytes + 1).multipliedReportingOverflow(by: height)
-    guard !overflow else { return nil }
+    // Where the data-size limit (`ulimit -d`) cannot hold the inflated rows besides the image,
+    // libpng decodes row by row.
+    guard !overflow, checkDataSizeLimit(rawCount + 3 * width * height, for: "") == nil else { return nil }
     // The filtered rows, with padding for the Paeth filter's 4-byte reads.
     let raw = UnsafeMutablePointer<UInt8>.allocate(capacity: rawCount + 8)
     defer { raw.deallocate() }

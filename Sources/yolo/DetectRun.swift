@@ -4,6 +4,7 @@
 import Dispatch
 import Foundation
 import YOLO
+import YOLOCore
 import YOLOText
 import YOLOImage
 import YOLOStream
@@ -126,6 +127,12 @@ struct DetectRun {
                 }
             }
             if let outPath = planned(outputs, result.input.index), let frame = result.image {
+                // The boxes are drawn on a copy (Swift would abort if it cannot allocate one).
+                if let refusal = checkDataSizeLimit(frame.pixels.count, for: "drawing on a copy of the image") {
+                    printError("yolo: \(outPath): \(refusal)")
+                    failed = true
+                    continue
+                }
                 var annotated = RGBImage(width: frame.width, height: frame.height, pixels: frame.pixels)
                 drawDetections(result.detections, on: &annotated, classCount: loaded.classCount)
                 do {

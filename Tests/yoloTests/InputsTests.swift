@@ -87,6 +87,41 @@ extension CLITests {
         }
     }
 
+    /// Under a data-size limit, an image too large to decode, or to draw on, is that image's
+    /// one-line error (the run goes on; exit 1) instead of an abort: a 6000 x 5000 PNG (86 MiB of
+    /// pixels) under 64 MiB, and drawn under a limit that holds the decoded image only once.
+    func testAnImageTooLargeForTheDataSizeLimitIsAnError() throws {
+        if ProcessInfo.processInfo.environment["YOLO_TEST_SANITIZER"] != nil {
+            throw XCTSkip("a sanitizer's shadow memory cannot start under a data-size limit")
+        }
+        let dir = try temporaryDirectory()
+        let model = try Fixtures.tinyModel(in: dir)
+        let made = try Fixtures.spawn(["/usr/bin/env", "ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+                                       "color=c=gray:s=6000x5000", "-frames:v", "1", dir + "/big.png"], in: dir)
+        XCTAssertEqual(made.exitStatus, 0, made.stderr)
+        try Fixtures.png(width: 40, height: 30, Fixtures.noise).write(to: URL(fileURLWithPath: dir + "/small.png"))
+        let binary = try yoloBinary()
+        let limited = { (mebibytes: Int, args: [String]) throws -> Fixtures.Finished in
+            try Fixtures.spawn(["/bin/bash", "-c", "ulimit -d \(mebibytes << 10) && exec \"$@\"", "bash", binary,
+                                "detect"] + args + model, in: dir, timeout: 120)
+        }
+        let r = try limited(64, [dir + "/big.png", dir + "/small.png", "--json", "--no-draw"])
+        XCTAssertEqual(r.exitStatus, 1, r.stderr)
+        XCTAssertTrue(r.stderr.hasPrefix("yolo: \(dir)/big.png: cannot read the file (decoding 6000 x 5000 pixels needs 86 MiB, "
+                                          + "but the process's data-size limit (ulimit -d) of 64 MiB leaves "), r.stderr)
+        XCTAssertTrue(r.stderr.hasSuffix(" MiB: raise the limit)\n"), r.stderr)
+        XCTAssertTrue(r.stdout.contains("small.png\""), "the run went on: \(r.stdout)")
+        // Decoded, but no room for the copy the boxes are drawn on: a limit of what the process
+        // used before decoding (64 MiB less what it left), the image, and 40 MiB.
+        let left = r.stderr.components(separatedBy: "of 64 MiB leaves ").last?.prefix(while: { $0.isNumber })
+        let used = 64 - (Int(left ?? "") ?? 64)
+        let drawn = try limited(used + 86 + 40, [dir + "/big.png", "--output", dir + "/out.png"])
+        XCTAssertEqual(drawn.exitStatus, 1, drawn.stderr)
+        XCTAssertTrue(drawn.stderr.hasPrefix("yolo: \(dir)/out.png: drawing on a copy of the image needs 86 MiB, but the process's "
+                                             + "data-size limit (ulimit -d) of \(used + 86 + 40) MiB leaves "), drawn.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out.png"))
+    }
+
     /// Case 2: finite weights whose decoded boxes overflow (3 classes, weights uniform in
     /// [0, 0.05]): the image fails with an error naming the [yolo] layer; no JSON with null
     /// boxes, no COCO entries with whole-image boxes.
