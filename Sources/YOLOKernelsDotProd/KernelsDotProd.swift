@@ -1,0 +1,35 @@
+// The dotprod level (64-bit ARM with the ARMv8.2 dot product: Cortex-A55, A76 / Raspberry Pi 5,
+// Neoverse N1 and later), built with -target-cpu cortex-a76 (Package.swift): the FP32 kernels as
+// the neon level has them, and INT8 GEMMs whose dot product is sdot (16 s8 x s8 products a q
+// register instruction, B's bytes shifted to s8: Int8SignedB.swift), as one KernelSet. Empty on
+// other architectures.
+#if arch(arm64) || arch(aarch64)
+import YOLOKernels
+import CHints
+import CDot
+
+/// Private to this target: keeps its specializations of the generic kernels apart from every other
+/// target's (distinct symbol names, so the linker never merges copies built for different CPUs).
+enum DotProdTag: GemmISA, WinogradISA, Int8SignedDotProduct {
+    typealias Vector = SIMD4<Float>
+    static var fusedMultiplyAdd: Bool { true }
+    @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
+
+    typealias Acc = SIMD4<Int32>
+    typealias Floats = SIMD4<Float>
+    @inline(__always) static func floats(_ v: SIMD4<Int32>) -> SIMD4<Float> { SIMD4<Float>(v) }
+    @inline(__always) static func signedDot(_ acc: SIMD4<Int32>, _ b: SIMD4<Int32>, _ a: SIMD4<Int32>) -> SIMD4<Int32> {
+        yolo_sdot(acc, b, a)
+    }
+}
+
+public enum KernelsDotProd {
+    /// FP32: GEMM tiles of 8 x 12 with fmla (as neon). INT8: tiles of 8 x 12 int32 sums (24 q
+    /// accumulators), 4 steps of k per sdot.
+    public static var kernelSet: KernelSet {
+        .make(name: "dotprod", requires: [.dotProduct], gemm: GemmKernel8x3<SIMD4<Float>, DotProdTag>.self,
+              kc: 256, nc: 504, winograd: DotProdTag.self, direct: SIMD4<Float>.self, DotProdTag.self)
+            .adding(int8: .make(dot: "sdot", kernel: Int8Kernel8x3<Int8SignedDot<DotProdTag>>.self, kc: 256, nc: 504))
+    }
+}
+#endif
