@@ -93,6 +93,14 @@ static inline __attribute__((always_inline)) yolo_i32x4 yolo_smull_dot(yolo_i32x
 static inline __attribute__((always_inline)) yolo_i32x4 yolo_sdot(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a) {
     return (yolo_i32x4)vdotq_s32((int32x4_t)acc, (int8x16_t)b, (int8x16_t)a);
 }
+#else
+/// The same for a module built without dotprod that imports the dotprod level's code: Embedded
+/// Swift (scripts/arm-check.sh) serializes every body, so its clients must find the name. Only
+/// called where the CPU has sdot (the level requires it); inline assembly needs no -march here.
+static inline __attribute__((always_inline)) yolo_i32x4 yolo_sdot(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a) {
+    __asm__(".arch_extension dotprod\n\tsdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(b), "w"(a));
+    return acc;
+}
 #endif
 #endif  // __aarch64__
 #endif
