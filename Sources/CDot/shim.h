@@ -93,14 +93,27 @@ static inline __attribute__((always_inline)) yolo_i32x4 yolo_smull_dot(yolo_i32x
 static inline __attribute__((always_inline)) yolo_i32x4 yolo_sdot(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a) {
     return (yolo_i32x4)vdotq_s32((int32x4_t)acc, (int8x16_t)b, (int8x16_t)a);
 }
-#else
-/// The same for a module built without dotprod that imports the dotprod level's code: Embedded
-/// Swift (scripts/arm-check.sh) serializes every body, so its clients must find the name. Only
-/// called where the CPU has sdot (the level requires it); inline assembly needs no -march here.
-static inline __attribute__((always_inline)) yolo_i32x4 yolo_sdot(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a) {
-    __asm__(".arch_extension dotprod\n\tsdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(b), "w"(a));
-    return acc;
+
+/// sdot by element: acc + per 32-bit lane the 4 products of the s8 bytes of b and those of lane
+/// `lane` of a (one row's 4 weights), `lane` 0...3.
+static inline __attribute__((always_inline)) yolo_i32x4 yolo_sdot_lane(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a, int lane) {
+    int32x4_t c = (int32x4_t)acc;
+    int8x16_t x = (int8x16_t)b, y = (int8x16_t)a;
+    switch (lane & 3) {
+    case 0: return (yolo_i32x4)vdotq_laneq_s32(c, x, y, 0);
+    case 1: return (yolo_i32x4)vdotq_laneq_s32(c, x, y, 1);
+    case 2: return (yolo_i32x4)vdotq_laneq_s32(c, x, y, 2);
+    default: return (yolo_i32x4)vdotq_laneq_s32(c, x, y, 3);
+    }
 }
+#else
+/// Stand-ins for a module built without dotprod that imports the dotprod level's code: Embedded
+/// Swift (scripts/arm-check.sh) serializes bodies, so its clients must find the names. The level
+/// keeps its kernels in its own object (KernelsDotProd.kernelSet's body is not exported), so
+/// these are never called; should a client ever compile the kernels itself, they trap rather
+/// than compute with code other than the intrinsics above.
+static inline yolo_i32x4 yolo_sdot(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a) { __builtin_trap(); }
+static inline yolo_i32x4 yolo_sdot_lane(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a, int lane) { __builtin_trap(); }
 #endif
 #endif  // __aarch64__
 #endif

@@ -23,13 +23,29 @@ enum DotProdTag: GemmISA, WinogradISA, Int8SignedDotProduct {
     }
 }
 
+extension DotProdTag: Int8SignedDotByLane {
+    @inline(__always)
+    static func signedDot(_ acc: SIMD4<Int32>, _ b: SIMD4<Int32>, _ a: SIMD4<Int32>, lane: Int) -> SIMD4<Int32> {
+        yolo_sdot_lane(acc, b, a, Int32(lane))
+    }
+}
+
 public enum KernelsDotProd {
     /// FP32: GEMM tiles of 8 x 12 with fmla (as neon). INT8: tiles of 8 x 12 int32 sums (24 q
-    /// accumulators), 4 steps of k per sdot.
-    public static var kernelSet: KernelSet {
+    /// accumulators), 4 steps of k per sdot, by element (Int8LaneKernel.swift).
+    /// Its body is not exported (Swift 6.3's `@export(interface)`): Embedded Swift would otherwise
+    /// let a client (scripts/arm-check.sh's programs, built for any ARMv8-A) compile these kernels
+    /// itself instead of calling this module's, built for the A76.
+    #if compiler(>=6.3)
+    public static var kernelSet: KernelSet { @export(interface) get { levelSet } }
+    #else
+    public static var kernelSet: KernelSet { levelSet }
+    #endif
+
+    static var levelSet: KernelSet {
         .make(name: "dotprod", requires: [.dotProduct], gemm: GemmKernel8x3<SIMD4<Float>, DotProdTag>.self,
               kc: 256, nc: 504, winograd: DotProdTag.self, direct: SIMD4<Float>.self, DotProdTag.self)
-            .adding(int8: .make(dot: "sdot", kernel: Int8Kernel8x3<Int8SignedDot<DotProdTag>>.self, kc: 256, nc: 504))
+            .adding(int8: .make(dot: "sdot", kernel: Int8Kernel8x3ByLane<DotProdTag>.self, kc: 256, nc: 504))
     }
 }
 #endif

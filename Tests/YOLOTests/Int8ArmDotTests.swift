@@ -22,6 +22,13 @@ enum SdotModel: Int8SignedDotProduct {
     }
 }
 
+extension SdotModel: Int8SignedDotByLane {
+    /// sdot by element: the 4 bytes of lane `lane` of `a` for every lane of `b`.
+    static func signedDot(_ acc: SIMD4<Int32>, _ b: SIMD4<Int32>, _ a: SIMD4<Int32>, lane: Int) -> SIMD4<Int32> {
+        signedDot(acc, b, SIMD4<Int32>(repeating: a[lane]))
+    }
+}
+
 enum SmullModel: Int8WideningMultiply {
     typealias Floats = SIMD4<Float>
     static func floats(_ v: SIMD4<Int32>) -> SIMD4<Float> { SIMD4<Float>(v) }
@@ -43,7 +50,8 @@ extension Int8KernelTests {
     /// The arm64 levels' INT8 kernels as they are made there (KernelsDotProd, KernelsBaseline),
     /// with the modelled instructions.
     static var armModels: [(String, Int8Functions)] {
-        [("sdot model 8x12", .make(dot: "sdot", kernel: Int8Kernel8x3<Int8SignedDot<SdotModel>>.self, kc: 256, nc: 504)),
+        [("sdot model 8x12", .make(dot: "sdot", kernel: Int8Kernel8x3ByLane<SdotModel>.self, kc: 256, nc: 504)),
+         ("sdot model, broadcast weights, 4x8", .make(dot: "sdot", kernel: Int8Kernel4x2<Int8SignedDot<SdotModel>>.self, kc: 256, nc: 512)),
          ("smull model 4x8", .make(dot: "smull", kernel: Int8Kernel4x2<Int8WideningDot<SmullModel>>.self, kc: 256, nc: 512))]
     }
 
