@@ -10,20 +10,18 @@ import CDot
 
 /// Private to this target: keeps its specializations of the generic kernels apart from every other
 /// target's (distinct symbol names, so the linker never merges copies built for different CPUs).
-enum DotProdTag: GemmISA, WinogradISA, Int8SignedDotProduct {
+enum DotProdTag: GemmISA, WinogradISA {
     typealias Vector = SIMD4<Float>
     static var fusedMultiplyAdd: Bool { true }
     @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
+}
 
-    typealias Acc = SIMD4<Int32>
-    typealias Floats = SIMD4<Float>
+/// The INT8 dot: sdot (CDot), plain and by element.
+extension DotProdTag: Int8SignedDotByLane {
     @inline(__always) static func floats(_ v: SIMD4<Int32>) -> SIMD4<Float> { SIMD4<Float>(v) }
     @inline(__always) static func signedDot(_ acc: SIMD4<Int32>, _ b: SIMD4<Int32>, _ a: SIMD4<Int32>) -> SIMD4<Int32> {
         yolo_sdot(acc, b, a)
     }
-}
-
-extension DotProdTag: Int8SignedDotByLane {
     @inline(__always)
     static func signedDot(_ acc: SIMD4<Int32>, _ b: SIMD4<Int32>, _ a: SIMD4<Int32>, lane: Int) -> SIMD4<Int32> {
         yolo_sdot_lane(acc, b, a, Int32(lane))

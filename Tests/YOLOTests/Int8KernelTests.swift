@@ -70,20 +70,23 @@ final class Int8KernelTests: XCTestCase {
         #if arch(x86_64)
         XCTAssertEqual(KernelLevel.allCases.map(\.rawValue), ["baseline", "avx2", "avx512", "avx512vnni"])
         #endif
-        for (name, kern) in levels {
-            // Tails around MR (4, 8) and NR (8, 16, 32, 48), k around a group (4) and the kc blocks
-            // (256 groups = 1024 steps: k = 1100 and 2100 span 2 and 3 blocks), n past nc (480-512).
-            for (m, n, k) in [(1, 1, 1), (3, 5, 3), (4, 16, 4), (7, 17, 5), (8, 48, 27), (9, 47, 36), (17, 49, 144),
-                              (33, 100, 257), (16, 600, 28), (5, 1, 1100), (12, 97, 2100), (64, 169, 288)] {
-                check(name, kern, m: m, n: n, k: k)
-            }
-            check(name, kern, m: 11, n: 33, k: 19, ldbPad: 5, ldcPad: 3)
-            // Every product at its largest, 2100 deep: a 16-bit saturating path would fail.
-            check(name, kern, m: 9, n: 50, k: 2100, extreme: true)
-            // Row ranges as threads take them (lower bounds multiples of MR), the rest untouched.
-            let mr = kern.mr
-            check(name, kern, m: 4 * mr + 3, n: 70, k: 40, rowRanges: [0..<mr, mr..<3 * mr, 3 * mr..<(4 * mr + 3)])
+        for (name, kern) in levels { checkShapes(name, kern) }
+    }
+
+    /// The shapes every level's INT8 GEMM is checked on.
+    func checkShapes(_ name: String, _ kern: Int8Functions, line: UInt = #line) {
+        // Tails around MR (4, 8) and NR (8, 12, 16, 32, 48), k around a group (4) and the kc blocks
+        // (256 groups = 1024 steps: k = 1100 and 2100 span 2 and 3 blocks), n past nc (480-512).
+        for (m, n, k) in [(1, 1, 1), (3, 5, 3), (4, 16, 4), (7, 17, 5), (8, 48, 27), (9, 47, 36), (17, 49, 144),
+                          (33, 100, 257), (16, 600, 28), (5, 1, 1100), (12, 97, 2100), (64, 169, 288)] {
+            check(name, kern, m: m, n: n, k: k, line: line)
         }
+        check(name, kern, m: 11, n: 33, k: 19, ldbPad: 5, ldcPad: 3, line: line)
+        // Every product at its largest, 2100 deep: a 16-bit saturating path would fail.
+        check(name, kern, m: 9, n: 50, k: 2100, extreme: true, line: line)
+        // Row ranges as threads take them (lower bounds multiples of MR), the rest untouched.
+        let mr = kern.mr
+        check(name, kern, m: 4 * mr + 3, n: 70, k: 40, rowRanges: [0..<mr, mr..<3 * mr, 3 * mr..<(4 * mr + 3)], line: line)
     }
 
     func testGroupedQuantizationMatchesScalarAtEveryLevel() {
