@@ -46,6 +46,12 @@ let avx2Settings: [SwiftSetting] = [optimized]
 let avx512Settings: [SwiftSetting] = [optimized]
 let avx512VNNISettings: [SwiftSetting] = [optimized]
 #endif
+#if arch(arm64) || arch(aarch64)
+// ARMv8.2 + dot product (sdot): Cortex-A55, A76 (Raspberry Pi 5), Neoverse N1 and later.
+let dotProdSettings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("cortex-a76"))]
+#else
+let dotProdSettings: [SwiftSetting] = [optimized]
+#endif
 
 let package = Package(
     name: "yolo-swift",
@@ -71,12 +77,13 @@ let package = Package(
         .target(name: "YOLOKernels", swiftSettings: engineSettings),
         // CPU hints Swift has no words for: prefetch (micro-kernels) and spin-wait pause (header only).
         .systemLibrary(name: "CHints"),
-        .target(name: "YOLOKernelsBaseline", dependencies: ["YOLOKernels", "CHints"], swiftSettings: [optimized]),
-        // 8- and 16-bit dot-product instructions for the INT8 kernels (header only, x86 intrinsics).
+        .target(name: "YOLOKernelsBaseline", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: [optimized]),
+        // 8- and 16-bit dot-product instructions for the INT8 kernels (header only: x86 and ARM intrinsics).
         .systemLibrary(name: "CDot"),
         .target(name: "YOLOKernelsAVX2", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx2Settings),
         .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512Settings),
         .target(name: "YOLOKernelsAVX512VNNI", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512VNNISettings),
+        .target(name: "YOLOKernelsDotProd", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: dotProdSettings),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
         // Shared types and the platform: detections, pixel formats, hardened file access, locks,
@@ -84,7 +91,7 @@ let package = Package(
         .target(name: "YOLOCore", swiftSettings: engineSettings),
         // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
         .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2",
-                                                   "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "CCPUID", "CHints", "COpenBLAS"],
+                                                   "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "CCPUID", "CHints", "COpenBLAS"],
                 swiftSettings: engineSettings),
         // Detection: letterbox, decoding, NMS, Detector.
         .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),

@@ -7,14 +7,18 @@
 #      Sources/YOLOReference (the module the XCTest suites check against too: seeded random
 #      inputs, references in double after Darknet's definitions, the comparisons), over its
 #      tables of shapes; its output bits are also compared with the same program built for
-#      this host;
+#      this host; the INT8 GEMM of the neon level (smull) on both CPUs and of the dotprod level
+#      (sdot) on the A76, bit for bit against the naive integer reference;
 #   2. scripts/arm/Forward.swift: yolov3-tiny on the dog input fixture, both raw heads against
 #      Darknet's (YOLOReference's SampledTensor parses the .samples fixtures and compares: max
 #      abs diff <= 1e-3, channel means <= 1e-4), 1 and 2 threads: with the
 #      engine's own GEMM kernels (the default on aarch64) every convolution algorithm, with
 #      OpenBLAS's sgemm the default one (and on the A76 once more with OpenBLAS's Cortex-A72
 #      kernels forced). The Cortex-A72 pass runs the forwards on 1 thread and leaves the measured
-#      plan and INT8 to the A76 pass: the engine's NEON code is the same on both.
+#      plan to the A76 pass: the engine's FP32 NEON code is the same on both;
+#   3. INT8 (the shipped table, every convolution but the first in INT8): yolov3-tiny's heads bit
+#      for bit equal to this x86 host's, on the A76 with the dotprod level (sdot; 1 and 2 threads)
+#      and on the A72 with the neon level (smull, smlal2, sadalp; 1 thread).
 # Installs what is missing (apt: qemu-user-static, gcc-aarch64-linux-gnu; the arm64 OpenBLAS
 # .debs are downloaded and unpacked into .build/arm-cache, not installed) and fetches the
 # weights. Any build failure or mismatch ends it with a non-zero status and a FAILED line.
@@ -90,7 +94,7 @@ done
 stamp=$( (cat "$0" "${kernel_sources[@]}" "${reference_sources[@]}" "${level_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/* Sources/CHints/* Sources/CDot/*;
           swiftc --version 2>&1; ls -l "$blas") | sha256sum | cut -d' ' -f1)
 emb=(swiftc -target aarch64-none-none-elf -enable-experimental-feature Embedded -wmo -parse-as-library -O
-     -Xcc -isystem -Xcc /usr/aarch64-linux-gnu/include -I scripts/arm/Glibc -I Sources/CHints -I "$out")
+     -Xcc -isystem -Xcc /usr/aarch64-linux-gnu/include -I scripts/arm/Glibc -I Sources/CHints -I Sources/CDot -I "$out")
 if [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$out/kernel-check" ] && [ -x "$out/yolo-forward" ]; then
     say "build: up to date ($out)"
 else
@@ -105,7 +109,9 @@ else
         "${reference_sources[@]}" || fail "building YOLOReference for aarch64 (Embedded Swift)"
     level_objects=()
     for m in "${level_modules[@]}"; do
-        "${emb[@]}" -module-name "$m" -emit-module -emit-module-path "$out/$m.swiftmodule" -c -o "$out/$m.o" \
+        # Each level's CPU, as Package.swift names it for arm64 (the x86 levels compile to nothing here).
+        cpu=(); [ "$m" = YOLOKernelsDotProd ] && cpu=(-target-cpu cortex-a76)
+        "${emb[@]}" "${cpu[@]}" -module-name "$m" -emit-module -emit-module-path "$out/$m.swiftmodule" -c -o "$out/$m.o" \
             Sources/"$m"/*.swift || fail "building $m for aarch64 (Embedded Swift)"
         level_objects+=("$out/$m.o")
     done
@@ -164,23 +170,31 @@ rm -rf "$out/int8-x86"
     || fail "the kernel check fails on this host (run $out/host/kernel-check -v)"
 # qemu hands the host's environment to the guest: OpenBLAS must detect the emulated CPU itself.
 for cpu in cortex-a72 cortex-a76; do
-    qemu=(qemu-aarch64-static -cpu "$cpu" -U OPENBLAS_CORETYPE -U OPENBLAS_L2_SIZE -U OPENBLAS_NUM_THREADS)
+    qemu=(qemu-aarch64-static -cpu "$cpu" -U OPENBLAS_CORETYPE -U OPENBLAS_L2_SIZE -U OPENBLAS_NUM_THREADS -U YOLO_KERNEL_LEVEL)
     say "[$cpu] kernels"
+    t_kernels=$SECONDS
     "${qemu[@]}" "$out/kernel-check" -v > "$out/kernels-$cpu.txt" \
         || { grep -v '^ok \|^digest' "$out/kernels-$cpu.txt" >&2 || true; fail "kernel check on $cpu: mismatches above"; }
     grep -v '^ok \|^digest' "$out/kernels-$cpu.txt"
+    # Which INT8 dot products ran: smull (neon level) on both, sdot (dotprod level) where the CPU has it.
+    int8_dots=("the baseline kernel set's dot product is smull")
+    if [ "$cpu" = cortex-a76 ]; then int8_dots+=("the dotprod kernel set's dot product is sdot"); else int8_dots+=("the dotprod kernel set skipped"); fi
+    for d in "${int8_dots[@]}"; do
+        grep -q "^int8 gemm: $d" "$out/kernels-$cpu.txt" || fail "kernel check on $cpu: no line 'int8 gemm: $d'"
+    done
     grep '^digest ' "$out/kernels-$cpu.txt" | sed 's/ max abs diff [^ ]*//' > "$out/digests-$cpu.txt"
     if cmp -s "$out/digests-host.txt" "$out/digests-$cpu.txt"; then
-        say "[$cpu] kernels: every output bit for bit equal to this host's ($(uname -m))"
+        say "[$cpu] kernels: every output bit for bit equal to this host's ($(uname -m)) ($((SECONDS - t_kernels)) s)"
     else
         diff "$out/digests-host.txt" "$out/digests-$cpu.txt" | head -20 >&2 || true
         fail "kernel outputs on $cpu differ from this host's in the bits above"
     fi
     heads=(weights/yolov3-tiny.cfg weights/yolov3-tiny.weights "$out/dog_input_416.f32"
            Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples)
-    # Our kernels use the NEON that both CPUs have (no dotprod, no fp16 arithmetic), so the A76
-    # pass covers them all; the A72 pass runs each kernel (above), every algorithm on 1 thread and
-    # OpenBLAS's own A72 kernels (below), saving the CI about 5 minutes.
+    # Our FP32 kernels are the same NEON code at both levels (neon on the A72; dotprod, built for
+    # the A76, there: no fp16 arithmetic), so the A76 pass covers them all; the A72 pass runs each
+    # kernel (above), every algorithm on 1 thread and OpenBLAS's own A72 kernels (below), saving
+    # the CI about 5 minutes.
     threads=(1 2); [ "$cpu" = cortex-a76 ] || threads=(1)
     say "[$cpu] yolov3-tiny forward, the engine's own GEMM kernels (ModelOptions.gemm .automatic: NEON), threads ${threads[*]}"
     "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=automatic "${threads[@]}" \
@@ -189,11 +203,15 @@ for cpu in cortex-a72 cortex-a76; do
         say "[$cpu] yolov3-tiny forward, each layer's algorithm measured at load (ModelOptions.planning .measure)"
         "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=automatic conv=winograd plan=measure 1 \
             || fail "yolov3-tiny forward on $cpu with a measured plan does not match Darknet's heads (see above)"
-        say "[$cpu] yolov3-tiny forward, INT8 (the portable integer kernels): heads bit for bit as this host's"
-        "${qemu[@]}" "$out/yolo-forward" weights/yolov3-tiny.cfg "$out/int8-weights/yolov3-tiny.weights" "${heads[@]:2}" \
-            int8="$out/int8-x86" 1 2 \
-            || fail "INT8 forward on $cpu differs from this host's INT8 heads (see above)"
     fi
+    # INT8: the A76 picks the dotprod level (sdot), the A72 the neon level (smull).
+    level=neon; [ "$cpu" = cortex-a76 ] && level=dotprod
+    say "[$cpu] yolov3-tiny forward, INT8 (level $level): heads bit for bit as this host's, threads ${threads[*]}"
+    t_int8=$SECONDS
+    "${qemu[@]}" "$out/yolo-forward" weights/yolov3-tiny.cfg "$out/int8-weights/yolov3-tiny.weights" "${heads[@]:2}" \
+        int8="$out/int8-x86" level=$level "${threads[@]}" \
+        || fail "INT8 forward on $cpu (level $level) differs from this host's INT8 heads (see above)"
+    say "[$cpu] INT8 forward: $((SECONDS - t_int8)) s"
     say "[$cpu] yolov3-tiny forward, OpenBLAS's sgemm (ModelOptions.gemm .openBLAS), threads ${threads[*]}"
     "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=openblas conv=winograd "${threads[@]}" \
         || fail "yolov3-tiny forward on $cpu (OpenBLAS) does not match Darknet's heads (see above)"

@@ -1,8 +1,9 @@
 // 8- and 16-bit dot-product instructions Swift has no words for, for the INT8 kernels
-// (Sources/YOLOKernels/Int8Gemm.swift). Header only: static inline wrappers over the compiler's
-// intrinsics, each compiled only where the importing module's -target-cpu has the instruction
-// (so this header builds in every target, and a kernel target calls only what its CPU has).
-// Vectors cross into Swift as SIMD8<Int32> / SIMD16<Int32> (clang ext_vector_type).
+// (Sources/YOLOKernels/Int8Gemm.swift, Int8SignedB.swift). Header only: static inline wrappers
+// over the compiler's intrinsics, each compiled only where the importing module's -target-cpu has
+// the instruction (so this header builds in every target, and a kernel target calls only what its
+// CPU has). Vectors cross into Swift as SIMD4/8/16<Int32> (clang ext_vector_type): x86 (AVX2,
+// AVX-512, VNNI) and 64-bit ARM (NEON's widening multiplies; ARMv8.2 dotprod's sdot).
 #ifndef YOLO_CDOT_SHIM_H
 #define YOLO_CDOT_SHIM_H
 
@@ -72,4 +73,47 @@ static inline __attribute__((always_inline)) yolo_i32x16 yolo_dpbusd_512(yolo_i3
 #endif
 
 #endif  // __x86_64__
+
+#if defined(__aarch64__)
+#include <arm_neon.h>
+
+typedef int yolo_i32x4 __attribute__((ext_vector_type(4)));
+
+/// smull + smlal2 + sadalp (any ARMv8-A NEON): per 16-bit lane h < 8, p = b[h] * lo[h] +
+/// b[8 + h] * hi[8 + h] (s8 bytes, 16-bit wrapping sum), then acc[j] + p[2j] + p[2j + 1] in
+/// int32 (Int8WideningDot's layout keeps |p| <= 32512, so nothing wraps).
+static inline __attribute__((always_inline)) yolo_i32x4 yolo_smull_dot(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 lo, yolo_i32x4 hi) {
+    int16x8_t p = vmull_s8(vget_low_s8((int8x16_t)b), vget_low_s8((int8x16_t)lo));
+    p = vmlal_high_s8(p, (int8x16_t)b, (int8x16_t)hi);
+    return (yolo_i32x4)vpadalq_s16((int32x4_t)acc, p);
+}
+
+#if defined(__ARM_FEATURE_DOTPROD)
+/// sdot (ARMv8.2 dotprod): acc + per 32-bit lane the 4 products of the s8 bytes of b and a.
+static inline __attribute__((always_inline)) yolo_i32x4 yolo_sdot(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a) {
+    return (yolo_i32x4)vdotq_s32((int32x4_t)acc, (int8x16_t)b, (int8x16_t)a);
+}
+
+/// sdot by element: acc + per 32-bit lane the 4 products of the s8 bytes of b and those of lane
+/// `lane` of a (one row's 4 weights), `lane` 0...3.
+static inline __attribute__((always_inline)) yolo_i32x4 yolo_sdot_lane(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a, int lane) {
+    int32x4_t c = (int32x4_t)acc;
+    int8x16_t x = (int8x16_t)b, y = (int8x16_t)a;
+    switch (lane & 3) {
+    case 0: return (yolo_i32x4)vdotq_laneq_s32(c, x, y, 0);
+    case 1: return (yolo_i32x4)vdotq_laneq_s32(c, x, y, 1);
+    case 2: return (yolo_i32x4)vdotq_laneq_s32(c, x, y, 2);
+    default: return (yolo_i32x4)vdotq_laneq_s32(c, x, y, 3);
+    }
+}
+#else
+/// Stand-ins for a module built without dotprod that imports the dotprod level's code: Embedded
+/// Swift (scripts/arm-check.sh) serializes bodies, so its clients must find the names. The level
+/// keeps its kernels in its own object (KernelsDotProd.kernelSet's body is not exported), so
+/// these are never called; should a client ever compile the kernels itself, they trap rather
+/// than compute with code other than the intrinsics above.
+static inline yolo_i32x4 yolo_sdot(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a) { __builtin_trap(); }
+static inline yolo_i32x4 yolo_sdot_lane(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a, int lane) { __builtin_trap(); }
+#endif
+#endif  // __aarch64__
 #endif

@@ -32,6 +32,11 @@ public protocol Int8DotISA: KernelMetatype {
     static var aBytes: Int { get }
     /// Stores the weights w0...w3 of k = 4g ..< 4g + 4 of one row (`aBytes` bytes at `p`).
     static func packA(_ w0: Int8, _ w1: Int8, _ w2: Int8, _ w3: Int8, into p: UnsafeMutableRawPointer)
+    /// One vector of grouped B as packed B holds it (default: as it is). A dot of signed bytes
+    /// flips each byte's top bit (b - 128 as s8) and declares `activationShift` 128: the driver
+    /// adds 128 x the row's weight sum back through comp (Int8SignedB.swift), so sums stay exact.
+    static func prepareB(_ v: Acc) -> Acc
+    static var activationShift: Int32 { get }
     static func loadB(_ p: UnsafeRawPointer) -> BOperand
     static func loadA(_ p: UnsafeRawPointer) -> AOperand
     /// acc + per lane the sum of 4 products (u8 bytes of b) x (s8 weights of a), exact.
@@ -238,7 +243,7 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
 
     /// Bytes of packed A for m rows of depth k.
     @inlinable @inline(__always)
-    public static func packedASize(m: Int, k: Int) -> Int { roundUp(m, K.mr) * ((k + 3) / 4) * K.Dot.aBytes }
+    public static func packedASize(m: Int, k: Int) -> Int { panelBytes(m: m, k: k) + correctionBytes(m: m) }
 
     /// Packs the s8 weights (m x k, row stride lda): per block of kc groups (at group offset g0,
     /// gl groups) at p + g0 * mPadded * aBytes, the MR-row panels one after the other, each gl
@@ -269,12 +274,13 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
             }
             g0 += gl
         }
+        packCorrections(a, lda: lda, m: m, k: k, into: p + panelBytes(m: m, k: k))
     }
 
     /// Bytes of scratch `gemm` needs: a packed block of B and an MR x NR edge tile.
     @inlinable @inline(__always)
     public static func scratchSize(m: Int, n: Int, k: Int, kc: Int, nc: Int) -> Int {
-        4 * (max(1, blockGroups(groups: (k + 3) / 4, kc: kc)) * roundUp(max(1, min(n, blockWidth(nc))), K.nr) + K.mr * K.nr)
+        4 * (max(1, blockGroups(groups: (k + 3) / 4, kc: kc)) * roundUp(max(1, min(n, blockWidth(nc))), K.nr) + K.mr * K.nr + K.mr)
     }
 
     /// Packs groups 0..<gl, columns 0..<ncl of grouped B (row stride ldb UInt32s) into NR-column
@@ -291,7 +297,7 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
                 var v = 0
                 while v < nr {
                     let x = (src + 4 * (j + v)).loadUnaligned(as: K.Dot.Acc.self)
-                    UnsafeMutableRawPointer(dst + v).storeBytes(of: x, as: K.Dot.Acc.self)
+                    UnsafeMutableRawPointer(dst + v).storeBytes(of: K.Dot.prepareB(x), as: K.Dot.Acc.self)
                     v += w
                 }
                 j += nr
@@ -300,6 +306,7 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
             if rest > 0 {
                 for v in 0..<rest { dst[v] = b[q * ldb + j + v] }
                 for v in rest..<nr { dst[v] = 0 }
+                prepareB(dst)
             }
         }
     }
@@ -323,6 +330,8 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
         let ncMax = roundUp(min(n, nc), nr)
         let bp = scratch.bindMemory(to: UInt32.self, capacity: kcg * ncMax + mr * nr)
         let tile = UnsafeMutableRawPointer(bp + kcg * ncMax).bindMemory(to: Float.self, capacity: mr * nr)
+        let adjusted = UnsafeMutableRawPointer(tile + mr * nr).bindMemory(to: Int32.self, capacity: mr)
+        let corrections = packedA + panelBytes(m: m, k: k)
         var jc = 0
         while jc < n {
             let ncl = min(nc, n - jc)
@@ -336,6 +345,7 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
                 while ib < rowEnd {
                     let ap = aBlock + ib * gl * ab
                     let rows = min(mr, rowEnd - ib)
+                    let cp = finish ? rowComp(comp, corrections, rows: ib..<ib + rows, into: adjusted) : comp + ib
                     var jb = 0
                     while jb < ncl {
                         let cols = min(nr, ncl - jb)
@@ -343,7 +353,7 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
                         let cTile = c + ib * ldc + jc + jb
                         let w = K.Dot.Acc.scalarCount
                         if rows == mr && cols == nr {
-                            K.run(gl, ap, panel, cTile, ldc, accumulate: accumulate, finish: finish, comp: comp + ib,
+                            K.run(gl, ap, panel, cTile, ldc, accumulate: accumulate, finish: finish, comp: cp,
                                   scale: scale + ib)
                         } else if rows == mr {
                             // The last, partial panel: its whole vectors only, then a partial one
@@ -351,29 +361,29 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
                             let whole = cols / w * w
                             for v in Swift.stride(from: 0, to: whole, by: w) {
                                 int8RunVector(mr, gl, ap, panel + 4 * v, bStride: 4 * nr, cTile + v, ldc, accumulate: accumulate,
-                                              finish: finish, comp: comp + ib, scale: scale + ib, K.Dot.self)
+                                              finish: finish, comp: cp, scale: scale + ib, K.Dot.self)
                             }
                             if whole < cols {
                                 int8RunVector(mr, gl, ap, panel + 4 * whole, bStride: 4 * nr, tile, w, accumulate: false,
-                                              finish: false, comp: comp + ib, scale: scale + ib, K.Dot.self)
+                                              finish: false, comp: cp, scale: scale + ib, K.Dot.self)
                                 let sums = UnsafeMutableRawPointer(tile)
                                 for r in 0..<rows {
                                     for j in whole..<cols {
                                         int8StoreScalar(sums.load(fromByteOffset: 4 * (r * w + j - whole), as: Int32.self),
                                                         cTile + r * ldc + j, accumulate: accumulate, finish: finish,
-                                                        comp: comp[ib + r], scale: scale[ib + r])
+                                                        comp: cp[r], scale: scale[ib + r])
                                     }
                                 }
                             }
                         } else {
                             // Edge tile: int32 sums into the scratch tile, merged into C here.
-                            K.run(gl, ap, panel, tile, nr, accumulate: false, finish: false, comp: comp + ib, scale: scale + ib)
+                            K.run(gl, ap, panel, tile, nr, accumulate: false, finish: false, comp: cp, scale: scale + ib)
                             let sums = UnsafeMutableRawPointer(tile)
                             for r in 0..<rows {
                                 for j in 0..<cols {
                                     int8StoreScalar(sums.load(fromByteOffset: 4 * (r * nr + j), as: Int32.self),
                                                     cTile + r * ldc + j, accumulate: accumulate, finish: finish,
-                                                    comp: comp[ib + r], scale: scale[ib + r])
+                                                    comp: cp[r], scale: scale[ib + r])
                                 }
                             }
                         }

@@ -1,9 +1,13 @@
 // The baseline level, compiled for the target's default CPU: SSE2 on x86-64 (GEMM tiles of 4 x 12
 // in xmm registers, no FMA), NEON on arm64 (the "neon" level: 8 x 12 tiles in 32 q registers,
-// fmla). The generic kernels of YOLOKernels specialized for 4-lane vectors, as one KernelSet; its
-// INT8 kernels are the portable ones (exact, not fast: a dot-product level is for later).
+// fmla). The generic kernels of YOLOKernels specialized for 4-lane vectors, as one KernelSet. Its
+// INT8 kernels: on arm64 NEON's widening multiplies (smull, smlal2, sadalp: Int8SignedB.swift; the
+// dotprod level has sdot), on x86-64 the portable ones (exact, not fast).
 import YOLOKernels
 import CHints
+#if arch(arm64) || arch(aarch64)
+import CDot
+#endif
 
 /// Private to this target: keeps its specializations of the generic kernels apart from every other
 /// target's (distinct symbol names, so the linker never merges copies built for different CPUs).
@@ -23,12 +27,21 @@ extension BaselineTag: Int8Lanes {
     @inline(__always) static func floats(_ v: SIMD4<Int32>) -> SIMD4<Float> { SIMD4<Float>(v) }
 }
 
+#if arch(arm64) || arch(aarch64)
+extension BaselineTag: Int8WideningMultiply {
+    @inline(__always)
+    static func wideningDot(_ acc: SIMD4<Int32>, _ b: SIMD4<Int32>, _ lo: SIMD4<Int32>, _ hi: SIMD4<Int32>) -> SIMD4<Int32> {
+        yolo_smull_dot(acc, b, lo, hi)
+    }
+}
+#endif
+
 public enum KernelsBaseline {
     #if arch(arm64) || arch(aarch64)
     public static var kernelSet: KernelSet {
         .make(name: "neon", requires: [], gemm: GemmKernel8x3<SIMD4<Float>, BaselineTag>.self,
               kc: 256, nc: 504, winograd: BaselineTag.self, direct: SIMD4<Float>.self, BaselineTag.self)
-            .adding(int8: .make(dot: "portable", kernel: Int8Kernel4x2<Int8PortableDot<BaselineTag>>.self, kc: 256, nc: 512))
+            .adding(int8: .make(dot: "smull", kernel: Int8Kernel4x2<Int8WideningDot<BaselineTag>>.self, kc: 256, nc: 512))
     }
     #else
     public static var kernelSet: KernelSet {

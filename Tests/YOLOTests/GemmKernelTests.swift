@@ -191,6 +191,7 @@ final class GemmKernelTests: XCTestCase {
         XCTAssertEqual(supported.first, .baseline)
         XCTAssertFalse(supported.contains(.neon))
         XCTAssertNil(KernelLevel.neon.kernelSet, "no NEON on x86")
+        XCTAssertNil(KernelLevel.dotProduct.kernelSet, "no sdot on x86")
         let features = HostCPU.features
         let cpu = (avx2: features.contains(.avx2), avx512: features.contains(.avx512))
         XCTAssertEqual(supported.contains(.avx2), cpu.avx2)
@@ -211,7 +212,13 @@ final class GemmKernelTests: XCTestCase {
             XCTAssertEqual(features.contains(.avxVNNI), cpu.avx2 && flags.contains("avx_vnni"), "AVX-VNNI vs /proc/cpuinfo")
         }
         #elseif arch(arm64) || arch(aarch64)
-        XCTAssertEqual(supported, [.neon])
+        // dotprod where the auxiliary vector says so (HWCAP_ASIMDDP), cross-checked with /proc/cpuinfo.
+        let dot = HostCPU.features.contains(.dotProduct)
+        XCTAssertEqual(supported, dot ? [.neon, .dotProduct] : [.neon])
+        if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+           let line = info.split(separator: "\n").first(where: { $0.hasPrefix("Features") }) {
+            XCTAssertEqual(dot, line.split(separator: " ").contains("asimddp"), "dotprod vs /proc/cpuinfo")
+        }
         XCTAssertNil(KernelLevel.avx2.kernelSet)
         XCTAssertNil(KernelLevel.avx512.kernelSet)
         #endif
@@ -236,5 +243,9 @@ final class GemmKernelTests: XCTestCase {
         XCTAssertTrue(what?.contains("not a kernel level") == true, what ?? "no message")
         XCTAssertEqual(KernelLevel.resolve(request: "neon", supported: x86).0, .avx2)
         XCTAssertTrue(KernelLevel.resolve(request: "neon", supported: [.neon]) == (.neon, nil))
+        XCTAssertTrue(KernelLevel.resolve(request: "neon", supported: [.neon, .dotProduct]) == (.neon, nil))
+        let (noDot, whyNot) = KernelLevel.resolve(request: "dotprod", supported: [.neon])
+        XCTAssertEqual(noDot, .neon)
+        XCTAssertTrue(whyNot?.contains("cannot run") == true, whyNot ?? "no message")
     }
 }

@@ -26,54 +26,41 @@ final class Int8KernelTests: XCTestCase {
         }
     }
 
-    /// C = Float(A · B - comp) * scale for A (m x k s8), B (k x n u8, grouped), against the naive
-    /// Int64 sums; C starts as NaN and its padding columns must stay NaN. `extreme`: every value at
-    /// the end of its range (255 and +-127), where a saturating 16-bit path would go wrong.
+    /// C = Float(A · B - comp) * scale for A (m x k s8), B (k x n u8, grouped), against
+    /// YOLOReference's `Int8GemmCase` (the naive Int64 sums); C starts as NaN and its padding
+    /// columns must stay NaN. `extreme`: every value at the end of its range (255 and +-127),
+    /// where a saturating 16-bit path would go wrong.
     func check(_ name: String, _ kern: Int8Functions, m: Int, n: Int, k: Int, ldbPad: Int = 0, ldcPad: Int = 0,
                extreme: Bool = false, rowRanges: [Range<Int>]? = nil, line: UInt = #line) {
-        let groups = (k + 3) / 4, ldb = n + ldbPad, ldc = n + ldcPad
-        var rng = Random(state: UInt64(m * 131 + n * 17 + k * 7 + ldbPad))
-        let a: [Int8] = (0..<m * k).map { i in extreme ? (i % 3 == 0 ? -127 : 127) : Int8(Int(rng.next() % 255) - 127) }
-        // B's bytes past k (in the last group) hold junk: A's zeros there must cancel it.
-        let bytes: [UInt8] = (0..<groups * 4 * ldb).map { _ in extreme ? 255 : UInt8(rng.next() % 256) }
-        var b = [UInt32](repeating: 0, count: groups * ldb)
-        for g in 0..<groups { for j in 0..<ldb { for i in 0..<4 {
-            b[g * ldb + j] |= UInt32(bytes[(4 * g + i) * ldb + j]) << UInt32(8 * i)
-        } } }
-        let comp: [Int32] = (0..<m).map { _ in Int32(rng.next() % 100_000) - 50_000 }
-        let scale: [Float] = (0..<m).map { _ in rng.float(1e-4, 2e-2) }
-        var c = [Float](repeating: .nan, count: m * ldc)
-        var packed = [UInt8](repeating: 0xEE, count: kern.packedASize(m: m, k: k))
-        var scratch = [UInt8](repeating: 0xEE, count: kern.scratchSize(m: m, n: n, k: k))
-        a.withUnsafeBufferPointer { pa in
-            packed.withUnsafeMutableBytes { kern.packA(pa.baseAddress!, lda: k, m: m, k: k, into: $0.baseAddress!) }
-        }
-        packed.withUnsafeBytes { pa in b.withUnsafeBufferPointer { pb in c.withUnsafeMutableBufferPointer { pc in
-            scratch.withUnsafeMutableBytes { ps in
-                for rows in rowRanges ?? [0..<m] {
-                    kern.gemm(m: m, n: n, k: k, packedA: pa.baseAddress!, b: pb.baseAddress!, ldb: ldb, c: pc.baseAddress!, ldc: ldc,
-                              comp: comp, scale: scale, scratch: ps.baseAddress!, rows: rows)
-                }
-            }
-        } } }
+        var rng = SeededRandom(seed: UInt64(m * 131 + n * 17 + k * 7 + ldbPad))
+        let t = Int8GemmCase(m: m, n: n, k: k, ldbPad: ldbPad, ldcPad: ldcPad, extreme: extreme, rng: &rng)
+        let c = Self.run(kern, t, rowRanges: rowRanges ?? [0..<m])
+        let want = t.expected(untouched: .nan)
         var bad = 0
-        for i in 0..<m {
-            for j in 0..<ldc {
-                let got = c[i * ldc + j]
-                if j >= n {
-                    if !got.isNaN { bad += 1 }
-                    continue
-                }
-                var sum: Int64 = 0
-                for p in 0..<k { sum += Int64(a[i * k + p]) * Int64(bytes[p * ldb + j]) }
-                let want = Float(Int32(sum) &- comp[i]) * scale[i]
-                if got.bitPattern != want.bitPattern {
-                    if bad < 3 { XCTFail("\(name) \(m)x\(n)x\(k): C[\(i), \(j)] = \(got), want \(want)", line: line) }
-                    bad += 1
-                }
-            }
+        for i in 0..<c.count where c[i].bitPattern != want[i].bitPattern {
+            if bad < 3 { XCTFail("\(name) \(m)x\(n)x\(k): C[\(i / t.ldc), \(i % t.ldc)] = \(c[i]), want \(want[i])", line: line) }
+            bad += 1
         }
         XCTAssertEqual(bad, 0, "\(name) \(m)x\(n)x\(k) ldb+\(ldbPad) ldc+\(ldcPad): \(bad) wrong entries", line: line)
+    }
+
+    /// `t` through `kern` (packA, then gemm over `rowRanges`), C starting as NaN.
+    static func run(_ kern: Int8Functions, _ t: Int8GemmCase, rowRanges: [Range<Int>]) -> [Float] {
+        var c = [Float](repeating: .nan, count: t.m * t.ldc)
+        var packed = [UInt8](repeating: 0xEE, count: kern.packedASize(m: t.m, k: t.k))
+        var scratch = [UInt8](repeating: 0xEE, count: kern.scratchSize(m: t.m, n: t.n, k: t.k))
+        t.a.withUnsafeBufferPointer { pa in
+            packed.withUnsafeMutableBytes { kern.packA(pa.baseAddress!, lda: t.k, m: t.m, k: t.k, into: $0.baseAddress!) }
+        }
+        packed.withUnsafeBytes { pa in t.b.withUnsafeBufferPointer { pb in c.withUnsafeMutableBufferPointer { pc in
+            scratch.withUnsafeMutableBytes { ps in
+                for rows in rowRanges {
+                    kern.gemm(m: t.m, n: t.n, k: t.k, packedA: pa.baseAddress!, b: pb.baseAddress!, ldb: t.ldb, c: pc.baseAddress!,
+                              ldc: t.ldc, comp: t.comp, scale: t.scale, scratch: ps.baseAddress!, rows: rows)
+                }
+            }
+        } } }
+        return c
     }
 
     func testGemmSumsAreExactAtEveryLevel() {
@@ -83,20 +70,23 @@ final class Int8KernelTests: XCTestCase {
         #if arch(x86_64)
         XCTAssertEqual(KernelLevel.allCases.map(\.rawValue), ["baseline", "avx2", "avx512", "avx512vnni"])
         #endif
-        for (name, kern) in levels {
-            // Tails around MR (4, 8) and NR (8, 16, 32, 48), k around a group (4) and the kc blocks
-            // (256 groups = 1024 steps: k = 1100 and 2100 span 2 and 3 blocks), n past nc (480-512).
-            for (m, n, k) in [(1, 1, 1), (3, 5, 3), (4, 16, 4), (7, 17, 5), (8, 48, 27), (9, 47, 36), (17, 49, 144),
-                              (33, 100, 257), (16, 600, 28), (5, 1, 1100), (12, 97, 2100), (64, 169, 288)] {
-                check(name, kern, m: m, n: n, k: k)
-            }
-            check(name, kern, m: 11, n: 33, k: 19, ldbPad: 5, ldcPad: 3)
-            // Every product at its largest, 2100 deep: a 16-bit saturating path would fail.
-            check(name, kern, m: 9, n: 50, k: 2100, extreme: true)
-            // Row ranges as threads take them (lower bounds multiples of MR), the rest untouched.
-            let mr = kern.mr
-            check(name, kern, m: 4 * mr + 3, n: 70, k: 40, rowRanges: [0..<mr, mr..<3 * mr, 3 * mr..<(4 * mr + 3)])
+        for (name, kern) in levels { checkShapes(name, kern) }
+    }
+
+    /// The shapes every level's INT8 GEMM is checked on.
+    func checkShapes(_ name: String, _ kern: Int8Functions, line: UInt = #line) {
+        // Tails around MR (4, 8) and NR (8, 12, 16, 32, 48), k around a group (4) and the kc blocks
+        // (256 groups = 1024 steps: k = 1100 and 2100 span 2 and 3 blocks), n past nc (480-512).
+        for (m, n, k) in [(1, 1, 1), (3, 5, 3), (4, 16, 4), (7, 17, 5), (8, 48, 27), (9, 47, 36), (17, 49, 144),
+                          (33, 100, 257), (16, 600, 28), (5, 1, 1100), (12, 97, 2100), (64, 169, 288)] {
+            check(name, kern, m: m, n: n, k: k, line: line)
         }
+        check(name, kern, m: 11, n: 33, k: 19, ldbPad: 5, ldcPad: 3, line: line)
+        // Every product at its largest, 2100 deep: a 16-bit saturating path would fail.
+        check(name, kern, m: 9, n: 50, k: 2100, extreme: true, line: line)
+        // Row ranges as threads take them (lower bounds multiples of MR), the rest untouched.
+        let mr = kern.mr
+        check(name, kern, m: 4 * mr + 3, n: 70, k: 40, rowRanges: [0..<mr, mr..<3 * mr, 3 * mr..<(4 * mr + 3)], line: line)
     }
 
     func testGroupedQuantizationMatchesScalarAtEveryLevel() {

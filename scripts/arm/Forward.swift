@@ -4,18 +4,19 @@
 // compared by YOLOReference's SampledTensor, as in the XCTest suites), for every convolution
 // algorithm and each thread count given. Not part of the SwiftPM package.
 //
-// Usage: yolo-forward CFG WEIGHTS INPUT.f32 HEAD0.samples HEAD1.samples [gemm=NAME] [conv=NAME]... [int8=DIR] THREADS...
+// Usage: yolo-forward CFG WEIGHTS INPUT.f32 HEAD0.samples HEAD1.samples [gemm=NAME] [conv=NAME]... [int8=DIR] [level=NAME] THREADS...
 // (gemm=automatic|kernels|openblas: ModelOptions.gemm, default automatic, which on aarch64 is the
 // engine's own NEON kernels; conv=winograd|winograd2|im2col, repeatable: those algorithms only,
 // default all of them; plan=measure: each convolution's algorithm measured at load, marked * in
 // the plan printed, instead of the fixed table; int8=DIR: --precision int8 with the table next to the
 // weights, whose heads must equal DIR/head0.f32 and DIR/head1.f32, written by `yolo heads
-// --precision int8` on x86, bit for bit: the integer path is exact on every CPU.) Each session's
+// --precision int8` on x86, bit for bit: the integer path is exact on every CPU; level=NAME: fails
+// unless the engine's kernel level is NAME, e.g. dotprod, whose INT8 dot is sdot.) Each session's
 // worker threads are counted (/proc/self/task), so a pool that silently fell back to running
 // its parts in turn fails the check.
 // Exit status 0 when every head of every run is within the tolerances, 1 otherwise.
 import YOLOCore
-import YOLOEngine
+@_spi(Kernels) import YOLOEngine
 import YOLOReference
 
 /// Max abs difference of the sampled values (as the XCTest reference tests).
@@ -80,6 +81,15 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
     var int8Heads: String? = nil
     for a in args[6...] {
         if a.hasPrefix("int8=") { int8Heads = String(a.dropFirst(5)); continue }
+        if a.hasPrefix("level=") {
+            let int8 = KernelLevel.selected.kernelSet?.int8
+            print("engine: kernel level \(KernelLevel.selected.rawValue), INT8 dot product \(int8?.dot ?? "none") (\(int8?.mr ?? 0) x \(int8?.nr ?? 0) tiles)")
+            guard KernelLevel.selected.rawValue == a.dropFirst(6) else {
+                print("forward: FAILED: the kernel level is \(KernelLevel.selected.rawValue), not \(a.dropFirst(6))")
+                return false
+            }
+            continue
+        }
         if a == "plan=measure" { planning = .measure(cacheDirectory: nil); continue }
         if a.hasPrefix("conv=") {
             guard let c = ModelOptions.Convolution.allCases.first(where: { "conv=" + name($0) == a }) else {

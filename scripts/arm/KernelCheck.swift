@@ -4,11 +4,15 @@
 // SeededRandom, over the tables of shapes below (odd sizes, vector tails, borders). Not part of
 // the SwiftPM package. Exit status 0 when everything matches, 1 otherwise. Also builds for the
 // host (plain swiftc), so the same checks can run on x86_64; each check prints a digest of the
-// kernel's output bits, which arm-check.sh compares between the two.
+// kernel's output bits, which arm-check.sh compares between the two. The INT8 GEMMs: the baseline
+// set's (smull on aarch64) and, on a CPU with the dot product, the dotprod level's (sdot).
 import Glibc
 import YOLOKernels
 import YOLOKernelsBaseline
 import YOLOReference
+#if arch(arm64) || arch(aarch64)
+import YOLOKernelsDotProd
+#endif
 
 // MARK: - Bookkeeping
 
@@ -355,6 +359,52 @@ func checkDirectConv() {
     }
 }
 
+// MARK: - INT8 GEMM
+
+/// One level's INT8 GEMM (packA, then gemm over two row ranges split at a multiple of MR) against
+/// YOLOReference's Int8GemmCase bit for bit (the int32 sums are exact at every level): tails of
+/// the tile, of k's groups of 4 and of the kc and nc blocks, padded strides, every value at the
+/// end of its range 2100 deep (where 16-bit sums would wrap). `crossArch`: its digests are
+/// compared with the host's (the baseline set: smull here, the portable dot on x86).
+func checkInt8Gemm(_ name: String, _ kern: Int8Functions, crossArch: Bool) {
+    let sentinel: Float = -12345
+    for (m, n, k, pad, extreme) in [(1, 1, 1, 0, false), (3, 5, 3, 0, false), (4, 16, 4, 0, false), (7, 17, 5, 0, false),
+                                    (8, 48, 27, 0, false), (9, 47, 36, 0, false), (17, 49, 144, 0, false), (33, 100, 257, 0, false),
+                                    (16, 600, 28, 0, false), (5, 1, 1100, 0, false), (12, 97, 2100, 0, false), (11, 33, 19, 5, false),
+                                    (9, 50, 2100, 0, true)] {
+        let t = Int8GemmCase(m: m, n: n, k: k, ldbPad: pad, ldcPad: pad, extreme: extreme, rng: &rng)
+        var packed = [UInt8](repeating: 0xEE, count: kern.packedASize(m: m, k: k))
+        var scratch = [UInt8](repeating: 0xEE, count: kern.scratchSize(m: m, n: n, k: k))
+        var c = [Float](repeating: sentinel, count: m * t.ldc)
+        let split = min(m, (m / 2) / kern.mr * kern.mr)
+        t.a.withUnsafeBufferPointer { pa in packed.withUnsafeMutableBytes { kern.packA(pa.baseAddress!, lda: k, m: m, k: k, into: $0.baseAddress!) } }
+        for rows in [0..<split, split..<m] where !rows.isEmpty {
+            packed.withUnsafeBytes { pa in t.b.withUnsafeBufferPointer { pb in scratch.withUnsafeMutableBytes { ps in ptr(&c) {
+                kern.gemm(m: m, n: n, k: k, packedA: pa.baseAddress!, b: pb.baseAddress!, ldb: t.ldb, c: $0, ldc: t.ldc,
+                          comp: t.comp, scale: t.scale, scratch: ps.baseAddress!, rows: rows)
+            } } } }
+        }
+        expect("int8 gemm \(name) m=\(m) n=\(n) k=\(k)\(pad > 0 ? " strides +\(pad)" : "")\(extreme ? " extreme" : "") rows split at \(split)",
+               c, t.expected(untouched: sentinel), crossArch: crossArch)
+    }
+}
+
+func checkInt8Gemms() {
+    // Named alike on every CPU (the digests are compared with the host's); the dot is said apart.
+    print("int8 gemm: the baseline kernel set's dot product is \(baseline.int8!.dot) (\(baseline.int8!.mr) x \(baseline.int8!.nr) tiles)")
+    checkInt8Gemm("baseline kernel set", baseline.int8!, crossArch: true)
+    #if arch(arm64) || arch(aarch64)
+    // AT_HWCAP (16), HWCAP_ASIMDDP (1 << 20): sdot would be an illegal instruction without it.
+    if getauxval(16) & (1 << 20) != 0 {
+        let dot = KernelsDotProd.kernelSet.int8!
+        print("int8 gemm: the dotprod kernel set's dot product is \(dot.dot) (\(dot.mr) x \(dot.nr) tiles)")
+        checkInt8Gemm("dotprod kernel set", dot, crossArch: false)
+    } else {
+        print("int8 gemm: the dotprod kernel set skipped: this CPU has no asimddp")
+    }
+    #endif
+}
+
 // MARK: - Main
 
 @_cdecl("main")
@@ -367,7 +417,8 @@ func main(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
     for v in winogradVariants + simdVariants { checkWinograd(v) }
     checkGemms()
     checkDirectConv()
+    checkInt8Gemms()
     if verbose { for l in lines { print(l) } }
-    print("kernels: \(checks) checks (activate, biasActivate x \(Activation.allCases.count) activations; im2col; maxPool, maxPool2x2, maxPool2x2Stride1; upsampleNearest; add; Winograd F(2x2,3x3) and F(4x4,3x3) kernel, input, output transforms and end to end, scalar and the baseline kernel set's SIMD ones; packed GEMM: 4 generic micro-kernel instantiations and the baseline kernel set's; direct 3x3 convolution + 2x2 max pool), \(failures) mismatches")
+    print("kernels: \(checks) checks (activate, biasActivate x \(Activation.allCases.count) activations; im2col; maxPool, maxPool2x2, maxPool2x2Stride1; upsampleNearest; add; Winograd F(2x2,3x3) and F(4x4,3x3) kernel, input, output transforms and end to end, scalar and the baseline kernel set's SIMD ones; packed GEMM: 4 generic micro-kernel instantiations and the baseline kernel set's; direct 3x3 convolution + 2x2 max pool; INT8 GEMM of the baseline kernel set, and of the dotprod one where the CPU has sdot), \(failures) mismatches")
     return failures == 0 ? 0 : 1
 }

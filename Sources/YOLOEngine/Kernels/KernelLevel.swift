@@ -7,6 +7,8 @@ import YOLOKernelsBaseline
 import YOLOKernelsAVX2
 import YOLOKernelsAVX512
 import YOLOKernelsAVX512VNNI
+#elseif arch(arm64) || arch(aarch64)
+import YOLOKernelsDotProd
 #endif
 
 /// Every kernel set this build has, lowest first. Adding a level: a target exporting a
@@ -18,6 +20,8 @@ enum KernelRegistry {
         sets.append(KernelsAVX2.kernelSet)
         sets.append(KernelsAVX512.kernelSet)
         sets.append(KernelsAVX512VNNI.kernelSet)
+        #elseif arch(arm64) || arch(aarch64)
+        sets.append(KernelsDotProd.kernelSet)
         #endif
         return sets
     }()
@@ -25,7 +29,7 @@ enum KernelRegistry {
 
 /// A level of the engine's own kernels, named as YOLO_KERNEL_LEVEL spells it: `baseline` (x86-64
 /// SSE2), `avx2` (AVX2 + FMA), `avx512` (AVX-512 F/CD/BW/DQ/VL), `avx512vnni` (+ VNNI: INT8 dot
-/// products), `neon` (arm64). Which levels
+/// products), `neon` (arm64), `dotprod` (arm64 with the ARMv8.2 dot product: sdot). Which levels
 /// exist is data (`KernelRegistry`); the static members are conveniences.
 public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String
@@ -42,6 +46,7 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let avx512 = KernelLevel("avx512")
     public static let avx512VNNI = KernelLevel("avx512vnni")
     public static let neon = KernelLevel("neon")
+    public static let dotProduct = KernelLevel("dotprod")
 
     public var description: String { rawValue }
 
@@ -83,8 +88,8 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
         guard let request, !request.isEmpty else { return (best, nil) }
         let name = request.lowercased()
         if let level = supported.first(where: { $0.rawValue == name }) { return (level, nil) }
-        guard allCases.contains(where: { $0.rawValue == name }) || name == KernelLevel.neon.rawValue
-                || [KernelLevel.baseline, .avx2, .avx512, .avx512VNNI].contains(where: { $0.rawValue == name }) else {
+        guard allCases.contains(where: { $0.rawValue == name })
+                || [KernelLevel.baseline, .avx2, .avx512, .avx512VNNI, .neon, .dotProduct].contains(where: { $0.rawValue == name }) else {
             let names = allCases.map { $0.rawValue }.joined(separator: ", ")
             return (best, "YOLO_KERNEL_LEVEL=\(request) is not a kernel level (\(names)); using \(best.rawValue)")
         }
