@@ -144,20 +144,6 @@ public enum PackedGemm<K: GemmMicroKernel> {
         }
     }
 
-    /// dst[rows x cols] (row stride ldd) = (or +=) src (row stride lds).
-    @inlinable @inline(__always)
-    static func copyTile(_ src: UnsafeMutablePointer<Float>, _ lds: Int, rows: Int, cols: Int,
-                         to dst: UnsafeMutablePointer<Float>, _ ldd: Int, accumulate: Bool) {
-        for r in 0..<rows {
-            let s = src + r * lds, d = dst + r * ldd
-            if accumulate {
-                for j in 0..<cols { d[j] += s[j] }
-            } else {
-                for j in 0..<cols { d[j] = s[j] }
-            }
-        }
-    }
-
     /// C[m x n] (row stride ldc >= n) = A · B[k x n] (row stride ldb >= n), with A packed by
     /// `packA` (same kc) and `scratch` holding `scratchSize(m:n:k:kc:nc:)` floats. Only rows
     /// `rowStart..<rowEnd` of C are computed (rowStart a multiple of MR; by default all): threads
@@ -200,7 +186,7 @@ public enum PackedGemm<K: GemmMicroKernel> {
                                 K.run(kcl, ap, bPanel, cTile, ldc, accumulate: accumulate)
                             } else {
                                 K.run(kcl, ap, bPanel, tile, nr, accumulate: false)
-                                copyTile(tile, nr, rows: rows, cols: nr, to: cTile, ldc, accumulate: accumulate)
+                                gemmCopyTile(tile, nr, rows: rows, cols: nr, to: cTile, ldc, accumulate: accumulate)
                             }
                         } else {
                             // The last, partial panel: one vector of columns at a time, the
@@ -218,7 +204,7 @@ public enum PackedGemm<K: GemmMicroKernel> {
                                     K.runVector(kcl, ap, bPanel + j, bStride: nr, cTile + j, ldc, accumulate: accumulate)
                                 } else {
                                     K.runVector(kcl, ap, bPanel + j, bStride: nr, tile, w, accumulate: false)
-                                    copyTile(tile, w, rows: rows, cols: vcols, to: cTile + j, ldc, accumulate: accumulate)
+                                    gemmCopyTile(tile, w, rows: rows, cols: vcols, to: cTile + j, ldc, accumulate: accumulate)
                                 }
                                 j += w
                             }
@@ -230,6 +216,21 @@ public enum PackedGemm<K: GemmMicroKernel> {
                 pc += kcl
             }
             jc += ncl
+        }
+    }
+}
+
+/// dst[rows x cols] (row stride ldd) = (or +=) src (row stride lds): an edge tile computed whole
+/// in scratch, merged into C (here and in BF16Gemm.swift).
+@inlinable @inline(__always)
+func gemmCopyTile(_ src: UnsafeMutablePointer<Float>, _ lds: Int, rows: Int, cols: Int,
+                  to dst: UnsafeMutablePointer<Float>, _ ldd: Int, accumulate: Bool) {
+    for r in 0..<rows {
+        let s = src + r * lds, d = dst + r * ldd
+        if accumulate {
+            for j in 0..<cols { d[j] += s[j] }
+        } else {
+            for j in 0..<cols { d[j] = s[j] }
         }
     }
 }
