@@ -23,7 +23,8 @@ let precisionUsage = """
 func applyPrecisionOptions(_ a: Arguments, to options: inout ModelOptions) throws {
     if let p = a.string("precision") {
         guard let precision = Precision(rawValue: p.lowercased()) else {
-            throw UsageError("--precision \(p): expected \(Precision.allCases.map(\.rawValue).joined(separator: " or "))")
+            let names = Precision.allCases.map(\.rawValue)
+            throw UsageError("--precision \(p): expected \(names.dropLast().joined(separator: ", ")) or \(names.last!)")
         }
         options.precision = precision
     }
