@@ -13,10 +13,11 @@
 //   GEMM (bias, activation, Winograd output transforms).
 //
 // Tails: rows past m and columns past n are zero in the packed panels, as is the last pair's
-// second step when k is odd; edge tiles are computed into a scratch tile and copied out; the last,
-// partial NR panel goes one vector of columns at a time. The FP32 GEMM's calling convention
-// (`GemmFunctions`, packed A in float-sized words) so that every GEMM user of the engine can run
-// either. Generic and @inlinable: the AVX-512 BF16 target instantiates it with its instructions.
+// second step when k is odd; edge tiles are computed into a scratch tile and copied out, the last,
+// partial NR panel one vector of columns at a time (gemmBlockTiles, PackedGemm.swift). The FP32
+// GEMM's calling convention (`GemmFunctions`, packed A in float-sized words), so that every GEMM
+// user of the engine can run either. Generic and @inlinable: the AVX-512 BF16 target instantiates
+// it with its instructions.
 
 /// The bfloat16 (upper 16 bits of a float) vcvtne2ps2bf16 makes of `x`: rounded to nearest even;
 /// a NaN stays a NaN (made quiet); a denormal counts as a zero of its sign (the instruction works
@@ -249,40 +250,15 @@ public enum BF16PackedGemm<D: BF16DotISA> {
                 let accumulate = p0 > 0
                 packB(b + 2 * p0 * ldb + jc, ldb: ldb, steps: min(2 * pl, k - 2 * p0), ncl: ncl, into: bp)
                 let aBlock = packedA + p0 * mPadded
-                var ib = rowStart
-                while ib < rowEnd {
-                    let ap = aBlock + ib * pl
-                    let rows = min(mr, rowEnd - ib)
-                    var jb = 0
-                    while jb < ncl {
-                        let cols = min(nr, ncl - jb)
-                        let panel = UnsafePointer(bp + jb * pl)
-                        let cTile = c + ib * ldc + jc + jb
-                        if cols == nr {
-                            if rows == mr {
-                                K.run(pl, ap, panel, cTile, ldc, accumulate: accumulate)
-                            } else {
-                                K.run(pl, ap, panel, tile, nr, accumulate: false)
-                                gemmCopyTile(tile, nr, rows: rows, cols: nr, to: cTile, ldc, accumulate: accumulate)
-                            }
-                        } else {
-                            // The last, partial panel: one vector of columns at a time.
-                            var j = 0
-                            while j < cols {
-                                let vcols = min(w, cols - j)
-                                if rows == mr && vcols == w {
-                                    K.runVector(pl, ap, panel + j, bStride: nr, cTile + j, ldc, accumulate: accumulate)
-                                } else {
-                                    K.runVector(pl, ap, panel + j, bStride: nr, tile, w, accumulate: false)
-                                    gemmCopyTile(tile, w, rows: rows, cols: vcols, to: cTile + j, ldc, accumulate: accumulate)
-                                }
-                                j += w
-                            }
-                        }
-                        jb += nr
-                    }
-                    ib += mr
-                }
+                gemmBlockTiles(mr: mr, nr: nr, w: w, rows: rowStart..<rowEnd, ncl: ncl, c: c + jc, ldc: ldc, tile: tile,
+                               accumulate: accumulate, columnsBelow: 0,
+                               run: { ib, jb, dst, ldd, acc in
+                                   K.run(pl, aBlock + ib * pl, bp + jb * pl, dst, ldd, accumulate: acc)
+                               },
+                               runVector: { ib, jb, j, dst, ldd, acc in
+                                   K.runVector(pl, aBlock + ib * pl, bp + jb * pl + j, bStride: nr, dst, ldd, accumulate: acc)
+                               },
+                               runColumn: { _, _, _, _, _, _, _ in })
                 p0 += pl
             }
             jc += ncl

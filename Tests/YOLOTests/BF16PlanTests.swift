@@ -14,12 +14,7 @@ final class BF16PlanTests: XCTestCase {
         try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights, options: options)
     }
 
-    func heads(_ model: Model) throws -> [Float] {
-        var rng = SeededRandom(seed: 5)
-        let session = try Session(model: model, threads: 2)
-        try session.forward((0..<session.input.count).map { _ in rng.float(0, 1) })
-        return Array(session.heads[0].raw)
-    }
+    func heads(_ model: Model) throws -> [Float] { try PlanTests.heads(model, threads: 2) }
 
     func requireBF16() throws {
         guard KernelLevel.selected.bf16Kernels != nil else {
