@@ -29,10 +29,13 @@ let avx2Settings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "has
 let avx512Settings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "skylake-avx512"])]
 // The same + AVX-512 VNNI (vpdpbusd): Cascade Lake, Ice Lake and later, Zen 4 and later.
 let avx512VNNISettings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "cascadelake"])]
+// The BF16 GEMM: the same + AVX-512 BF16 (vdpbf16ps): Cooper Lake, Sapphire Rapids, Zen 4 and later.
+let avx512BF16Settings: [SwiftSetting] = [optimized, .unsafeFlags(["-target-cpu", "cooperlake"])]
 #else
 let avx2Settings: [SwiftSetting] = [optimized]
 let avx512Settings: [SwiftSetting] = [optimized]
 let avx512VNNISettings: [SwiftSetting] = [optimized]
+let avx512BF16Settings: [SwiftSetting] = [optimized]
 #endif
 #if arch(arm64) || arch(aarch64)
 // ARMv8.2 + dot product (sdot): Cortex-A55, A76 (Raspberry Pi 5), Neoverse N1 and later.
@@ -72,6 +75,7 @@ let package = Package(
         .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512Settings),
         .target(name: "YOLOKernelsAVX512VNNI", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512VNNISettings),
         .target(name: "YOLOKernelsDotProd", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: dotProdSettings),
+        .target(name: "YOLOKernelsAVX512BF16", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512BF16Settings),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
         // Shared types and the platform: detections, pixel formats, hardened file access, locks,
@@ -79,7 +83,7 @@ let package = Package(
         .target(name: "YOLOCore", swiftSettings: engineSettings),
         // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
         .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2",
-                                                   "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "CCPUID", "CHints", "COpenBLAS"],
+                                                   "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "YOLOKernelsAVX512BF16", "CCPUID", "CHints", "COpenBLAS"],
                 swiftSettings: engineSettings),
         // Detection: letterbox, decoding, NMS, Detector.
         .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),

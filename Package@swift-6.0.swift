@@ -10,8 +10,8 @@ import PackageDescription
 // one thing: Swift 6.0's compiler hands `-target-cpu` to its C importer as `-mcpu=`, which clang
 // refuses for x86 ("error: unsupported option '-mcpu=' for target 'x86_64-pc-linux-gnu'"), so on
 // x86 the CPU is named with `-Xcc -march=`: Swift takes its code generation CPU and features
-// from the C importer's target, so the AVX2, AVX-512 and AVX-512 VNNI levels get the same
-// instructions.
+// from the C importer's target, so the AVX2, AVX-512 and AVX-512 VNNI levels and the BF16 GEMM get
+// the same instructions.
 
 // Release builds are portable by default (baseline x86-64 / ARMv8). The hot GEMMs run in
 // OpenBLAS, which picks its own kernels at run time, so the portable build loses little.
@@ -41,10 +41,13 @@ let avx2Settings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("haswell"))]
 let avx512Settings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("skylake-avx512"))]
 // The same + AVX-512 VNNI (vpdpbusd): Cascade Lake, Ice Lake and later, Zen 4 and later.
 let avx512VNNISettings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("cascadelake"))]
+// The BF16 GEMM: the same + AVX-512 BF16 (vdpbf16ps): Cooper Lake, Sapphire Rapids, Zen 4 and later.
+let avx512BF16Settings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("cooperlake"))]
 #else
 let avx2Settings: [SwiftSetting] = [optimized]
 let avx512Settings: [SwiftSetting] = [optimized]
 let avx512VNNISettings: [SwiftSetting] = [optimized]
+let avx512BF16Settings: [SwiftSetting] = [optimized]
 #endif
 #if arch(arm64) || arch(aarch64)
 // ARMv8.2 + dot product (sdot): Cortex-A55, A76 (Raspberry Pi 5), Neoverse N1 and later.
@@ -84,6 +87,7 @@ let package = Package(
         .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512Settings),
         .target(name: "YOLOKernelsAVX512VNNI", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512VNNISettings),
         .target(name: "YOLOKernelsDotProd", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: dotProdSettings),
+        .target(name: "YOLOKernelsAVX512BF16", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512BF16Settings),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
         // Shared types and the platform: detections, pixel formats, hardened file access, locks,
@@ -91,7 +95,7 @@ let package = Package(
         .target(name: "YOLOCore", swiftSettings: engineSettings),
         // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
         .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2",
-                                                   "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "CCPUID", "CHints", "COpenBLAS"],
+                                                   "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "YOLOKernelsAVX512BF16", "CCPUID", "CHints", "COpenBLAS"],
                 swiftSettings: engineSettings),
         // Detection: letterbox, decoding, NMS, Detector.
         .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),

@@ -3,8 +3,9 @@ import COpenBLAS
 @_spi(Kernels) import YOLO
 import YOLOKernels
 
-/// `yolo-bench gemm`: GFLOP/s of each GEMM kernel level this CPU can run vs single-threaded
-/// OpenBLAS (cblas_sgemm), on one thread, on yolov3-tiny's GEMM shapes.
+/// `yolo-bench gemm`: GFLOP/s of each GEMM kernel level this CPU can run (and of the BF16 GEMM
+/// where it runs) vs single-threaded OpenBLAS (cblas_sgemm), on one thread, on yolov3-tiny's GEMM
+/// shapes.
 enum GemmBench {
     static let usage = """
     usage: yolo-bench gemm [--runs N] [--levels LIST] [--min-ms T] [--best]
@@ -14,7 +15,8 @@ enum GemmBench {
     Prints the median GFLOP/s of N samples, each at least T ms of repeated calls.
 
       --runs N       samples per level and shape (default: 7)
-      --levels LIST  comma-separated, from openblas and the levels (default: openblas + all this CPU runs)
+      --levels LIST  comma-separated, from openblas, the levels and avx512bf16 (the BF16 GEMM)
+                     (default: openblas + all this CPU runs)
       --min-ms T     minimum duration of one sample (default: 30)
       --best         the fastest sample instead of the median (on a busy shared machine)
     """
@@ -35,7 +37,8 @@ enum GemmBench {
 
     static func run(_ args: [String]) {
         var runs = 7, minSeconds = 0.03, best = false
-        var levels = ["openblas"] + KernelLevel.supported.map(\.rawValue)
+        let bf16 = KernelLevel.supported.compactMap { $0.bf16Kernels?.gemm }
+        var levels = ["openblas"] + KernelLevel.supported.map(\.rawValue) + bf16.map(\.level)
         var i = 0
         while i < args.count {
             let value = i + 1 < args.count ? args[i + 1] : ""
@@ -51,6 +54,7 @@ enum GemmBench {
         }
         var kernels: [String: GemmFunctions] = [:]
         for name in levels where name != "openblas" {
+            if let k = bf16.first(where: { $0.level == name }) { kernels[name] = k; continue }
             guard let level = KernelLevel(rawValue: name) else { fail("gemm: \(name) is not a kernel level") }
             guard let k = level.kernelSet?.gemm else { fail("gemm: this CPU cannot run \(name)", code: 1) }
             kernels[name] = k

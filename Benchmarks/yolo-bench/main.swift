@@ -27,7 +27,8 @@ options:
                    print its table for each thread count before timing
   --gemm LIST      GEMM kernels: automatic (ours at this CPU's level; YOLO_KERNEL_LEVEL lowers
                    it), kernels, openblas (default: automatic)
-  --precision P    convolution arithmetic: fp32 (default) or int8 (FP32 where the planner keeps it)
+  --precision LIST convolution arithmetic: fp32 (default), int8, bf16 (FP32 where the planner
+                   keeps it); with several, one model each, measured in turn per thread count
   --int8-table F   INT8 calibration table (default: next to the weights, as for yolo)
   --no-layers      skip the per-layer table
   --inflight N     frames in flight for the throughput test: N one-thread sessions sharing one
@@ -61,7 +62,7 @@ struct Options {
     var conv: [ModelOptions.Convolution] = [.winograd, .im2col]
     var plan = "cached"
     var gemm: [ModelOptions.GemmBackend] = [.automatic]
-    var precision = Precision.fp32
+    var precision: [Precision] = [.fp32]
     var int8Table: String? = nil
 }
 
@@ -103,8 +104,10 @@ func parse(_ args: [String]) -> Options {
             guard ["cached", "table", "measure"].contains(o.plan) else { fail("--plan \(o.plan): expected cached, table or measure") }
         case "--tune": o.plan = "tune"
         case "--precision":
-            guard let p = Precision(rawValue: value()) else { fail("--precision \(args[i]): expected fp32 or int8") }
-            o.precision = p
+            o.precision = value().split(separator: ",").map {
+                guard let p = Precision(rawValue: String($0)) else { fail("--precision \($0): expected fp32, int8 or bf16") }
+                return p
+            }
         case "--int8-table": o.int8Table = value()
         case "--no-layers": o.layers = false
         case "--json": o.json = true
@@ -169,7 +172,8 @@ func loadInput(_ path: String, count: Int) -> [Float] {
 }
 
 /// The planning `--plan` asks for, measured for sessions of `threads` threads.
-@MainActor func modelOptions(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend, threads: Int) throws -> ModelOptions {
+@MainActor func modelOptions(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend, _ precision: Precision,
+                             threads: Int) throws -> ModelOptions {
     let directory = PlanCache.defaultDirectory
     let planning: Planning
     switch options.plan {
@@ -178,19 +182,21 @@ func loadInput(_ path: String, count: Int) -> [Float] {
     case "tune": planning = .remeasure(cacheDirectory: directory)
     default: planning = directory.map { .cached(cacheDirectory: $0) } ?? .table
     }
-    return ModelOptions(convolution: conv, gemm: gemm, planning: planning, tuningThreads: threads, precision: options.precision,
+    return ModelOptions(convolution: conv, gemm: gemm, planning: planning, tuningThreads: threads, precision: precision,
                         calibration: try options.int8Table.map { try Int8Calibration(path: $0) })
 }
 
-/// A model per (algorithms, GEMM, threads): plans are made for a thread count.
+/// A model per (algorithms, GEMM, precision, threads): plans are made for a thread count.
 var models: [String: Model] = [:]
-@MainActor func loadModel(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend, threads: Int) throws -> Model {
-    let key = "\(conv) \(gemm) \(options.plan == "table" ? 0 : threads)"
+@MainActor func loadModel(_ conv: ModelOptions.Convolution, _ gemm: ModelOptions.GemmBackend, _ precision: Precision,
+                          threads: Int) throws -> Model {
+    let key = "\(conv) \(gemm) \(precision) \(options.plan == "table" ? 0 : threads)"
     if let m = models[key] { return m }
-    let m = try Model(cfgPath: options.cfg, weightsPath: options.weights, options: try modelOptions(conv, gemm, threads: threads))
+    let m = try Model(cfgPath: options.cfg, weightsPath: options.weights,
+                      options: try modelOptions(conv, gemm, precision, threads: threads))
     models[key] = m
     let sources = Set(m.plan.entries.compactMap { $0.source?.rawValue }).sorted().joined(separator: ", ")
-    say("plan (\(conv.rawValue), \(m.gemmKernels), \(threads) thread\(threads == 1 ? "" : "s")): \(sources)"
+    say("plan (\(conv.rawValue), \(m.gemmKernels), \(precision), \(threads) thread\(threads == 1 ? "" : "s")): \(sources)"
         + (m.plan.tuningSeconds > 0 ? "; measured in \(fmt(m.plan.tuningSeconds, 2)) s" : "")
         + (m.plan.cacheFile.map { "; cache \($0)" } ?? ""))
     if options.plan == "tune" { say(m.plan.description) }
@@ -201,7 +207,7 @@ var models: [String: Model] = [:]
 let runStart = LoadSample.now()
 do {
     if options.serve {
-        let model = try loadModel(options.conv[0], options.gemm[0], threads: options.threads[0])
+        let model = try loadModel(options.conv[0], options.gemm[0], options.precision[0], threads: options.threads[0])
         let session = try Session(model: model, threads: options.threads[0])
         guard let input = options.input else { fail("serve needs --input F.f32") }
         try Serve.run(session: session, input: loadInput(input, count: session.input.count))
@@ -209,7 +215,8 @@ do {
     }
 
     // 1. Start-up: load the network and a photo, detect. This is what a CLI user waits for.
-    let detector = try Detector(model: loadModel(options.conv[0], options.gemm[0], threads: options.threads.last!),
+    let detector = try Detector(model: loadModel(options.conv[0], options.gemm[0], options.precision[0],
+                                                  threads: options.threads.last!),
                                 threads: options.threads.last!)
     var photo: RGBImage
     var photoName = options.image
@@ -255,12 +262,12 @@ do {
     // 3. Latency per thread count, and the per-layer profile.
     var results: [[String: Any]] = []
     for conv in options.conv { for gemm in options.gemm {
-      for threads in options.threads {
-        let convModel = try loadModel(conv, gemm, threads: threads)
+      for threads in options.threads { for precision in options.precision {
+        let convModel = try loadModel(conv, gemm, precision, threads: threads)
         let network = try Session(model: convModel, threads: threads)
         try network.forward(input)
         for _ in 0..<options.warmup { network.forward() }
-        let label = "\(conv.rawValue), \(convModel.gemmKernels)\(options.precision == .fp32 ? "" : ", \(options.precision)")"
+        let label = "\(conv.rawValue), \(convModel.gemmKernels)\(precision == .fp32 && options.precision.count == 1 ? "" : ", \(precision)")"
         let (times, otherCores) = measuringLoad("\(label), threads \(threads)") { () -> [Double] in
             (0..<options.runs).map { _ in
                 let t0 = nowSeconds()
@@ -269,7 +276,7 @@ do {
             }
         }
         let s = Stats(times)
-        var entry: [String: Any] = ["threads": threads, "precision": options.precision.rawValue, "convolution": conv.rawValue, "gemm_kernels": convModel.gemmKernels, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
+        var entry: [String: Any] = ["threads": threads, "precision": precision.rawValue, "convolution": conv.rawValue, "gemm_kernels": convModel.gemmKernels, "runs": options.runs, "min_ms": s.min, "median_ms": s.median,
                                     "max_ms": s.max, "mean_ms": s.mean, "iqr_over_median": s.spread, "other_cores": otherCores]
         if s.spread > 0.1 {
             warn("\(label), threads \(threads): the runs spread widely (interquartile range \(fmt(100 * s.spread, 0))% of the median): other processes were busy; repeat before trusting small differences")
@@ -314,7 +321,7 @@ do {
         }
         results.append(entry)
         say("")
-      }
+      } }
     } }
     let peakSingle = Machine.peakRSSMiB
 

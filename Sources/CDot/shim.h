@@ -1,5 +1,5 @@
 // 8- and 16-bit dot-product instructions Swift has no words for, for the INT8 kernels
-// (Sources/YOLOKernels/Int8Gemm.swift, Int8SignedB.swift). Header only: static inline wrappers
+// (Sources/YOLOKernels/Int8Gemm.swift, Int8SignedB.swift) and the BF16 ones (BF16Gemm.swift). Header only: static inline wrappers
 // over the compiler's intrinsics, each compiled only where the importing module's -target-cpu has
 // the instruction (so this header builds in every target, and a kernel target calls only what its
 // CPU has). Vectors cross into Swift as SIMD4/8/16<Int32> (clang ext_vector_type): x86 (AVX2,
@@ -69,6 +69,25 @@ static inline __attribute__((always_inline)) yolo_i32x16 yolo_madd16_512(yolo_i3
 /// summed without saturation.
 static inline __attribute__((always_inline)) yolo_i32x16 yolo_dpbusd_512(yolo_i32x16 acc, yolo_i32x16 u, yolo_i32x16 s) {
     return (yolo_i32x16)_mm512_dpbusd_epi32((__m512i)acc, (__m512i)u, (__m512i)s);
+}
+#endif
+
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+/// vcvtne2ps2bf16 + vpermw: lanes of x0 and x1 rounded to bfloat16 (to nearest even; the
+/// instruction's own rules for NaN and denormals, see `bfloat16Bits` in BF16Gemm.swift), paired per
+/// 32-bit lane: bits 0-15 from x0, 16-31 from x1 (the operand layout of vdpbf16ps).
+static inline __attribute__((always_inline)) yolo_i32x16 yolo_bf16_pairs_512(yolo_f32x16 x0, yolo_f32x16 x1) {
+    __m512i both = (__m512i)_mm512_cvtne2ps_pbh((__m512)x1, (__m512)x0);   // words 0-15: x0, 16-31: x1
+    // Word 2j of the result from word j (x0[j]), word 2j + 1 from word 16 + j (x1[j]).
+    const __m512i order = _mm512_set_epi32(0x1F000F, 0x1E000E, 0x1D000D, 0x1C000C, 0x1B000B, 0x1A000A, 0x190009, 0x180008,
+                                           0x170007, 0x160006, 0x150005, 0x140004, 0x130003, 0x120002, 0x110001, 0x100000);
+    return (yolo_i32x16)_mm512_permutexvar_epi16(order, both);
+}
+
+/// vdpbf16ps (zmm): acc + per 32-bit lane the 2 products of the bfloat16 pairs of `a` and `b`,
+/// accumulated in FP32.
+static inline __attribute__((always_inline)) yolo_f32x16 yolo_dpbf16_512(yolo_f32x16 acc, yolo_i32x16 a, yolo_i32x16 b) {
+    return (yolo_f32x16)_mm512_dpbf16_ps((__m512)acc, (__m512bh)a, (__m512bh)b);
 }
 #endif
 

@@ -150,8 +150,9 @@ public final class Model: Sendable {
         let int8Inputs = try Model.int8Inputs(options, layers: layers, fingerprint: cfgFingerprint, cfg: config.file,
                                               kernels: kernelSet.int8, warnings: &warnings)
         let int8Scratch = int8Inputs.isEmpty ? 0 : kernelSet.int8.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
-        gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch)
-        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs)
+        let bf16 = options.precision == .bf16 ? try kernelSet.bf16ForPrecision(on: HostCPU.features) : nil
+        gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, Gemm.scratchPerThread(bf16?.gemm))
+        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs, bf16: bf16)
         let order = layers.filter { $0.head == nil } + layers.filter { $0.head != nil }
         let bound = ActivationPlan(writes: order.map { ($0.index, $0.sources) }, deferred: Model.heads(layers).count,
                                    layers: layers, input: inputShape, keepingAll: false)

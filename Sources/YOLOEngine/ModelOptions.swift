@@ -52,10 +52,12 @@ public struct ModelOptions: Sendable, Equatable {
     /// for tests and benchmarks that compare levels. One the CPU cannot run is an error.
     public var kernelLevel: KernelLevel?
 
-    /// The arithmetic of the convolutions: `.fp32` (the default and the reference) or `.int8`,
-    /// where each convolution whose input the calibration table covers may run in INT8 (the
-    /// planner picks per layer, as for algorithms: the table's choice, or the faster when measured;
-    /// the others stay FP32, and `Model.plan` says which is which).
+    /// The arithmetic of the convolutions: `.fp32` (the default and the reference); `.int8`,
+    /// where each convolution whose input the calibration table covers may run in INT8; or
+    /// `.bf16` (CPUs with AVX-512 BF16 only: a load error elsewhere), where each convolution whose
+    /// algorithm has a BF16 form may run in BF16. The planner picks per layer, as for algorithms:
+    /// the table's choice, or the faster when measured; the others stay FP32, and `Model.plan`
+    /// says which is which.
     public var precision: Precision
     /// The INT8 calibration table (`.int8`): per convolution, its input's range. nil: the table
     /// next to the weights file (`Int8Calibration.defaultPath(weights:)`) when loading from files.
@@ -95,6 +97,10 @@ public enum Precision: String, Sendable, CaseIterable, CustomStringConvertible {
     /// 8-bit integers where calibrated: u8 activations (per tensor) x s8 weights (per filter),
     /// int32 sums, float outputs; FP32 elsewhere.
     case int8
+    /// bfloat16 products (8-bit mantissas, FP32's range) with FP32 sums where the CPU has AVX-512
+    /// BF16 (vdpbf16ps: twice FP32's multiply-adds per instruction): weights rounded at load, GEMM
+    /// inputs as they are packed; FP32 elsewhere. No calibration.
+    case bf16
 
     public var description: String { rawValue }
 }

@@ -144,20 +144,6 @@ public enum PackedGemm<K: GemmMicroKernel> {
         }
     }
 
-    /// dst[rows x cols] (row stride ldd) = (or +=) src (row stride lds).
-    @inlinable @inline(__always)
-    static func copyTile(_ src: UnsafeMutablePointer<Float>, _ lds: Int, rows: Int, cols: Int,
-                         to dst: UnsafeMutablePointer<Float>, _ ldd: Int, accumulate: Bool) {
-        for r in 0..<rows {
-            let s = src + r * lds, d = dst + r * ldd
-            if accumulate {
-                for j in 0..<cols { d[j] += s[j] }
-            } else {
-                for j in 0..<cols { d[j] = s[j] }
-            }
-        }
-    }
-
     /// C[m x n] (row stride ldc >= n) = A · B[k x n] (row stride ldb >= n), with A packed by
     /// `packA` (same kc) and `scratch` holding `scratchSize(m:n:k:kc:nc:)` floats. Only rows
     /// `rowStart..<rowEnd` of C are computed (rowStart a multiple of MR; by default all): threads
@@ -186,50 +172,84 @@ public enum PackedGemm<K: GemmMicroKernel> {
                 let accumulate = pc > 0
                 packB(b + pc * ldb + jc, ldb: ldb, kcl: kcl, ncl: ncl, into: bp)
                 let aBlock = packedA + pc * mPadded
-                var ib = rowStart
-                while ib < rowEnd {
-                    let ap = aBlock + ib * kcl
-                    let rows = min(mr, rowEnd - ib)
-                    var jb = 0
-                    while jb < ncl {
-                        let cols = min(nr, ncl - jb)
-                        let bPanel = UnsafePointer(bp + jb * kcl)
-                        let cTile = c + ib * ldc + jc + jb
-                        if cols == nr {
-                            if rows == mr {
-                                K.run(kcl, ap, bPanel, cTile, ldc, accumulate: accumulate)
-                            } else {
-                                K.run(kcl, ap, bPanel, tile, nr, accumulate: false)
-                                copyTile(tile, nr, rows: rows, cols: nr, to: cTile, ldc, accumulate: accumulate)
-                            }
-                        } else {
-                            // The last, partial panel: one vector of columns at a time, the
-                            // last few columns one at a time.
-                            var j = 0
-                            while j < cols {
-                                if cols - j < w / 2 {
-                                    for jj in j..<cols {
-                                        runColumn(kcl, ap, bPanel + jj, bStride: nr, cTile + jj, ldc, rows: rows, accumulate: accumulate)
-                                    }
-                                    break
-                                }
-                                let vcols = min(w, cols - j)
-                                if rows == mr && vcols == w {
-                                    K.runVector(kcl, ap, bPanel + j, bStride: nr, cTile + j, ldc, accumulate: accumulate)
-                                } else {
-                                    K.runVector(kcl, ap, bPanel + j, bStride: nr, tile, w, accumulate: false)
-                                    copyTile(tile, w, rows: rows, cols: vcols, to: cTile + j, ldc, accumulate: accumulate)
-                                }
-                                j += w
-                            }
-                        }
-                        jb += nr
-                    }
-                    ib += mr
-                }
+                gemmBlockTiles(mr: mr, nr: nr, w: w, rows: rowStart..<rowEnd, ncl: ncl, c: c + jc, ldc: ldc, tile: tile,
+                               accumulate: accumulate, columnsBelow: w / 2,
+                               run: { ib, jb, dst, ldd, acc in
+                                   K.run(kcl, aBlock + ib * kcl, bp + jb * kcl, dst, ldd, accumulate: acc)
+                               },
+                               runVector: { ib, jb, j, dst, ldd, acc in
+                                   K.runVector(kcl, aBlock + ib * kcl, bp + jb * kcl + j, bStride: nr, dst, ldd, accumulate: acc)
+                               },
+                               runColumn: { ib, jb, j, dst, ldd, rows, acc in
+                                   runColumn(kcl, aBlock + ib * kcl, bp + jb * kcl + j, bStride: nr, dst, ldd, rows: rows, accumulate: acc)
+                               })
                 pc += kcl
             }
             jc += ncl
         }
+    }
+}
+
+/// dst[rows x cols] (row stride ldd) = (or +=) src (row stride lds): an edge tile computed whole
+/// in scratch, merged into C (by gemmBlockTiles).
+@inlinable @inline(__always)
+func gemmCopyTile(_ src: UnsafeMutablePointer<Float>, _ lds: Int, rows: Int, cols: Int,
+                  to dst: UnsafeMutablePointer<Float>, _ ldd: Int, accumulate: Bool) {
+    for r in 0..<rows {
+        let s = src + r * lds, d = dst + r * ldd
+        if accumulate {
+            for j in 0..<cols { d[j] += s[j] }
+        } else {
+            for j in 0..<cols { d[j] = s[j] }
+        }
+    }
+}
+
+/// The MR x NR tiles of one packed block, as both packed GEMMs (this file's and BF16Gemm.swift's)
+/// walk them: rows `rows` of C (at `c`, row stride ldc), columns 0..<ncl. Whole tiles go straight
+/// into C (`run(ib, jb, dst, ldd, accumulate)`), a partial MR panel whole into `tile` and is copied
+/// out; the last, partial NR panel one vector of W columns at a time (`runVector(ib, jb, j, dst,
+/// ldd, accumulate)`, j the offset in the panel), and its last columns, when fewer than
+/// `columnsBelow` are left, one at a time (`runColumn(ib, jb, j, dst, ldd, rows, accumulate)`).
+@inlinable @inline(__always)
+func gemmBlockTiles(mr: Int, nr: Int, w: Int, rows: Range<Int>, ncl: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
+                    tile: UnsafeMutablePointer<Float>, accumulate: Bool, columnsBelow: Int,
+                    run: (Int, Int, UnsafeMutablePointer<Float>, Int, Bool) -> Void,
+                    runVector: (Int, Int, Int, UnsafeMutablePointer<Float>, Int, Bool) -> Void,
+                    runColumn: (Int, Int, Int, UnsafeMutablePointer<Float>, Int, Int, Bool) -> Void) {
+    var ib = rows.lowerBound
+    while ib < rows.upperBound {
+        let rowCount = min(mr, rows.upperBound - ib)
+        var jb = 0
+        while jb < ncl {
+            let cols = min(nr, ncl - jb)
+            let cTile = c + ib * ldc + jb
+            if cols == nr {
+                if rowCount == mr {
+                    run(ib, jb, cTile, ldc, accumulate)
+                } else {
+                    run(ib, jb, tile, nr, false)
+                    gemmCopyTile(tile, nr, rows: rowCount, cols: nr, to: cTile, ldc, accumulate: accumulate)
+                }
+            } else {
+                var j = 0
+                while j < cols {
+                    if cols - j < columnsBelow {
+                        for jj in j..<cols { runColumn(ib, jb, jj, cTile + jj, ldc, rowCount, accumulate) }
+                        break
+                    }
+                    let vcols = min(w, cols - j)
+                    if rowCount == mr && vcols == w {
+                        runVector(ib, jb, j, cTile + j, ldc, accumulate)
+                    } else {
+                        runVector(ib, jb, j, tile, w, false)
+                        gemmCopyTile(tile, w, rows: rowCount, cols: vcols, to: cTile + j, ldc, accumulate: accumulate)
+                    }
+                    j += w
+                }
+            }
+            jb += nr
+        }
+        ib += mr
     }
 }

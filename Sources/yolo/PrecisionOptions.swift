@@ -1,4 +1,4 @@
-// `--precision fp32|int8` and `--int8-table FILE`, the same for every command that loads a model
+// `--precision fp32|int8|bf16` and `--int8-table FILE`, the same for every command that loads a model
 // (detect, stream, tune, heads): one function to call after parsing.
 import Foundation
 import YOLO
@@ -8,9 +8,11 @@ let precisionOptionNames: Set<String> = ["precision", "int8-table"]
 
 /// The help lines of the precision options.
 let precisionUsage = """
-  --precision P    convolution arithmetic: fp32 (default, the reference) or int8 (8-bit
+  --precision P    convolution arithmetic: fp32 (default, the reference), int8 (8-bit
                    weights and inputs where the calibration table covers a layer and the
-                   planner finds it worth it; FP32 elsewhere)
+                   planner finds it worth it; FP32 elsewhere) or bf16 (bfloat16 products,
+                   FP32 sums, in the GEMMs of im2col, 1x1 and Winograd layers; CPUs with
+                   AVX-512 BF16 only: Zen 4 and later, Cooper Lake, Sapphire Rapids)
   --int8-table F   the INT8 calibration table (yolo calibrate); default: the weights' path
                    with .int8 for its extension (weights/yolov3-tiny.int8 ships with the repository)
 """
@@ -21,7 +23,8 @@ let precisionUsage = """
 func applyPrecisionOptions(_ a: Arguments, to options: inout ModelOptions) throws {
     if let p = a.string("precision") {
         guard let precision = Precision(rawValue: p.lowercased()) else {
-            throw UsageError("--precision \(p): expected \(Precision.allCases.map(\.rawValue).joined(separator: " or "))")
+            let names = Precision.allCases.map(\.rawValue)
+            throw UsageError("--precision \(p): expected \(names.dropLast().joined(separator: ", ")) or \(names.last!)")
         }
         options.precision = precision
     }

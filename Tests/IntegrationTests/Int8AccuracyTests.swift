@@ -8,48 +8,8 @@ import YOLOImage
 /// with the same class and IoU >= 0.5; recall and precision pooled over the photos >= 0.97. And
 /// INT8 heads the same, bit for bit, at every kernel level (the integer sums are exact everywhere).
 final class Int8AccuracyTests: XCTestCase {
-    static let root = DarknetImageTests.repoRoot
-
-    func paths() throws -> (cfg: String, weights: String, names: String) {
-        let (cfg, weights, names) = (Self.root + "/weights/yolov3-tiny.cfg", Self.root + "/weights/yolov3-tiny.weights",
-                                     Self.root + "/weights/coco.names")
-        guard FileManager.default.fileExists(atPath: weights) else {
-            XCTFail("weights/yolov3-tiny.weights is missing: run weights/fetch.sh")
-            throw XCTSkip("no weights")
-        }
-        return (cfg, weights, names)
-    }
-
-    func samples() throws -> [RGBImage] {
-        let dir = Self.root + "/samples"
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
-            .filter { $0.hasSuffix(".png") || $0.hasSuffix(".jpg") }.sorted()
-        guard names.count >= 5 else {
-            XCTFail("samples/ has \(names.count) photos: run scripts/fetch-samples.sh")
-            throw XCTSkip("no samples")
-        }
-        return try names.map { try loadImage(path: dir + "/" + $0) }
-    }
-
-    static func iou(_ a: Detection, _ b: Detection) -> Float {
-        let w = max(0, min(a.right, b.right) - max(a.left, b.left)), h = max(0, min(a.bottom, b.bottom) - max(a.top, b.top))
-        let union = (a.right - a.left) * (a.bottom - a.top) + (b.right - b.left) * (b.bottom - b.top) - w * h
-        return union > 0 ? w * h / union : 0
-    }
-
-    /// Greedy matching, most confident reference first: (matched pairs).
-    static func match(_ reference: [Detection], _ other: [Detection]) -> [(Detection, Detection)] {
-        var used = Set<Int>(), pairs: [(Detection, Detection)] = []
-        for a in reference.sorted(by: { $0.confidence > $1.confidence }) {
-            var best: (Int, Float)? = nil
-            for (j, b) in other.enumerated() where !used.contains(j) && b.classIndex == a.classIndex {
-                let v = iou(a, b)
-                if v >= 0.5 && v > (best?.1 ?? 0) { best = (j, v) }
-            }
-            if let (j, _) = best { used.insert(j); pairs.append((a, other[j])) }
-        }
-        return pairs
-    }
+    func paths() throws -> (cfg: String, weights: String, names: String) { try PrecisionAccuracy.paths() }
+    func samples() throws -> [RGBImage] { try PrecisionAccuracy.samples() }
 
     func testInt8DetectionsMatchFP32OnTheSamples() throws {
         let (cfg, weights, names) = try paths()
@@ -67,19 +27,12 @@ final class Int8AccuracyTests: XCTestCase {
         }
         // (Above 0.25: the detections above 0.1 that pass it; NMS lets no weaker box suppress them.)
         for threshold: Float in [0.25, 0.1] {
-            var (reference, found, matched, drift) = (0, 0, 0, Float(0))
-            for (all32, all8) in results {
-                let (a, b) = (all32.filter { $0.confidence > threshold }, all8.filter { $0.confidence > threshold })
-                let pairs = Self.match(a, b)
-                (reference, found, matched) = (reference + a.count, found + b.count, matched + pairs.count)
-                drift = max(drift, pairs.map { abs($0.0.confidence - $0.1.confidence) }.max() ?? 0)
-            }
-            let recall = Double(matched) / Double(max(1, reference)), precision = Double(matched) / Double(max(1, found))
-            let summary = "threshold \(threshold): FP32 \(reference), INT8 \(found), matched \(matched)"
-            XCTAssertGreaterThanOrEqual(reference, threshold < 0.2 ? 10 : 4, summary)
-            XCTAssertGreaterThanOrEqual(recall, 0.97, summary)
-            XCTAssertGreaterThanOrEqual(precision, 0.97, summary)
-            XCTAssertLessThan(drift, 0.1, summary + ": the largest confidence change of a matched detection")
+            let f = PrecisionAccuracy.compare(results, threshold: threshold)
+            let summary = "INT8 at threshold \(threshold): \(f)"
+            XCTAssertGreaterThanOrEqual(f.reference, threshold < 0.2 ? 10 : 4, summary)
+            XCTAssertGreaterThanOrEqual(f.recall, 0.97, summary)
+            XCTAssertGreaterThanOrEqual(f.precision, 0.97, summary)
+            XCTAssertLessThan(f.maxDrift, 0.1, summary + ": the largest confidence change of a matched detection")
         }
     }
 

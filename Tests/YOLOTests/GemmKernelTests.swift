@@ -6,7 +6,8 @@ import YOLOKernels
 import YOLOReference
 
 /// The packed GEMM of every kernel level this CPU can run (so an AVX-512 machine also tests
-/// AVX2 and baseline) against a naive double-precision reference.
+/// AVX2 and baseline), and the BF16 GEMM where this CPU has AVX-512 BF16, against a naive
+/// double-precision reference (for BF16: on the inputs rounded to bfloat16, BF16KernelTests.swift).
 final class GemmKernelTests: XCTestCase {
     struct Shape: CustomStringConvertible {
         var m, n, k: Int
@@ -14,12 +15,12 @@ final class GemmKernelTests: XCTestCase {
         var description: String { "\(m)x\(n)x\(k) ldb+\(ldbPad) ldc+\(ldcPad)" }
     }
 
-    /// The GEMM of every kernel set this CPU runs.
+    /// The GEMM of every kernel set this CPU runs, then the BF16 GEMMs it runs.
     var levels: [GemmFunctions] {
         KernelLevel.supported.map { level in
             guard let k = level.kernelSet else { XCTFail("\(level) is supported but has no kernels"); fatalError() }
             return k.gemm
-        }
+        } + bf16Levels
     }
 
     /// Runs `kern` on `s` and compares with the naive product (YOLOReference): every entry when the product is
@@ -35,6 +36,9 @@ final class GemmKernelTests: XCTestCase {
         var rng = SeededRandom(seed: UInt64(m &* 31 &+ n &* 17 &+ k &* 7 &+ s.ldbPad))
         let a = rng.floats(m * k)
         let b = rng.floats(k * ldb)
+        // The BF16 GEMM's reference: the same products of the inputs rounded to bfloat16.
+        let rounded = bf16Levels.contains { $0.level == kern.level }
+        let (ra, rb) = rounded ? (a.map(bfloat16Rounded), b.map(bfloat16Rounded)) : (a, b)
         var c = [Float](repeating: .nan, count: m * ldc)
         var packed = [Float](repeating: .nan, count: kern.packedASize(m: m, k: k))
         var scratch = [Float](repeating: .nan, count: kern.scratchSize(m: m, n: n, k: k))
@@ -77,7 +81,7 @@ final class GemmKernelTests: XCTestCase {
         let tolerance = Double(Float.ulpOfOne) * (4 * Double(k).squareRoot() + 4)
         var failures = 0
         for (i, j) in entries {
-            let (ref, magnitude) = Naive.gemmEntry(a, lda: k, b, ldb: ldb, k: k, i: i, j: j)
+            let (ref, magnitude) = Naive.gemmEntry(ra, lda: k, rb, ldb: ldb, k: k, i: i, j: j)
             let got = Double(c[i * ldc + j])
             if !(abs(got - ref) <= tolerance * magnitude + 1e-30) {
                 failures += 1

@@ -38,12 +38,7 @@ final class Int8PlanTests: XCTestCase {
                                fp32Layers: fp32)
     }
 
-    func heads(_ model: Model) throws -> [Float] {
-        var rng = SeededRandom(seed: 5)
-        let session = try Session(model: model, threads: 1)
-        try session.forward((0..<session.input.count).map { _ in rng.float(0, 1) })
-        return Array(session.heads[0].raw)
-    }
+    func heads(_ model: Model) throws -> [Float] { try PlanTests.heads(model) }
 
     func testInt8WhereTheTableAllowsFP32Elsewhere() throws {
         // Layers 0, 2, 4, 5 are convolutions; 4 has no range, 2 is marked fp32.

@@ -68,9 +68,12 @@ final class PlanTests: XCTestCase {
         return try Model(cfgText: PlanTests.cfg, weights: weightsFile(floats), options: options)
     }
 
-    func output(_ model: Model) throws -> [Float] {
+    func output(_ model: Model) throws -> [Float] { try PlanTests.heads(model) }
+
+    /// The first head's raw values for a seeded random input (also for Int8PlanTests, BF16PlanTests).
+    static func heads(_ model: Model, threads: Int = 1) throws -> [Float] {
         var rng = SeededRandom(seed: 5)
-        let session = try Session(model: model, threads: 1)
+        let session = try Session(model: model, threads: threads)
         try session.forward((0..<session.input.count).map { _ in rng.float(0, 1) })
         return Array(session.heads[0].raw)
     }

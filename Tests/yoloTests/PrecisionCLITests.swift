@@ -16,7 +16,7 @@ extension CLITests {
         let dir = try temporaryDirectory()
         try "yolo-swift int8 1\ncfg 0\nmethod x\nimages 1\nlayer 0 min 1 max 2\n".write(toFile: dir + "/bad.int8", atomically: true, encoding: .utf8)
         try "yolo-swift int8 1\ncfg 0123456789abcdef\nmethod x\nimages 1\n".write(toFile: dir + "/other.int8", atomically: true, encoding: .utf8)
-        for (args, status, message) in [(["--precision", "int4"], 64, "--precision int4: expected fp32 or int8"),
+        for (args, status, message) in [(["--precision", "int4"], 64, "--precision int4: expected fp32, int8 or bf16"),
                                         (["--int8-table", dir + "/bad.int8"], 64, "--int8-table is for --precision int8"),
                                         (["--precision", "int8", "--int8-table", dir + "/bad.int8"], 1,
                                          "bad.int8: line 5: layer 0: min 1 and max 2 must be finite numbers with min <= 0 <= max"),
@@ -33,6 +33,30 @@ extension CLITests {
                              "--cfg", Self.repoRoot + "/weights/yolov3-tiny.cfg", "--names", Self.repoRoot + "/weights/coco.names"])
         XCTAssertEqual(none.status, 1)
         XCTAssertTrue(none.stderr.contains("there is none next to the weights (\(dir)/w.int8)"), none.stderr)
+    }
+
+    /// --precision bf16: where the CPU has AVX-512 BF16 the same detections as FP32; with
+    /// YOLO_KERNEL_LEVEL=avx2 (no BF16 kernels), or on a CPU without the feature, one line naming
+    /// what is missing and exit code 1.
+    func testPrecisionBF16DetectsAsFP32OrSaysWhatIsMissing() throws {
+        let coffee = try sample("coffee.png"), motorbike = try sample("motorcycle_left.png")
+        let refusals = ["precision bf16 needs a CPU with AVX-512 BF16 (avx512_bf16", "precision bf16: kernel level avx2 has no BF16 kernels"]
+        let bf16 = try yolo(["detect", "--json", "--no-draw", "--precision", "bf16", coffee, motorbike] + modelArgs)
+        if bf16.status == 0 {
+            let fp32 = try yolo(["detect", "--json", "--no-draw", coffee, motorbike] + modelArgs)
+            let classes = { (text: String) in try self.jsonLines(text).map { ($0["detections"] as? [[String: Any]] ?? []).compactMap { $0["class"] as? String } } }
+            XCTAssertEqual(try classes(bf16.stdout), try classes(fp32.stdout))
+            XCTAssertEqual(try classes(bf16.stdout), [["cup"], ["motorbike"]])
+        } else {
+            XCTAssertEqual(bf16.status, 1, bf16.stderr)
+            XCTAssertTrue(bf16.stderr.contains(refusals[0]), bf16.stderr)
+        }
+        #if arch(x86_64)
+        let avx2 = try yolo(["detect", "--no-draw", "--precision", "bf16", coffee] + modelArgs, environment: ["YOLO_KERNEL_LEVEL": "avx2"])
+        XCTAssertEqual(avx2.status, 1, avx2.stderr)
+        XCTAssertTrue(refusals.contains { avx2.stderr.contains($0) }, avx2.stderr)
+        XCTAssertEqual(avx2.stderr.split(separator: "\n").filter { $0.contains("bf16") }.count, 1, avx2.stderr)
+        #endif
     }
 
     func testCalibrateWritesATableTheModelReads() throws {

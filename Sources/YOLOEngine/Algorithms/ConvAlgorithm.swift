@@ -19,17 +19,47 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// INT8: the input quantized (u8) with its calibrated range, im2col (none for 1x1) + the INT8
     /// GEMM, float outputs (Int8Conv.swift). Any convolution, whichever library computes FP32 GEMMs.
     case int8
+    /// BF16: im2col, the 1x1 GEMM and Winograd F(2x2) (its GEMM stage) with the BF16 GEMM (weights
+    /// and GEMM inputs rounded to bfloat16, FP32 sums and outputs: BF16Gemm.swift); where the CPU
+    /// has AVX-512 BF16. Everything but the GEMM as in the FP32 form. F(4x4) has no BF16 form: its
+    /// transforms (coefficients up to 8, sums that cancel) magnify bfloat16's rounding; measured on
+    /// yolov3-tiny (16 photos, threshold 0.25), F(4x4) in BF16 moved confidences by 0.0072 on
+    /// average (0.025 at most) and lost a detection, F(2x2) by 0.0021 (0.008), im2col by 0.0017.
+    case im2colBF16 = "im2col-bf16"
+    case gemm1x1BF16 = "gemm1x1-bf16"
+    case winograd2BF16 = "winograd2-bf16"
 
     public var description: String { rawValue }
 
     /// The arithmetic it computes in.
-    public var precision: Precision { self == .int8 ? .int8 : .fp32 }
+    public var precision: Precision {
+        switch self {
+        case .int8: return .int8
+        case .im2colBF16, .gemm1x1BF16, .winograd2BF16: return .bf16
+        default: return .fp32
+        }
+    }
+
+    /// The FP32 algorithm a BF16 one computes as (itself for the others).
+    var fp32Form: ConvAlgorithm {
+        switch self {
+        case .im2colBF16: return .im2col
+        case .gemm1x1BF16: return .gemm1x1
+        case .winograd2BF16: return .winograd2
+        default: return self
+        }
+    }
+
+    /// The BF16 form of an FP32 algorithm, where it has one.
+    var bf16Form: ConvAlgorithm? { ConvAlgorithm.allCases.first { $0.precision == .bf16 && $0.fp32Form == self } }
 
     /// Whether this algorithm can compute `conv` (for `.directPool`, `pooledBy` is the max pool
     /// after it, which must be a 2x2 stride-2 pool of its whole, even-sized output that reads only
     /// it), with `kernels` our kernel set (nil: GEMMs in OpenBLAS, no direct kernel).
     func applies(to conv: ConvolutionalLayer, pooledBy next: MaxPoolLayer?, ourKernels: Bool) -> Bool {
         switch self {
+        case .im2colBF16, .gemm1x1BF16, .winograd2BF16:
+            return fp32Form.applies(to: conv, pooledBy: next, ourKernels: ourKernels)
         case .im2col: return !conv.isPointwise
         case .gemm1x1: return conv.isPointwise
         case .winograd2, .winograd4: return conv.is3x3Same
@@ -45,7 +75,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// Whether the model options allow it: `.im2col` leaves out Winograd (whose kernels need more
     /// memory), `.winograd2` leaves out F(4x4).
     func allowed(by option: ModelOptions.Convolution) -> Bool {
-        switch (self, option) {
+        switch (fp32Form, option) {
         case (.winograd2, .im2col), (.winograd4, .im2col), (.winograd4, .winograd2): return false
         default: return true
         }
@@ -64,9 +94,19 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     ///   F(4x4) on maps of 24x24 and more, F(2x2) on smaller ones (at 13x13 they tie, and F(4x4)
     ///   needs 2.25x the memory): F(2x2) / F(4x4) ms: 32 channels at 104x104 1.21 / 0.91, 64 at
     ///   52x52 1.03 / 0.76, 128 at 26x26 1.15 / 0.63, 384 at 26x26 3.50 / 1.84;
-    /// - a plain GEMM for 1x1 layers; im2col + GEMM for the rest.
+    /// - a plain GEMM for 1x1 layers; im2col + GEMM for the rest;
+    /// - with BF16 candidates (precision .bf16), the BF16 form of that choice where it has one, and
+    ///   F(2x2) in BF16 for F(4x4) (the direct conv + pool stays FP32). Measured on a Zen 5 core
+    ///   (ms, F(4x4) FP32 / F(2x2) BF16): 64 channels at 52x52 0.92 / 0.87, 128 at 26x26 0.77 /
+    ///   0.77, 512 at 13x13 (F(2x2) FP32) 5.0 / 3.4, but 384 at 26x26 2.64 / 3.13: measuring
+    ///   (`yolo tune --precision bf16`) keeps F(4x4) FP32 where it is faster.
     static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm]) -> ConvAlgorithm {
         if candidates.contains(.int8) { return .int8 }
+        if candidates.contains(where: { $0.precision == .bf16 }) {
+            let choice = table(for: conv, candidates: candidates.filter { $0.precision == .fp32 })
+            let bf16 = (choice == .winograd4 ? .winograd2 : choice).bf16Form
+            return bf16.flatMap { candidates.contains($0) ? $0 : nil } ?? choice
+        }
         if candidates.contains(.directPool) { return .directPool }
         if candidates.contains(.gemm1x1) { return .gemm1x1 }
         if conv.is3x3Same && conv.inputShape.c >= 32 {
@@ -80,17 +120,22 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// This algorithm prepared for `conv` from its folded weights (filters x channels x k x k),
     /// with `kernelSet`'s kernels and GEMMs by `gemm` (nil: OpenBLAS); `pool` runs load-time
     /// transforms. The one place that maps algorithms to their implementations.
-    /// `input` is the quantization of the layer's input (INT8 only).
+    /// `input` is the quantization of the layer's input (INT8 only), `bf16` the BF16 GEMM (BF16 only).
     func prepare(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, kernelSet: KernelSet, gemm: GemmFunctions?,
-                 pool: WorkerPool, input: Int8Quantization?) -> any ConvKernel {
+                 pool: WorkerPool, input: Int8Quantization?, bf16: BF16Kernels?) -> any ConvKernel {
+        var gemm = gemm
+        if precision == .bf16 {
+            guard let bf16 else { fatalError("\(self) for layer \(conv.index) without the BF16 kernels") }
+            gemm = bf16.gemm
+        }
         switch self {
         case .int8:
             guard let input, let kernels = kernelSet.int8 else { fatalError("int8 for layer \(conv.index) without its quantization or kernels") }
             return Int8Conv(conv, weights: weights, input: input, kernels: kernels)
-        case .im2col: return Im2colGemm(conv, weights: weights, gemm: gemm)
-        case .gemm1x1: return PointwiseGemm(conv, weights: weights, gemm: gemm)
-        case .winograd2: return WinogradConv(conv, tile: 2, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: pool)
-        case .winograd4: return WinogradConv(conv, tile: 4, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: pool)
+        case .im2col, .im2colBF16: return Im2colGemm(conv, weights: weights, gemm: gemm, algorithm: self)
+        case .gemm1x1, .gemm1x1BF16: return PointwiseGemm(conv, weights: weights, gemm: gemm, algorithm: self)
+        case .winograd2, .winograd4, .winograd2BF16:
+            return WinogradConv(conv, algorithm: self, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: pool)
         case .directPool: return DirectConvPool(conv, weights: weights, kernelSet: kernelSet)
         }
     }
@@ -105,6 +150,8 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .im2col, .gemm1x1, .directPool: return 4 * weights
         case .winograd2: return 2 * 4 * weights / 9 * 16
         case .winograd4: return 2 * 4 * weights / 9 * 36
+        // Packed in 16 bits from the FP32 form's buffers: at most what that form needs.
+        case .im2colBF16, .gemm1x1BF16, .winograd2BF16: return fp32Form.loadBytes(conv)
         }
     }
 

@@ -1,11 +1,13 @@
 // Convolution as im2col + GEMM: output (filters x outH*outW) = weights (filters x c*k*k) · columns,
 // block by block of output rows so the column block stays in the core's L2 cache instead of
-// making a round trip through memory. Computes any convolution; the reference algorithm.
+// making a round trip through memory. Computes any convolution; the reference algorithm. With the
+// BF16 GEMM, `.im2colBF16`.
 import YOLOCore
 import YOLOKernels
 
 final class Im2colGemm: ConvKernel {
-    let algorithm = ConvAlgorithm.im2col
+    /// `.im2col`, or `.im2colBF16` with the BF16 GEMM.
+    let algorithm: ConvAlgorithm
     let conv: ConvolutionalLayer
     let weights: GemmWeights
     let storage: ModelStorage
@@ -16,8 +18,9 @@ final class Im2colGemm: ConvKernel {
     static let minBlockColumns = 512
 
     /// Packs the folded weights (filters x columns) for `gemm` (nil: OpenBLAS, which gets a copy).
-    init(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, gemm: GemmFunctions?) {
+    init(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, gemm: GemmFunctions?, algorithm: ConvAlgorithm = .im2col) {
         self.conv = conv
+        self.algorithm = algorithm
         let storage = ModelStorage()
         self.storage = storage
         self.weights = Gemm.prepare(weights, rows: conv.filters, columns: conv.columns, kernels: gemm, storage: storage,

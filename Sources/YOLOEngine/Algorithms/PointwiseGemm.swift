@@ -4,14 +4,16 @@ import YOLOCore
 import YOLOKernels
 
 final class PointwiseGemm: ConvKernel {
-    let algorithm = ConvAlgorithm.gemm1x1
+    /// `.gemm1x1`, or `.gemm1x1BF16` with the BF16 GEMM.
+    let algorithm: ConvAlgorithm
     let conv: ConvolutionalLayer
     let weights: GemmWeights
     let storage: ModelStorage
 
-    init(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, gemm: GemmFunctions?) {
+    init(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, gemm: GemmFunctions?, algorithm: ConvAlgorithm = .gemm1x1) {
         precondition(conv.isPointwise, "PointwiseGemm: layer \(conv.index) is not 1x1 stride 1")
         self.conv = conv
+        self.algorithm = algorithm
         let storage = ModelStorage()
         self.storage = storage
         self.weights = Gemm.prepare(weights, rows: conv.filters, columns: conv.columns, kernels: gemm, storage: storage,

@@ -2,7 +2,8 @@
 // input transform (V = Bᵀ d B per channel and tile), one GEMM per position of the transformed tile
 // (16 or 36: M[xi] = U[xi] · V[xi], U the transformed kernels, packed at load), and the output
 // transform (Aᵀ m A) into the output rows, then the epilogue. The transforms are the kernel set's
-// SIMD ones, bit-identical to the scalar references of YOLOKernels.
+// SIMD ones, bit-identical to the scalar references of YOLOKernels. The GEMMs in FP32 or, for the
+// BF16 forms, in BF16 (the transforms stay FP32).
 import YOLOCore
 import YOLOKernels
 
@@ -17,13 +18,16 @@ final class WinogradConv: ConvKernel {
     let storage: ModelStorage
 
     /// Transforms the folded weights (filters x channels x 9) on `pool`'s threads, packs them for
-    /// `gemm` (nil: OpenBLAS), with the transforms of `kernelSet`.
-    init(_ conv: ConvolutionalLayer, tile: Int, weights: UnsafePointer<Float>, kernelSet: KernelSet,
+    /// `gemm` (nil: OpenBLAS; the BF16 GEMM for `.winograd2BF16`), with the
+    /// transforms of `kernelSet`.
+    init(_ conv: ConvolutionalLayer, algorithm: ConvAlgorithm, weights: UnsafePointer<Float>, kernelSet: KernelSet,
          gemm: GemmFunctions?, pool: WorkerPool) {
-        precondition(conv.is3x3Same && (tile == 2 || tile == 4), "WinogradConv: layer \(conv.index) is not 3x3 stride 1 pad 1")
+        let tile = algorithm.fp32Form == .winograd4 ? 4 : 2
+        precondition(conv.is3x3Same && [.winograd2, .winograd4].contains(algorithm.fp32Form),
+                     "WinogradConv: layer \(conv.index) is not 3x3 stride 1 pad 1, or \(algorithm) is not Winograd")
         self.conv = conv
         self.tile = tile
-        algorithm = tile == 4 ? .winograd4 : .winograd2
+        self.algorithm = algorithm
         transforms = kernelSet.winograd(tile: tile)
         let storage = ModelStorage()
         self.storage = storage

@@ -7,6 +7,7 @@ import YOLOKernelsBaseline
 import YOLOKernelsAVX2
 import YOLOKernelsAVX512
 import YOLOKernelsAVX512VNNI
+import YOLOKernelsAVX512BF16
 #elseif arch(arm64) || arch(aarch64)
 import YOLOKernelsDotProd
 #endif
@@ -19,7 +20,8 @@ enum KernelRegistry {
         #if arch(x86_64)
         sets.append(KernelsAVX2.kernelSet)
         sets.append(KernelsAVX512.kernelSet)
-        sets.append(KernelsAVX512VNNI.kernelSet)
+        // + the BF16 GEMM, which needs AVX-512 BF16 besides (`BF16Kernels.requires`, checked apart).
+        sets.append(KernelsAVX512VNNI.kernelSet.adding(bf16: KernelsAVX512BF16.bf16))
         #elseif arch(arm64) || arch(aarch64)
         sets.append(KernelsDotProd.kernelSet)
         #endif

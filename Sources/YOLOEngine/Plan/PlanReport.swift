@@ -67,11 +67,15 @@ public struct PlanReport: Sendable, CustomStringConvertible {
     /// Problems that did not stop the load: a plan cache entry ignored or not written.
     public let warnings: [String]
 
-    /// One line per step: layers, what, algorithm, source and the candidates' times.
+    /// One line per step: layers, what, algorithm, source and the candidates' times; in a plan
+    /// with INT8 or BF16 steps, the convolutions that stay FP32 say so ("direct+pool, fp32 (table)";
+    /// the others' algorithm names say it: "int8", "winograd2-bf16").
     public var description: String {
-        entries.map { e in
+        let mixed = entries.contains { $0.precision != .fp32 }
+        return entries.map { e in
             let range = e.layers.count == 1 ? "\(e.layers.lowerBound)" : "\(e.layers.lowerBound)-\(e.layers.upperBound)"
             var line = "\(range) \(e.what): \(e.algorithm)"
+            if mixed && e.source != nil && e.precision == .fp32 { line += ", fp32" }
             if let s = e.source { line += " (\(s.rawValue))" }
             if !e.timings.isEmpty {
                 line += " [" + e.timings.map { "\($0.algorithm) \(PlanCache.formatMilliseconds($0.milliseconds)) ms" }

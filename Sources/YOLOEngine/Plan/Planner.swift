@@ -48,12 +48,16 @@ struct Planner {
     /// The quantization of each convolution's input that may run in INT8 (precision .int8, our
     /// kernels with INT8 ones, and a calibrated range), by layer.
     let int8Inputs: [Int: Int8Quantization]
+    /// The BF16 GEMM (precision .bf16 on a CPU that runs it), else nil: no BF16 candidates.
+    let bf16: BF16Kernels?
 
-    init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:]) {
+    init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:],
+         bf16: BF16Kernels? = nil) {
         self.layers = layers
         self.options = options
         self.ourKernels = ourKernels
         self.int8Inputs = int8Inputs
+        self.bf16 = bf16
         var readers = [Int](repeating: 0, count: layers.count)
         for l in layers { for s in l.sources where s >= 0 { readers[s] += 1 } }
         for l in layers { if let h = l.head, h.inputLayer >= 0 { readers[h.inputLayer] += 1 } }
@@ -64,7 +68,17 @@ struct Planner {
     func standaloneCandidates(_ conv: ConvolutionalLayer) -> [ConvAlgorithm] {
         ConvAlgorithm.allCases.filter {
             $0 != .directPool && $0.applies(to: conv, pooledBy: nil, ourKernels: ourKernels)
-                && $0.allowed(by: options.convolution) && ($0.precision == .fp32 || int8Inputs[conv.index] != nil)
+                && $0.allowed(by: options.convolution) && offers($0.precision, for: conv)
+        }
+    }
+
+    /// Whether `conv` may compute in `precision`: FP32 always, INT8 where calibrated, BF16 with the
+    /// BF16 GEMM.
+    func offers(_ precision: Precision, for conv: ConvolutionalLayer) -> Bool {
+        switch precision {
+        case .fp32: return true
+        case .int8: return int8Inputs[conv.index] != nil
+        case .bf16: return bf16 != nil
         }
     }
 

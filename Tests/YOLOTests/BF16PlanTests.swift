@@ -1,0 +1,100 @@
+import Foundation
+import XCTest
+import YOLOReference
+@testable @_spi(Kernels) import YOLOEngine
+@testable import YOLOCore
+import YOLOKernels
+
+/// `precision .bf16` through the planner: the BF16 forms of im2col, 1x1 and Winograd F(2x2) where
+/// the CPU has AVX-512 BF16, FP32 for the rest (the direct conv + pool), both reported; the heads
+/// near FP32's; measured plans time the BF16 candidates and cache apart from FP32; and a clear
+/// one-line refusal where the CPU or the kernel level has no BF16 GEMM.
+final class BF16PlanTests: XCTestCase {
+    func model(_ options: ModelOptions) throws(YOLOError) -> Model {
+        try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights, options: options)
+    }
+
+    func heads(_ model: Model) throws -> [Float] { try PlanTests.heads(model, threads: 2) }
+
+    func requireBF16() throws {
+        guard KernelLevel.selected.bf16Kernels != nil else {
+            throw XCTSkip("this CPU (or YOLO_KERNEL_LEVEL) has no BF16 GEMM (AVX-512 BF16): --precision bf16 is refused here")
+        }
+    }
+
+    func testBF16WhereItHasAFormFP32Elsewhere() throws {
+        try requireBF16()
+        // Layers: 0 conv 3x3 3->32 + pool (direct+pool), 2 conv 32->32 at 32x32 (F(4x4) in FP32),
+        // 4 at 16x16 (F(2x2)), 5 a 1x1.
+        let bf16 = try model(ModelOptions(precision: .bf16))
+        XCTAssertEqual(bf16.inference.steps.map(\.algorithm),
+                       ["direct+pool", "winograd2-bf16", "maxpool+epilogue", "winograd2-bf16", "gemm1x1-bf16"])
+        XCTAssertEqual(bf16.plan.entries.map(\.precision), [.fp32, .bf16, .fp32, .bf16, .bf16])
+        XCTAssertTrue(bf16.plan.description.contains("0-1 conv 3x3/1 3x64x64 -> 32x64x64 + maxpool 2x2/2 32x64x64 -> 32x32x32: direct+pool, fp32 (table)"),
+                      bf16.plan.description)
+        XCTAssertTrue(bf16.plan.description.contains("5 conv 1x1/1 32x16x16 -> 18x16x16: gemm1x1-bf16 (table)"), bf16.plan.description)
+        // The plan that keeps every output: layer 0 alone, in its BF16 form.
+        XCTAssertEqual(bf16.inspection.steps.map(\.algorithm), ["im2col-bf16", "maxpool", "winograd2-bf16", "maxpool", "winograd2-bf16", "gemm1x1-bf16"])
+        // FP32 by default; without Winograd, im2col in BF16.
+        let fp32 = try model(ModelOptions())
+        XCTAssertFalse(fp32.inference.steps.contains { $0.algorithm.hasSuffix("-bf16") })
+        XCTAssertFalse(fp32.plan.description.contains(", fp32"))
+        let im2col = try model(ModelOptions(convolution: .im2col, precision: .bf16))
+        XCTAssertEqual(im2col.inference.steps.map(\.algorithm), ["direct+pool", "im2col-bf16", "maxpool+epilogue", "im2col-bf16", "gemm1x1-bf16"])
+        // Heads near FP32's (bfloat16 keeps 8 bits of mantissa), not equal; the same with OpenBLAS
+        // computing the FP32 GEMMs.
+        let reference = try heads(fp32)
+        let range = reference.map { abs($0) }.max()!
+        for m in [bf16, im2col, try model(ModelOptions(gemm: .openBLAS, precision: .bf16))] {
+            let worst = zip(reference, try heads(m)).map { abs($0 - $1) }.max()!
+            XCTAssertGreaterThan(worst, 0, "\(m.inference.steps.map(\.algorithm))")
+            XCTAssertLessThan(worst, 0.02 * range, "BF16 heads within 2% of the FP32 heads' range: \(m.inference.steps.map(\.algorithm))")
+        }
+        // An override may name a BF16 algorithm only with precision bf16.
+        let forced = try model(ModelOptions(algorithms: [2: .im2colBF16, 4: .winograd2], precision: .bf16))
+        XCTAssertEqual(forced.inference.steps.map(\.algorithm), ["direct+pool", "im2col-bf16", "maxpool+epilogue", "winograd2", "gemm1x1-bf16"])
+        XCTAssertThrowsError(try model(ModelOptions(algorithms: [2: .im2colBF16]))) {
+            XCTAssertTrue("\($0)".contains("im2col-bf16 cannot compute layer 2"), "\($0)")
+        }
+    }
+
+    func testMeasuredPlansTimeBF16CandidatesAndKeepThemApart() throws {
+        try requireBF16()
+        let directory = NSTemporaryDirectory() + "yolo-bf16-tests-\(getpid())-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let measured = try model(ModelOptions(planning: .measure(cacheDirectory: directory), tuningThreads: 1, precision: .bf16))
+        let timed = measured.plan.entries.filter { $0.source == .measured }
+        XCTAssertEqual(timed.count, 4)
+        XCTAssertTrue(timed.allSatisfy { $0.timings.contains { $0.algorithm.hasSuffix("-bf16") && $0.milliseconds > 0 } },
+                      "\(timed.map(\.timings))")
+        XCTAssertFalse(timed.contains { $0.timings.contains { $0.algorithm == "winograd4-bf16" } })
+        let fp32 = try model(ModelOptions(planning: .cached(cacheDirectory: directory), tuningThreads: 1))
+        XCTAssertEqual(fp32.plan.entries.first?.source, .table)
+        XCTAssertNotEqual(fp32.plan.cacheFile, measured.plan.cacheFile)
+        let again = try model(ModelOptions(planning: .cached(cacheDirectory: directory), tuningThreads: 1, precision: .bf16))
+        XCTAssertEqual(again.plan.entries.first?.source, .cache)
+        XCTAssertEqual(again.inference.steps.map(\.algorithm), measured.inference.steps.map(\.algorithm))
+    }
+
+    /// Without a BF16 GEMM, `precision bf16` is refused at load with one line naming what is
+    /// missing: here a kernel level without BF16 kernels (any x86 CPU with AVX2), and on a CPU
+    /// without AVX-512 BF16 the feature (`GemmKernelTests.testBF16NeedsTheFeature` fakes that CPU).
+    func testRefusedWithoutTheBF16Kernels() throws {
+        #if arch(x86_64)
+        guard KernelLevel.supported.contains(.avx2) else { throw XCTSkip("no AVX2 level on this CPU") }
+        XCTAssertThrowsError(try model(ModelOptions(kernelLevel: .avx2, precision: .bf16))) {
+            let text = "\($0)"
+            XCTAssertTrue(text.contains("precision bf16: kernel level avx2 has no BF16 kernels")
+                          || text.contains("precision bf16 needs a CPU with AVX-512 BF16 (avx512_bf16"), text)
+            XCTAssertFalse(text.contains("\n"), text)
+        }
+        if !HostCPU.features.contains(.avx512BF16) {
+            XCTAssertThrowsError(try model(ModelOptions(precision: .bf16))) {
+                XCTAssertTrue("\($0)".contains("precision bf16 needs a CPU with AVX-512 BF16 (avx512_bf16"), "\($0)")
+            }
+        }
+        #else
+        XCTAssertThrowsError(try model(ModelOptions(precision: .bf16)))
+        #endif
+    }
+}
