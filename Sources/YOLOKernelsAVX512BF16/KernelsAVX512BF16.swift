@@ -2,7 +2,7 @@
 // FP32 sums; Cooper Lake, Sapphire Rapids and later, Zen 4 and later), built with -target-cpu
 // cooperlake (Package.swift). Not a kernel level of its own: the engine adds it to the avx512vnni
 // level's set (KernelLevel.swift) and offers it only where the CPU has AVX-512 BF16.
-#if arch(x86_64)
+#if arch(x86_64) && compiler(>=6.1)
 import YOLOKernels
 import CHints
 import CDot
@@ -24,9 +24,18 @@ public enum KernelsAVX512BF16 {
     /// Tiles of 8 x 48 FP32 sums (8 x 3 zmm accumulators), 2 steps of k per vdpbf16ps; blocks of
     /// 512 steps of k (the packed B panel as many bytes as the FP32 GEMM's 256) x 480 columns.
     /// Requires what -target-cpu cooperlake may use: the VNNI level's features + AVX-512 BF16.
-    public static var bf16: BF16Kernels {
+    public static var bf16: BF16Kernels? {
         BF16Kernels.make(level: "avx512bf16", dot: "vdpbf16ps", requires: [.avx2, .avx512, .avx512VNNI, .avx512BF16], BF16Tag.self,
                          kc: 512, nc: 480)
     }
+}
+#elseif arch(x86_64)
+import YOLOKernels
+
+/// Swift 6.0's compiler crashes (signal 11, endless recursion) compiling this target's
+/// specialization of the BF16 GEMM: built by Swift 6.0, the engine has no BF16 kernels, and
+/// `--precision bf16` says the level has none.
+public enum KernelsAVX512BF16 {
+    public static var bf16: BF16Kernels? { nil }
 }
 #endif

@@ -79,6 +79,9 @@ extension GemmKernelTests {
     /// The BF16 GEMM is offered exactly where the CPU has AVX-512 BF16 (as /proc/cpuinfo says), and
     /// only with the avx512vnni level's set.
     func testBF16OfferedExactlyWithTheFeature() throws {
+        #if !compiler(>=6.1)
+        throw XCTSkip("built by Swift 6.0, whose compiler crashes on the BF16 kernels: this build has none (KernelsAVX512BF16.swift)")
+        #endif
         #if arch(x86_64)
         let has = HostCPU.features.contains(.avx512BF16)
         XCTAssertEqual(!bf16Levels.isEmpty, has && KernelLevel.supported.contains(.avx512VNNI))
@@ -94,6 +97,9 @@ extension GemmKernelTests {
     /// `precision bf16`'s check with the CPU features faked: a CPU without AVX-512 BF16 and a level
     /// without BF16 kernels each get their one-line reason; a CPU with it gets the kernels.
     func testBF16NeedsTheFeature() throws {
+        #if !compiler(>=6.1)
+        throw XCTSkip("built by Swift 6.0, whose compiler crashes on the BF16 kernels: this build has none (KernelsAVX512BF16.swift)")
+        #endif
         #if arch(x86_64)
         let vnni = try XCTUnwrap(KernelRegistry.all.first { $0.name == "avx512vnni" })
         let avx2 = try XCTUnwrap(KernelRegistry.all.first { $0.name == "avx2" })

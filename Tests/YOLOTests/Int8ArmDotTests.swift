@@ -84,6 +84,6 @@ extension Int8KernelTests {
         XCTAssertEqual(packed.count, 8 * 2 * 4 + 8 * 4, "8 padded rows x 2 groups x 4 bytes, then 8 corrections")
         a.withUnsafeBufferPointer { pa in packed.withUnsafeMutableBytes { G.packA(pa.baseAddress!, lda: k, m: m, k: k, kc: 256, into: $0.baseAddress!) } }
         let corrections = packed.withUnsafeBytes { p in (0..<8).map { p.loadUnaligned(fromByteOffset: 64 + 4 * $0, as: Int32.self) } }
-        XCTAssertEqual(corrections, [128 * 21, 128 * -126, 128 * 253, 0, 0, 0, 0, 0])
+        XCTAssertEqual(corrections, [Int32(128 * 21), Int32(128 * -126), Int32(128 * 253), 0, 0, 0, 0, 0])
     }
 }

@@ -21,7 +21,8 @@ enum KernelRegistry {
         sets.append(KernelsAVX2.kernelSet)
         sets.append(KernelsAVX512.kernelSet)
         // + the BF16 GEMM, which needs AVX-512 BF16 besides (`BF16Kernels.requires`, checked apart).
-        sets.append(KernelsAVX512VNNI.kernelSet.adding(bf16: KernelsAVX512BF16.bf16))
+        let vnni = KernelsAVX512VNNI.kernelSet
+        sets.append(KernelsAVX512BF16.bf16.map { vnni.adding(bf16: $0) } ?? vnni)
         #elseif arch(arm64) || arch(aarch64)
         sets.append(KernelsDotProd.kernelSet)
         #endif
