@@ -142,7 +142,7 @@ for suite in "${suites[@]}"; do
     set -e
     # Per suite: its test count, failures and time.
     rootfs_suite_times "$log-tests.log" "arm-linux-check: [$suite] tests: "
-    summary=$(grep -E "Executed [0-9]+ tests?, with [0-9]+ failures?" "$log-tests.log" | tail -1 | sed -E 's/^[[:space:]]+//' || true)
+    summary=$(grep -E "Executed [0-9]+ tests?, with ([0-9]+ tests? skipped and )?[0-9]+ failures?" "$log-tests.log" | tail -1 | sed -E 's/^[[:space:]]+//' || true)
     [ -n "$summary" ] || { tail -40 "$log-tests.log" >&2; fail "swift test ended without a summary (crash? status $status; log: $log-tests.log)"; }
     rootfs_say "[$suite] tests: $summary"
     if [ $status != 0 ]; then

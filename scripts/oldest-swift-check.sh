@@ -61,7 +61,7 @@ run_tests() {
     rootfs_run "$1" > "$out/test.log" 2>&1 || status=$?
     cat "$out/test.log" >> "$out/tests-all.log"
     rootfs_suite_times "$out/test.log" "oldest-swift-check: $step: "
-    summary=$(grep -E "Executed [0-9]+ tests?, with [0-9]+ failures?" "$out/test.log" | tail -1 | sed -E 's/^[[:space:]]+//' || true)
+    summary=$(grep -E "Executed [0-9]+ tests?, with ([0-9]+ tests? skipped and )?[0-9]+ failures?" "$out/test.log" | tail -1 | sed -E 's/^[[:space:]]+//' || true)
     if [ "$status" != 0 ]; then
         grep -E "error: |failed \(|Fatal error|crashed|signal" "$out/test.log" | head -20 >&2 || true
         fail "with $toolchain: status $status, ${summary:-no test summary: a crash?} (log: $out/test.log)"
