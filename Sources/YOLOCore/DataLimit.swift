@@ -1,7 +1,9 @@
 // The process's data-size limit (RLIMIT_DATA, `ulimit -d`: heap and private writable mappings).
 // Swift cannot recover from a failed allocation (it aborts with "failed to allocate"), so the
-// engine checks its large allocations, the model's parameters and a session's activations,
-// against what the limit leaves, and refuses with a message that names the limit instead.
+// large allocations (the model's parameters, each layer's prepared weights, a session's
+// activations, decoded, drawn and encoded images) are checked against what the limit leaves
+// and refused with a message that names the limit instead. Without a limit a check is one
+// getrlimit call.
 
 /// Bytes the data-size limit still allows this process (the limit less the data pages it has
 /// now, from /proc/self/statm), or nil when there is no limit or it cannot be read.
