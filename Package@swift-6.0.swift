@@ -17,12 +17,20 @@ import PackageDescription
 // OpenBLAS, which picks its own kernels at run time, so the portable build loses little.
 // To let the Swift kernels use every instruction of the build machine, set
 // YOLO_TARGET_CPU=native (or a CPU name such as haswell, znver4, cortex-a72) when building.
-let targetCPU = Context.environment["YOLO_TARGET_CPU"].flatMap { $0.isEmpty ? nil : $0 }
+// The manifest is compiled for the machine that builds. A cross build (scripts/arm-linux-check.sh
+// builds for arm64 on x86_64) names the target's architecture in YOLO_TARGET_ARCH (x86_64 or
+// aarch64); the CPU flags below follow the target, not the builder.
 #if arch(x86_64)
-func cpuFlag(_ cpu: String) -> [String] { ["-Xcc", "-march=" + cpu] }
+let hostArch = "x86_64"
+#elseif arch(arm64)
+let hostArch = "aarch64"
 #else
-func cpuFlag(_ cpu: String) -> [String] { ["-target-cpu", cpu] }
+let hostArch = "other"
 #endif
+let targetArch = Context.environment["YOLO_TARGET_ARCH"].flatMap { $0.isEmpty ? nil : $0 } ?? hostArch
+let targetIsX86 = targetArch == "x86_64", targetIsARM64 = targetArch == "aarch64" || targetArch == "arm64"
+let targetCPU = Context.environment["YOLO_TARGET_CPU"].flatMap { $0.isEmpty ? nil : $0 }
+func cpuFlag(_ cpu: String) -> [String] { targetIsX86 ? ["-Xcc", "-march=" + cpu] : ["-target-cpu", cpu] }
 let cpuFlags: [SwiftSetting] = targetCPU.map { [.unsafeFlags(cpuFlag($0)), .define("YOLO_TARGET_CPU_SET")] } ?? []
 let engineSettings: [SwiftSetting] = cpuFlags
 
@@ -32,29 +40,21 @@ let engineSettings: [SwiftSetting] = cpuFlags
 // unspecialized generic code would be orders of magnitude slower). Caveat: an incremental debug
 // build does not recompile them when only the body of an @inlinable function in YOLOKernels
 // changed; after editing Sources/YOLOKernels/PackedGemm.swift, touch Sources/YOLOKernels{Baseline,AVX2,AVX512}/*
-// (release builds, whole-module, are not affected). The manifest is compiled for the host, so an
-// arm64 host gets no x86 flags (there the baseline target is the NEON level, the x86 ones are empty).
+// (release builds, whole-module, are not affected). An arm64 target gets no x86
+// flags (there the baseline target is the NEON level, the x86 ones are empty), and the reverse.
 let optimized: SwiftSetting = .unsafeFlags(["-O"], .when(configuration: .debug))
-#if arch(x86_64)
-let avx2Settings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("haswell"))]
+func levelSettings(_ cpu: String, when: Bool) -> [SwiftSetting] {
+    [optimized] + (when ? [.unsafeFlags(cpuFlag(cpu))] : [])
+}
+let avx2Settings = levelSettings("haswell", when: targetIsX86)
 // Any AVX-512 CPU with F/CD/BW/DQ/VL (Skylake-SP and later, Zen 4 and later); not znver4/5.
-let avx512Settings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("skylake-avx512"))]
+let avx512Settings = levelSettings("skylake-avx512", when: targetIsX86)
 // The same + AVX-512 VNNI (vpdpbusd): Cascade Lake, Ice Lake and later, Zen 4 and later.
-let avx512VNNISettings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("cascadelake"))]
+let avx512VNNISettings = levelSettings("cascadelake", when: targetIsX86)
 // The BF16 GEMM: the same + AVX-512 BF16 (vdpbf16ps): Cooper Lake, Sapphire Rapids, Zen 4 and later.
-let avx512BF16Settings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("cooperlake"))]
-#else
-let avx2Settings: [SwiftSetting] = [optimized]
-let avx512Settings: [SwiftSetting] = [optimized]
-let avx512VNNISettings: [SwiftSetting] = [optimized]
-let avx512BF16Settings: [SwiftSetting] = [optimized]
-#endif
-#if arch(arm64) || arch(aarch64)
+let avx512BF16Settings = levelSettings("cooperlake", when: targetIsX86)
 // ARMv8.2 + dot product (sdot): Cortex-A55, A76 (Raspberry Pi 5), Neoverse N1 and later.
-let dotProdSettings: [SwiftSetting] = [optimized, .unsafeFlags(cpuFlag("cortex-a76"))]
-#else
-let dotProdSettings: [SwiftSetting] = [optimized]
-#endif
+let dotProdSettings = levelSettings("cortex-a76", when: targetIsARM64)
 
 let package = Package(
     name: "yolo-swift",

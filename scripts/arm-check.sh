@@ -126,7 +126,7 @@ else
             || fail "building the engine module $m (Sources/$m) for aarch64 (Embedded Swift)"
         engine_objects+=("$out/$m.o")
     done
-    "${emb[@]}" -module-name Forward -package-name yolo_swift -c -o "$out/Forward.o" -I Sources/COpenBLAS -Xcc -DYOLO_OPENBLAS_LINKED \
+    "${emb[@]}" -module-name Forward -package-name yolo_swift -c -o "$out/Forward.o" -I Sources/COpenBLAS -Xcc -DYOLO_OPENBLAS_LINKED -I Sources/CCPUID \
         scripts/arm/Forward.swift || fail "building scripts/arm/Forward.swift for aarch64"
     aarch64-linux-gnu-gcc -O2 -c -o "$out/support.o" scripts/arm/support.c
     link=(aarch64-linux-gnu-gcc -static -fuse-ld=gold -Wl,--gc-sections)

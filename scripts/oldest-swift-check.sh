@@ -48,7 +48,7 @@ scripts/bootstrap.sh >/dev/null      # the weights and samples that are copied i
 finish
 
 begin "root file system"
-rootfs_make "$suite" "$arch" libopenblas-dev libjpeg-dev libpng-dev libdeflate-dev libmicrohttpd-dev pkg-config ffmpeg curl
+rootfs_make "$suite" "$arch" "${rootfs_build_packages[@]}"
 rootfs_sync
 toolchain=$(rootfs_run 'swift --version 2>/dev/null | head -1') || fail "swift --version in $rootfs"
 rootfs_say "toolchain: $toolchain ($arch, Debian $suite)"

@@ -1,5 +1,6 @@
-// CPUID and XGETBV for the kernel-level detection (Sources/YOLO/Gemm/CPUFeatures.swift).
-// Header only: static inline functions, compiled by Swift's Clang importer. Empty off x86.
+// What the kernel-level detection (Sources/YOLOEngine/Kernels/HostCPU.swift) asks the CPU: CPUID
+// and XGETBV on x86, the kernel's AT_HWCAP bits on aarch64. Header only: static inline functions,
+// compiled by Swift's Clang importer.
 #ifndef YOLO_CCPUID_SHIM_H
 #define YOLO_CCPUID_SHIM_H
 
@@ -19,6 +20,16 @@ static inline unsigned long long yolo_xgetbv0(void) {
     unsigned lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((unsigned long long)hi << 32) | lo;
+}
+#endif
+
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+
+/// The kernel's AT_HWCAP word (HWCAP_ASIMDDP, HWCAP_ASIMDHP, ...). Through this shim because
+/// Swift 6.0's Glibc module does not export getauxval (6.2's does).
+static inline unsigned long yolo_hwcap(void) {
+    return getauxval(AT_HWCAP);
 }
 #endif
 

@@ -133,12 +133,17 @@ enum Fixtures {
                         stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
-    /// A C compiler: clang, cc or gcc from PATH, or the clang next to the Swift toolchain.
-    static func cCompiler() -> String? {
+    /// A C compiler command for the machine the tests run on: $YOLO_TEST_CC when set (words: a
+    /// cross build's tests name a compiler for their target, scripts/arm-linux-check.sh), else
+    /// clang, cc or gcc from PATH, or the clang next to the Swift toolchain.
+    static func cCompiler() -> [String]? {
+        if let cc = ProcessInfo.processInfo.environment["YOLO_TEST_CC"], !cc.isEmpty {
+            return cc.split(separator: " ").map(String.init)
+        }
         var dirs = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
         dirs += ["/opt/swift/usr/bin", "/usr/bin"]
         for name in ["clang", "cc", "gcc"] {
-            for dir in dirs where FileManager.default.isExecutableFile(atPath: dir + "/" + name) { return dir + "/" + name }
+            for dir in dirs where FileManager.default.isExecutableFile(atPath: dir + "/" + name) { return [dir + "/" + name] }
         }
         return nil
     }

@@ -286,7 +286,7 @@ extension CLITests {
         }
         """
         try Data(source.utf8).write(to: URL(fileURLWithPath: dir + "/raise.c"))
-        let build = try Fixtures.spawn([cc, "-shared", "-fPIC", "-o", dir + "/raise.so", dir + "/raise.c"], in: dir)
+        let build = try Fixtures.spawn(cc + ["-shared", "-fPIC", "-o", dir + "/raise.so", dir + "/raise.c"], in: dir)
         XCTAssertEqual(build.exitStatus, 0, build.stderr)
         let model = try Fixtures.tinyModel(in: dir)
         try Fixtures.png(width: 40, height: 30, Fixtures.noise).write(to: URL(fileURLWithPath: dir + "/p.png"))

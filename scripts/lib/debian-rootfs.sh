@@ -13,6 +13,13 @@
 #   rootfs_make SUITE ARCH PKG... makes (or reuses) $rootfs_cache/rootfs-SUITE-ARCH: Debian SUITE
 #                                 for ARCH with `swiftlang` and PKG...; sets $rootfs. A cached one
 #                                 that lacks some of PKG gets them with apt (not remade)
+#   rootfs_sysroot SUITE ARCH PKG...
+#                                 makes (or reuses) $rootfs_cache/sysroot-SUITE-ARCH: the files of
+#                                 Debian SUITE's `swiftlang` and PKG... for ARCH, only unpacked
+#                                 (mmdebstrap's extract variant: no package script runs, so no
+#                                 emulation; about half a minute), a cross build's SDK and what
+#                                 qemu loads the built programs' libraries from; sets
+#                                 $rootfs_sysroot_dir, which rootfs_run then mounts at /sysroot
 #   rootfs_sync                   copies the checkout (tracked and untracked-but-not-ignored files,
 #                                 the fetched weights and samples) to $rootfs/src/yolo-swift, by
 #                                 content: unchanged files keep their time stamps, so a build
@@ -21,7 +28,10 @@
 #                                 a line "PREFIXSuite: N tests, M failures, T s"
 #   rootfs_run COMMAND            runs the bash COMMAND in $rootfs/src/yolo-swift (its own mount
 #                                 and process namespace: /proc is mounted there and every process
-#                                 it started ends with it), with a clean environment
+#                                 it started ends with it), with a clean environment; with
+#                                 $rootfs_sysroot_dir set, that is mounted at /sysroot and
+#                                 QEMU_LD_PREFIX=/sysroot (programs built for its architecture run
+#                                 there through binfmt_misc and qemu)
 #
 # The cache: $YOLO_ROOTFS_CACHE, default ~/.cache/yolo-swift (each root file system about 3 GB).
 # A root file system is reused while its recipe (suite, architecture, mirror) is unchanged, and
@@ -34,6 +44,10 @@ rootfs_cache=${YOLO_ROOTFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yolo-swift}
 rootfs_mirror=${YOLO_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # Changing how a root file system is made (below) must change this, so cached ones are remade.
 rootfs_recipe=1
+
+# What the package needs besides `swiftlang` to build and test in a root file system of the
+# machine's own architecture (oldest-swift-check, and arm-linux-check's cross builder).
+rootfs_build_packages=(libopenblas-dev libjpeg-dev libpng-dev libdeflate-dev libmicrohttpd-dev pkg-config ffmpeg curl time)
 
 rootfs_say() { echo "$rootfs_name: $*"; }
 rootfs_fail() { echo "$rootfs_name: FAILED: $*" >&2; exit 1; }
@@ -142,18 +156,60 @@ rootfs_make() {
         rm -rf "$tmp"
         rootfs_fail "mmdebstrap could not make Debian $suite for $arch (log above: $rootfs_cache/mmdebstrap-$suite-$arch.log)"
     }
-    # Debian's swiftlang 6.2.3 ships the _Testing_Foundation module without its library, which a
-    # test build links against (even with --disable-swift-testing): an empty archive stands in.
+    rootfs_testing_stub "$tmp"
+    echo "$key" > "$tmp/.yolo-rootfs"
+    mv "$tmp" "$rootfs"
+    rootfs_say "root file system: made in $((SECONDS - t)) s ($(du -sh "$rootfs" 2>/dev/null | cut -f1))"
+}
+
+rootfs_sysroot() {
+    local suite=$1 arch=$2; shift 2
+    local pkgs=(swiftlang "$@") key dir tmp t=$SECONDS
+    dir=$rootfs_cache/sysroot-$suite-$arch
+    key="recipe $rootfs_recipe; $suite $arch extract, links 1; ${pkgs[*]}; $rootfs_mirror"
+    mkdir -p "$rootfs_cache"
+    local fd
+    exec {fd}>"$dir.lock"
+    flock -n "$fd" || { rootfs_say "waiting for another run that uses $dir"; flock "$fd"; }
+    rootfs_sysroot_dir=$dir
+    if [ "${YOLO_ROOTFS_REFRESH:-0}" != 1 ] && [ "$(cat "$dir/.yolo-sysroot" 2>/dev/null)" = "$key" ]; then
+        rootfs_say "sysroot: reusing $dir (made $(date -r "$dir/.yolo-sysroot" '+%Y-%m-%d %H:%M'))"
+        return 0
+    fi
+    tmp=$dir.new
+    rm -rf "$tmp" "$dir"
+    rootfs_say "sysroot: making $dir (Debian $suite, $arch, unpacked: ${pkgs[*]})"
+    mmdebstrap --mode=root --variant=extract --arch="$arch" --aptopt='Acquire::Check-Valid-Until "false"' \
+        --include="$(IFS=,; echo "${pkgs[*]}")" "$suite" "$tmp" "$rootfs_mirror" > "$rootfs_cache/mmdebstrap-sysroot-$suite-$arch.log" 2>&1 || {
+        tail -20 "$rootfs_cache/mmdebstrap-sysroot-$suite-$arch.log" >&2
+        rm -rf "$tmp"
+        rootfs_fail "mmdebstrap could not unpack Debian $suite's packages for $arch (log above: $rootfs_cache/mmdebstrap-sysroot-$suite-$arch.log)"
+    }
+    # What installing would have made: the merged /usr's links (linker scripts such as libm.so
+    # name /lib/...), the alternatives' links to OpenBLAS (libopenblas.so.0, which the engine
+    # loads, is one), and the stand-in for the missing _Testing_Foundation library (rootfs_make).
+    local d f
+    for d in bin sbin lib; do [ -e "$tmp/$d" ] || [ ! -d "$tmp/usr/$d" ] || ln -s "usr/$d" "$tmp/$d"; done
+    for f in "$tmp"/usr/lib/*-linux-gnu/openblas-pthread/lib*.so.[0-9]; do
+        [ -e "$f" ] && [ ! -e "$(dirname "$(dirname "$f")")/$(basename "$f")" ] || continue
+        ln -s "openblas-pthread/$(basename "$f")" "$(dirname "$(dirname "$f")")/$(basename "$f")"
+    done
+    rootfs_testing_stub "$tmp"
+    echo "$key" > "$tmp/.yolo-sysroot"
+    mv "$tmp" "$dir"
+    rootfs_say "sysroot: made in $((SECONDS - t)) s ($(du -sh "$dir" 2>/dev/null | cut -f1))"
+}
+
+# Debian's swiftlang 6.2.3 ships the _Testing_Foundation module without its library, which a
+# test build links against (even with --disable-swift-testing): an empty archive stands in.
+rootfs_testing_stub() {
     local lib
-    for lib in "$tmp"/usr/libexec/swift/lib/swift/linux; do
+    for lib in "$1"/usr/libexec/swift/lib/swift/linux; do
         if [ -d "$lib/_Testing_Foundation.swiftmodule" ] && [ ! -e "$lib/lib_Testing_Foundation.a" ] \
             && [ ! -e "$lib/lib_Testing_Foundation.so" ]; then
             printf '!<arch>\n' > "$lib/lib_Testing_Foundation.a"
         fi
     done
-    echo "$key" > "$tmp/.yolo-rootfs"
-    mv "$tmp" "$rootfs"
-    rootfs_say "root file system: made in $((SECONDS - t)) s ($(du -sh "$rootfs" 2>/dev/null | cut -f1))"
 }
 
 rootfs_sync() {
@@ -199,9 +255,12 @@ rootfs_apt() {
 }
 
 rootfs_run() {
-    # -i: only what is set here reaches the build (not the host's OPENBLAS_* or PATH).
+    # -i: only what is set here reaches the build (not the host's OPENBLAS_* or PATH). The chain
+    # of execs keeps bash process 1 of the namespace (init ignores signals).
     unshare --mount --propagation private --pid --fork --kill-child --mount-proc="$rootfs/proc" \
-        chroot "$rootfs" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
-        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        /bin/bash -c "cd /src/yolo-swift && $1; exit \$?"    # (bash stays process 1: init ignores signals)
+        /bin/bash -c 'set -e; root=$1 command=$2 sysroot=$3
+            [ -z "$sysroot" ] || { mkdir -p "$root/sysroot"; mount --bind "$sysroot" "$root/sysroot"; }
+            exec chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+                PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin ${sysroot:+QEMU_LD_PREFIX=/sysroot} \
+                /bin/bash -c "cd /src/yolo-swift && $command; exit \$?"' rootfs_run "$rootfs" "$1" "${rootfs_sysroot_dir:-}"
 }

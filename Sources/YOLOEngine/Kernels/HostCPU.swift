@@ -2,9 +2,7 @@
 // ARMv8.2 extensions from the auxiliary vector) and how to name it in a plan cache key.
 import YOLOCore
 import YOLOKernels
-#if arch(x86_64)
 internal import CCPUID
-#endif
 
 enum HostCPU {
     /// The features of this CPU that kernel sets may require.
@@ -62,7 +60,7 @@ enum HostCPU {
         }
         #elseif arch(arm64) || arch(aarch64)
         // AT_HWCAP (16): HWCAP_FPHP (1 << 9), HWCAP_ASIMDHP (1 << 10), HWCAP_ASIMDDP (1 << 20).
-        let hwcap = getauxval(16)
+        let hwcap = yolo_hwcap()
         if hwcap & (1 << 20) != 0 { f.insert(.dotProduct) }
         if hwcap & (1 << 10) != 0 { f.insert(.fp16) }
         #endif
