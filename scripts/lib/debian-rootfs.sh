@@ -121,17 +121,21 @@ rootfs_tools() {
     }
 }
 
+# One run at a time per root file system or sysroot DIR: a lock held until the script ends.
+rootfs_lock() {
+    local fd
+    mkdir -p "$rootfs_cache"
+    exec {fd}>"$1.lock"
+    flock -n "$fd" || { rootfs_say "waiting for another run that uses $1"; flock "$fd"; }
+}
+
 rootfs_make() {
     local suite=$1 arch=$2; shift 2
     local pkgs=(swiftlang "$@") key tmp
     rootfs=$rootfs_cache/rootfs-$suite-$arch
     # The stamp: "recipe N; SUITE ARCH; PACKAGES; MIRROR".
     key="recipe $rootfs_recipe; $suite $arch; ${pkgs[*]}; $rootfs_mirror"
-    mkdir -p "$rootfs_cache"
-    # One run at a time per root file system (held until the script ends).
-    local fd
-    exec {fd}>"$rootfs.lock"
-    flock -n "$fd" || { rootfs_say "waiting for another run that uses $rootfs"; flock "$fd"; }
+    rootfs_lock "$rootfs"
     local stamp have missing=() p
     stamp=$(cat "$rootfs/.yolo-rootfs" 2>/dev/null || true)
     if [ "${YOLO_ROOTFS_REFRESH:-0}" != 1 ] && [ -n "$stamp" ] \
@@ -167,10 +171,7 @@ rootfs_sysroot() {
     local pkgs=(swiftlang "$@") key dir tmp t=$SECONDS
     dir=$rootfs_cache/sysroot-$suite-$arch
     key="recipe $rootfs_recipe; $suite $arch extract, links 1; ${pkgs[*]}; $rootfs_mirror"
-    mkdir -p "$rootfs_cache"
-    local fd
-    exec {fd}>"$dir.lock"
-    flock -n "$fd" || { rootfs_say "waiting for another run that uses $dir"; flock "$fd"; }
+    rootfs_lock "$dir"
     rootfs_sysroot_dir=$dir
     if [ "${YOLO_ROOTFS_REFRESH:-0}" != 1 ] && [ "$(cat "$dir/.yolo-sysroot" 2>/dev/null)" = "$key" ]; then
         rootfs_say "sysroot: reusing $dir (made $(date -r "$dir/.yolo-sysroot" '+%Y-%m-%d %H:%M'))"
