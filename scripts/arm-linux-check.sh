@@ -176,7 +176,7 @@ for suite in "${suites[@]}"; do
     [ -z "$skip_tests" ] || grep -E "$skip_tests" "$log-list.txt" | sed "s/^/arm-linux-check: [$suite] tests:   skipped /"
     # Under qemu-user a program the multi-threaded test process starts can hang before it prints
     # anything (seen once in four runs: `yolo detect` in CLITests; never in 26 runs started from a
-    # 40 times): when a run fails, the suites run once more, and the first run's failures are
+    # shell): when a run fails, the suites run once more, and the first run's failures are
     # printed as such. A failure in both runs fails the step.
     for attempt in 1 2; do
         status=0    # (a command before || neither stops the script nor fires its ERR trap)
