@@ -11,8 +11,8 @@
 // Loop order: NC blocks of n > KC blocks of k (pack B) > MR panels of m > NR panels of n. The
 // A micro-panel (KC x MR) stays in L1 while the packed B block (KC x NC) streams from L2.
 // Tails: a partial MR panel (m % MR) is computed whole into a small tile in the scratch and
-// copied out; the last, partial NR panel one vector (W columns) at a time, and its last < W/2
-// columns one column at a time (A panel vector x broadcast B). KC is split into equal blocks
+// copied out; the last, partial NR panel two vectors (2W columns) at a time while that many
+// are left, then one (W columns), and its last < W/2 columns one column at a time (A panel vector x broadcast B). KC is split into equal blocks
 // (blockDepth), NC rounded to a multiple of NR (blockWidth). Threads can share one packed A by
 // taking row ranges (rowStart a multiple of MR) or column ranges (b + j, c + j, fewer n).
 //
@@ -182,6 +182,9 @@ public enum PackedGemm<K: GemmMicroKernel> {
                                },
                                runColumn: { ib, jb, j, dst, ldd, rows, acc in
                                    runColumn(kcl, aBlock + ib * kcl, bp + jb * kcl + j, bStride: nr, dst, ldd, rows: rows, accumulate: acc)
+                               },
+                               runVector2: { ib, jb, j, dst, ldd, acc in
+                                   K.runVector2(kcl, aBlock + ib * kcl, bp + jb * kcl + j, bStride: nr, dst, ldd, accumulate: acc)
                                })
                 pc += kcl
             }
@@ -208,15 +211,17 @@ func gemmCopyTile(_ src: UnsafeMutablePointer<Float>, _ lds: Int, rows: Int, col
 /// The MR x NR tiles of one packed block, as both packed GEMMs (this file's and BF16Gemm.swift's)
 /// walk them: rows `rows` of C (at `c`, row stride ldc), columns 0..<ncl. Whole tiles go straight
 /// into C (`run(ib, jb, dst, ldd, accumulate)`), a partial MR panel whole into `tile` and is copied
-/// out; the last, partial NR panel one vector of W columns at a time (`runVector(ib, jb, j, dst,
-/// ldd, accumulate)`, j the offset in the panel), and its last columns, when fewer than
+/// out; the last, partial NR panel two vectors of W columns at a time while 2W are left
+/// (`runVector2`, when given), then one (`runVector(ib, jb, j, dst, ldd, accumulate)`, j the
+/// offset in the panel), and its last columns, when fewer than
 /// `columnsBelow` are left, one at a time (`runColumn(ib, jb, j, dst, ldd, rows, accumulate)`).
 @inlinable @inline(__always)
 func gemmBlockTiles(mr: Int, nr: Int, w: Int, rows: Range<Int>, ncl: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
                     tile: UnsafeMutablePointer<Float>, accumulate: Bool, columnsBelow: Int,
                     run: (Int, Int, UnsafeMutablePointer<Float>, Int, Bool) -> Void,
                     runVector: (Int, Int, Int, UnsafeMutablePointer<Float>, Int, Bool) -> Void,
-                    runColumn: (Int, Int, Int, UnsafeMutablePointer<Float>, Int, Int, Bool) -> Void) {
+                    runColumn: (Int, Int, Int, UnsafeMutablePointer<Float>, Int, Int, Bool) -> Void,
+                    runVector2: ((Int, Int, Int, UnsafeMutablePointer<Float>, Int, Bool) -> Void)? = nil) {
     var ib = rows.lowerBound
     while ib < rows.upperBound {
         let rowCount = min(mr, rows.upperBound - ib)
@@ -237,6 +242,16 @@ func gemmBlockTiles(mr: Int, nr: Int, w: Int, rows: Range<Int>, ncl: Int, c: Uns
                     if cols - j < columnsBelow {
                         for jj in j..<cols { runColumn(ib, jb, jj, cTile + jj, ldc, rowCount, accumulate) }
                         break
+                    }
+                    if let runVector2, cols - j >= 2 * w {
+                        if rowCount == mr {
+                            runVector2(ib, jb, j, cTile + j, ldc, accumulate)
+                        } else {
+                            runVector2(ib, jb, j, tile, 2 * w, false)
+                            gemmCopyTile(tile, 2 * w, rows: rowCount, cols: 2 * w, to: cTile + j, ldc, accumulate: accumulate)
+                        }
+                        j += 2 * w
+                        continue
                     }
                     let vcols = min(w, cols - j)
                     if rowCount == mr && vcols == w {

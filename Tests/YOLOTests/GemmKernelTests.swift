@@ -106,7 +106,8 @@ final class GemmKernelTests: XCTestCase {
             let (mr, nr, kc, nc, w) = (kern.mr, kern.nr, kern.kc, kern.nc, kern.width)
             var shapes: [Shape] = []
             let ms = [1, 2, mr - 1, mr, mr + 1, 2 * mr + 3]
-            let ns = [1, 3, w - 1, w, w + 1, nr - 1, nr, nr + 1, nr + w, nr + w + 1, 2 * nr + 2 * w, 3 * nr + 5]
+            // 2W and 2W + 1: the two-vector tail (runVector2) alone, and followed by a column.
+            let ns = [1, 3, w - 1, w, w + 1, 2 * w, 2 * w + 1, nr - 1, nr, nr + 1, nr + w, nr + w + 1, 2 * nr + 2 * w, 3 * nr + 5]
             var pad = 0
             for m in ms {
                 for n in ns {
