@@ -48,11 +48,16 @@ public protocol GemmISA: KernelMetatype {
     /// come too late for the hardware prefetcher; prefetching them ahead made yolov3-tiny's
     /// 1024 x 49 x 512 products (16 different weight matrices, 32 MiB) 1.4x faster on Zen 5.
     static func prefetch(_ p: UnsafeRawPointer)
+    /// Vector registers the kernels may keep values in: 16 (x86 without AVX-512: ymm or xmm),
+    /// 32 (AVX-512's zmm, NEON's q). Kernels with more live vectors than this spill to memory.
+    static var vectorRegisters: Int { get }
 }
 
 extension GemmISA {
     @inlinable @inline(__always)
     public static func prefetch(_ p: UnsafeRawPointer) {}
+    @inlinable @inline(__always)
+    public static var vectorRegisters: Int { 16 }
 }
 
 /// How far ahead of the current step the micro-kernels prefetch packed A: this many steps of

@@ -11,6 +11,7 @@ enum AVX512Tag: GemmISA, WinogradISA {
     typealias Vector = SIMD16<Float>
     static var fusedMultiplyAdd: Bool { true }
     @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
+    static var vectorRegisters: Int { 32 }
 }
 
 /// INT8 dots from vpmaddwd (16-bit halves: exact, see Int8MaddDot).

@@ -13,6 +13,7 @@ enum VNNITag: GemmISA, WinogradISA, Int8DotISA {
     typealias Vector = SIMD16<Float>
     static var fusedMultiplyAdd: Bool { true }
     @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
+    static var vectorRegisters: Int { 32 }
 
     typealias Acc = SIMD16<Int32>
     typealias Floats = SIMD16<Float>

@@ -19,6 +19,9 @@ enum BaselineTag: GemmISA, WinogradISA {
     static var fusedMultiplyAdd: Bool { false }   // x86-64 baseline has no FMA
     #endif
     @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
+    #if arch(arm64) || arch(aarch64)
+    static var vectorRegisters: Int { 32 }        // NEON's q0-q31
+    #endif
 }
 
 extension BaselineTag: Int8Lanes {

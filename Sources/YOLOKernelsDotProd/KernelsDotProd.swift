@@ -14,6 +14,7 @@ enum DotProdTag: GemmISA, WinogradISA {
     typealias Vector = SIMD4<Float>
     static var fusedMultiplyAdd: Bool { true }
     @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
+    static var vectorRegisters: Int { 32 }
 }
 
 /// The INT8 dot: sdot (CDot), plain and by element.
