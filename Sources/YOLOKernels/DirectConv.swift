@@ -17,10 +17,64 @@
 //
 // Generic and @inlinable, instantiated by the per-ISA targets like PackedGemm.
 
+/// One row of taps (one ky of one channel) for 4 filters: the (even, odd) inputs per tap are
+/// kx = 0: (E[j], O[j]), 1: (O[j], E[j + 1]), 2: (E[j + 1], O[j + 1]); the weights of filter r
+/// and tap kx at w[8 kx + r] (a block's packing). 12 broadcasts, 24 FMAs, each sum in kx order.
+@inlinable @inline(__always)
+func directConvTaps<V: SIMD, Tag: GemmISA>(_ e0: inout V, _ e1: inout V, _ e2: inout V, _ e3: inout V,
+                                            _ o0: inout V, _ o1: inout V, _ o2: inout V, _ o3: inout V,
+                                            _ w: UnsafePointer<Float>, _ eA: V, _ oA: V, _ eB: V, _ oB: V,
+                                            _: Tag.Type) where V.Scalar == Float {
+    // One tap kx for the 4 filters, its weights at w[k ..< k + 4] and its inputs (a, b).
+    @inline(__always) func tap(_ k: Int, _ a: V, _ b: V) {
+        var x = V(repeating: w[k])
+        e0 = gemmMulAdd(e0, x, a, Tag.self); o0 = gemmMulAdd(o0, x, b, Tag.self)
+        x = V(repeating: w[k + 1])
+        e1 = gemmMulAdd(e1, x, a, Tag.self); o1 = gemmMulAdd(o1, x, b, Tag.self)
+        x = V(repeating: w[k + 2])
+        e2 = gemmMulAdd(e2, x, a, Tag.self); o2 = gemmMulAdd(o2, x, b, Tag.self)
+        x = V(repeating: w[k + 3])
+        e3 = gemmMulAdd(e3, x, a, Tag.self); o3 = gemmMulAdd(o3, x, b, Tag.self)
+    }
+    tap(0, eA, oA)
+    tap(8, oA, eB)
+    tap(16, eB, oB)
+}
+
+/// Calls `body(E[j], O[j], E[j + 1], O[j + 1])` (the vectors at j0 of the split rows) for each
+/// channel and each of the rows `r0`, `r1`, `r2` (ky), in that order: the loop of both direct
+/// rows. (A loop over ky, not three copies of its body: written out, LLVM spilled the AVX-512
+/// form.)
+@inlinable @inline(__always)
+func directConvInputs<V: SIMD>(_ r0: UnsafePointer<Float>, _ r1: UnsafePointer<Float>, _ r2: UnsafePointer<Float>,
+                               channels: Int, half: Int, j0: Int, _ body: (V, V, V, V) -> Void) where V.Scalar == Float {
+    for c in 0..<channels {
+        let off = c * 2 * half + j0
+        for ky in 0..<3 {
+            let e = (ky == 0 ? r0 : ky == 1 ? r1 : r2) + off, o = e + half
+            body(gemmLoad(e), gemmLoad(o), gemmLoad(e + 1), gemmLoad(o + 1))
+        }
+    }
+}
+
+/// Stores 4 filters' even sums at tile vectors first ..< first + 4 and their odd sums 8 further.
+@inlinable @inline(__always)
+func directConvStore<V: SIMD>(_ tile: UnsafeMutablePointer<Float>, first: Int, _ e0: V, _ e1: V, _ e2: V, _ e3: V,
+                              _ o0: V, _ o1: V, _ o2: V, _ o3: V) where V.Scalar == Float {
+    let w = V.scalarCount
+    let t = UnsafeMutableRawPointer(tile)
+    let (ev, od) = (first * 4 * w, (8 + first) * 4 * w)
+    t.storeBytes(of: e0, toByteOffset: ev, as: V.self); t.storeBytes(of: o0, toByteOffset: od, as: V.self)
+    t.storeBytes(of: e1, toByteOffset: ev + 4 * w, as: V.self); t.storeBytes(of: o1, toByteOffset: od + 4 * w, as: V.self)
+    t.storeBytes(of: e2, toByteOffset: ev + 8 * w, as: V.self); t.storeBytes(of: o2, toByteOffset: od + 8 * w, as: V.self)
+    t.storeBytes(of: e3, toByteOffset: ev + 12 * w, as: V.self); t.storeBytes(of: o3, toByteOffset: od + 12 * w, as: V.self)
+}
+
 /// Sums of one output row for 8 filters and the column pairs j0 ..< j0 + W: `r0`, `r1`, `r2`
 /// are the split padded input rows y - 1, y, y + 1 (each `channels` rows of 2 x `half` floats),
 /// `weights` the block's packed weights. Stores the even sums (8 vectors, one per filter) then the
-/// odd ones (8 more) at `tile`.
+/// odd ones (8 more) at `tile`. 16 accumulators, 4 inputs and a broadcast live: for CPUs with
+/// 32 vector registers.
 @inlinable @inline(__always)
 func directConvRow<V: SIMD, Tag: GemmISA>(_ r0: UnsafePointer<Float>, _ r1: UnsafePointer<Float>, _ r2: UnsafePointer<Float>,
                                            channels: Int, half: Int, j0: Int, weights: UnsafePointer<Float>,
@@ -29,57 +83,19 @@ func directConvRow<V: SIMD, Tag: GemmISA>(_ r0: UnsafePointer<Float>, _ r1: Unsa
     var e0 = V(), e1 = V(), e2 = V(), e3 = V(), e4 = V(), e5 = V(), e6 = V(), e7 = V()
     var o0 = V(), o1 = V(), o2 = V(), o3 = V(), o4 = V(), o5 = V(), o6 = V(), o7 = V()
     var pw = weights
-    for c in 0..<channels {
-        let off = c * 2 * half + j0
-        for ky in 0..<3 {
-            let e = (ky == 0 ? r0 : ky == 1 ? r1 : r2) + off, o = e + half
-            // (even, odd) inputs per tap: kx = 0: (E[j], O[j]), 1: (O[j], E[j + 1]), 2: (E[j + 1], O[j + 1]).
-            let eA: V = gemmLoad(e), oA: V = gemmLoad(o), eB: V = gemmLoad(e + 1), oB: V = gemmLoad(o + 1)
-            var x: V
-                x = V(repeating: pw[0]); e0 = gemmMulAdd(e0, x, eA, Tag.self); o0 = gemmMulAdd(o0, x, oA, Tag.self)
-                x = V(repeating: pw[1]); e1 = gemmMulAdd(e1, x, eA, Tag.self); o1 = gemmMulAdd(o1, x, oA, Tag.self)
-                x = V(repeating: pw[2]); e2 = gemmMulAdd(e2, x, eA, Tag.self); o2 = gemmMulAdd(o2, x, oA, Tag.self)
-                x = V(repeating: pw[3]); e3 = gemmMulAdd(e3, x, eA, Tag.self); o3 = gemmMulAdd(o3, x, oA, Tag.self)
-                x = V(repeating: pw[4]); e4 = gemmMulAdd(e4, x, eA, Tag.self); o4 = gemmMulAdd(o4, x, oA, Tag.self)
-                x = V(repeating: pw[5]); e5 = gemmMulAdd(e5, x, eA, Tag.self); o5 = gemmMulAdd(o5, x, oA, Tag.self)
-                x = V(repeating: pw[6]); e6 = gemmMulAdd(e6, x, eA, Tag.self); o6 = gemmMulAdd(o6, x, oA, Tag.self)
-                x = V(repeating: pw[7]); e7 = gemmMulAdd(e7, x, eA, Tag.self); o7 = gemmMulAdd(o7, x, oA, Tag.self)
-                x = V(repeating: pw[8]); e0 = gemmMulAdd(e0, x, oA, Tag.self); o0 = gemmMulAdd(o0, x, eB, Tag.self)
-                x = V(repeating: pw[9]); e1 = gemmMulAdd(e1, x, oA, Tag.self); o1 = gemmMulAdd(o1, x, eB, Tag.self)
-                x = V(repeating: pw[10]); e2 = gemmMulAdd(e2, x, oA, Tag.self); o2 = gemmMulAdd(o2, x, eB, Tag.self)
-                x = V(repeating: pw[11]); e3 = gemmMulAdd(e3, x, oA, Tag.self); o3 = gemmMulAdd(o3, x, eB, Tag.self)
-                x = V(repeating: pw[12]); e4 = gemmMulAdd(e4, x, oA, Tag.self); o4 = gemmMulAdd(o4, x, eB, Tag.self)
-                x = V(repeating: pw[13]); e5 = gemmMulAdd(e5, x, oA, Tag.self); o5 = gemmMulAdd(o5, x, eB, Tag.self)
-                x = V(repeating: pw[14]); e6 = gemmMulAdd(e6, x, oA, Tag.self); o6 = gemmMulAdd(o6, x, eB, Tag.self)
-                x = V(repeating: pw[15]); e7 = gemmMulAdd(e7, x, oA, Tag.self); o7 = gemmMulAdd(o7, x, eB, Tag.self)
-                x = V(repeating: pw[16]); e0 = gemmMulAdd(e0, x, eB, Tag.self); o0 = gemmMulAdd(o0, x, oB, Tag.self)
-                x = V(repeating: pw[17]); e1 = gemmMulAdd(e1, x, eB, Tag.self); o1 = gemmMulAdd(o1, x, oB, Tag.self)
-                x = V(repeating: pw[18]); e2 = gemmMulAdd(e2, x, eB, Tag.self); o2 = gemmMulAdd(o2, x, oB, Tag.self)
-                x = V(repeating: pw[19]); e3 = gemmMulAdd(e3, x, eB, Tag.self); o3 = gemmMulAdd(o3, x, oB, Tag.self)
-                x = V(repeating: pw[20]); e4 = gemmMulAdd(e4, x, eB, Tag.self); o4 = gemmMulAdd(o4, x, oB, Tag.self)
-                x = V(repeating: pw[21]); e5 = gemmMulAdd(e5, x, eB, Tag.self); o5 = gemmMulAdd(o5, x, oB, Tag.self)
-                x = V(repeating: pw[22]); e6 = gemmMulAdd(e6, x, eB, Tag.self); o6 = gemmMulAdd(o6, x, oB, Tag.self)
-                x = V(repeating: pw[23]); e7 = gemmMulAdd(e7, x, eB, Tag.self); o7 = gemmMulAdd(o7, x, oB, Tag.self)
-            pw += 24
-        }
+    directConvInputs(r0, r1, r2, channels: channels, half: half, j0: j0) { (eA: V, oA: V, eB: V, oB: V) in
+        directConvTaps(&e0, &e1, &e2, &e3, &o0, &o1, &o2, &o3, pw, eA, oA, eB, oB, Tag.self)
+        directConvTaps(&e4, &e5, &e6, &e7, &o4, &o5, &o6, &o7, pw + 4, eA, oA, eB, oB, Tag.self)
+        pw += 24
     }
-    let w = V.scalarCount
-    let t = UnsafeMutableRawPointer(tile)
-    t.storeBytes(of: e0, toByteOffset: 0 * 4 * w, as: V.self); t.storeBytes(of: o0, toByteOffset: 8 * 4 * w, as: V.self)
-    t.storeBytes(of: e1, toByteOffset: 1 * 4 * w, as: V.self); t.storeBytes(of: o1, toByteOffset: 9 * 4 * w, as: V.self)
-    t.storeBytes(of: e2, toByteOffset: 2 * 4 * w, as: V.self); t.storeBytes(of: o2, toByteOffset: 10 * 4 * w, as: V.self)
-    t.storeBytes(of: e3, toByteOffset: 3 * 4 * w, as: V.self); t.storeBytes(of: o3, toByteOffset: 11 * 4 * w, as: V.self)
-    t.storeBytes(of: e4, toByteOffset: 4 * 4 * w, as: V.self); t.storeBytes(of: o4, toByteOffset: 12 * 4 * w, as: V.self)
-    t.storeBytes(of: e5, toByteOffset: 5 * 4 * w, as: V.self); t.storeBytes(of: o5, toByteOffset: 13 * 4 * w, as: V.self)
-    t.storeBytes(of: e6, toByteOffset: 6 * 4 * w, as: V.self); t.storeBytes(of: o6, toByteOffset: 14 * 4 * w, as: V.self)
-    t.storeBytes(of: e7, toByteOffset: 7 * 4 * w, as: V.self); t.storeBytes(of: o7, toByteOffset: 15 * 4 * w, as: V.self)
+    directConvStore(tile, first: 0, e0, e1, e2, e3, o0, o1, o2, o3)
+    directConvStore(tile, first: 4, e4, e5, e6, e7, o4, o5, o6, o7)
 }
 
 /// `directConvRow` for 4 of the block's 8 filters (`first`: 0 or 4), for CPUs with 16 vector
-/// registers: the 8-filter form keeps 16 accumulators, 4 inputs and a broadcast live (21), more
-/// than AVX2's 16 ymm registers, and its spills made yolov3-tiny's layer 0 run at half the FMA
-/// rate. Here 8 + 4 + 1. Same sums in the same order; stores the 4 filters' even and odd sums
-/// where `directConvRow` stores them.
+/// registers: the 8-filter form keeps 21 vectors live, more than AVX2's 16 ymm registers, and
+/// spilled 57 of them to the stack. Here 8 + 4 + 1. Same sums in the same order; stores the 4
+/// filters' even and odd sums where `directConvRow` stores them.
 @inlinable @inline(__always)
 func directConvRowHalf<V: SIMD, Tag: GemmISA>(_ r0: UnsafePointer<Float>, _ r1: UnsafePointer<Float>, _ r2: UnsafePointer<Float>,
                                                channels: Int, half: Int, j0: Int, weights: UnsafePointer<Float>, first: Int,
@@ -88,39 +104,11 @@ func directConvRowHalf<V: SIMD, Tag: GemmISA>(_ r0: UnsafePointer<Float>, _ r1: 
     var e0 = V(), e1 = V(), e2 = V(), e3 = V()
     var o0 = V(), o1 = V(), o2 = V(), o3 = V()
     var pw = weights + first
-    // One row of taps (ky): 4 loads, 12 broadcasts, 24 FMAs; the three rows written out, so the
-    // loop over channels has no inner loop or row selection.
-    @inline(__always) func taps(_ e: UnsafePointer<Float>) {
-        let o = e + half
-        let eA: V = gemmLoad(e), oA: V = gemmLoad(o), eB: V = gemmLoad(e + 1), oB: V = gemmLoad(o + 1)
-        var x: V
-        x = V(repeating: pw[0]); e0 = gemmMulAdd(e0, x, eA, Tag.self); o0 = gemmMulAdd(o0, x, oA, Tag.self)
-        x = V(repeating: pw[1]); e1 = gemmMulAdd(e1, x, eA, Tag.self); o1 = gemmMulAdd(o1, x, oA, Tag.self)
-        x = V(repeating: pw[2]); e2 = gemmMulAdd(e2, x, eA, Tag.self); o2 = gemmMulAdd(o2, x, oA, Tag.self)
-        x = V(repeating: pw[3]); e3 = gemmMulAdd(e3, x, eA, Tag.self); o3 = gemmMulAdd(o3, x, oA, Tag.self)
-        x = V(repeating: pw[8]); e0 = gemmMulAdd(e0, x, oA, Tag.self); o0 = gemmMulAdd(o0, x, eB, Tag.self)
-        x = V(repeating: pw[9]); e1 = gemmMulAdd(e1, x, oA, Tag.self); o1 = gemmMulAdd(o1, x, eB, Tag.self)
-        x = V(repeating: pw[10]); e2 = gemmMulAdd(e2, x, oA, Tag.self); o2 = gemmMulAdd(o2, x, eB, Tag.self)
-        x = V(repeating: pw[11]); e3 = gemmMulAdd(e3, x, oA, Tag.self); o3 = gemmMulAdd(o3, x, eB, Tag.self)
-        x = V(repeating: pw[16]); e0 = gemmMulAdd(e0, x, eB, Tag.self); o0 = gemmMulAdd(o0, x, oB, Tag.self)
-        x = V(repeating: pw[17]); e1 = gemmMulAdd(e1, x, eB, Tag.self); o1 = gemmMulAdd(o1, x, oB, Tag.self)
-        x = V(repeating: pw[18]); e2 = gemmMulAdd(e2, x, eB, Tag.self); o2 = gemmMulAdd(o2, x, oB, Tag.self)
-        x = V(repeating: pw[19]); e3 = gemmMulAdd(e3, x, eB, Tag.self); o3 = gemmMulAdd(o3, x, oB, Tag.self)
+    directConvInputs(r0, r1, r2, channels: channels, half: half, j0: j0) { (eA: V, oA: V, eB: V, oB: V) in
+        directConvTaps(&e0, &e1, &e2, &e3, &o0, &o1, &o2, &o3, pw, eA, oA, eB, oB, Tag.self)
         pw += 24
     }
-    for c in 0..<channels {
-        let off = c * 2 * half + j0
-        taps(r0 + off)
-        taps(r1 + off)
-        taps(r2 + off)
-    }
-    let w = V.scalarCount
-    let t = UnsafeMutableRawPointer(tile)
-    let (ev, od) = (first * 4 * w, (8 + first) * 4 * w)
-    t.storeBytes(of: e0, toByteOffset: ev, as: V.self); t.storeBytes(of: o0, toByteOffset: od, as: V.self)
-    t.storeBytes(of: e1, toByteOffset: ev + 4 * w, as: V.self); t.storeBytes(of: o1, toByteOffset: od + 4 * w, as: V.self)
-    t.storeBytes(of: e2, toByteOffset: ev + 8 * w, as: V.self); t.storeBytes(of: o2, toByteOffset: od + 8 * w, as: V.self)
-    t.storeBytes(of: e3, toByteOffset: ev + 12 * w, as: V.self); t.storeBytes(of: o3, toByteOffset: od + 12 * w, as: V.self)
+    directConvStore(tile, first: first, e0, e1, e2, e3, o0, o1, o2, o3)
 }
 
 public enum DirectConv3x3<V: SIMD, Tag: GemmISA> where V.Scalar == Float {

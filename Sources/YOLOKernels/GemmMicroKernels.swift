@@ -26,17 +26,6 @@ public protocol GemmMicroKernel: KernelMetatype {
                            _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool)
 }
 
-extension GemmMicroKernel {
-    /// Two `runVector`s: for kernels without a wider tail.
-    @inlinable @inline(__always)
-    public static func runVector2(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
-                                  _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
-        let w = Vector.scalarCount
-        runVector(k, a, b, bStride: bStride, c, ldc, accumulate: accumulate)
-        runVector(k, a, b + w, bStride: bStride, c + w, ldc, accumulate: accumulate)
-    }
-}
-
 /// What a per-ISA target tells the generic kernels about its CPU.
 public protocol GemmISA: KernelMetatype {
     /// Whether the CPU has fused multiply-add: `addingProduct` (one instruction) when true,
@@ -76,6 +65,39 @@ func gemmStore<V: SIMD>(_ v: V, _ p: UnsafeMutablePointer<Float>, accumulate: Bo
     r.storeBytes(of: accumulate ? v + r.loadUnaligned(as: V.self) : v, as: V.self)
 }
 
+/// C[4 x 2W] (row stride ldc) = (or +=) Σ_p a[p][0..<4] ⊗ b[p][0..<2W], a advancing `aStride`
+/// floats per step (4 rows of an MR-row packed panel), b `bStride`: 8 accumulators, enough for
+/// two FMA units of 4-cycle latency. The two-vector tail of both kernels (`runVector2`).
+@inlinable @inline(__always)
+func gemmFourRowsTwoVectors<V: SIMD, Tag: GemmISA>(_ k: Int, _ a: UnsafePointer<Float>, aStride: Int,
+                                                   _ b: UnsafePointer<Float>, bStride: Int,
+                                                   _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool,
+                                                   _: V.Type, _: Tag.Type) where V.Scalar == Float {
+    let w = V.scalarCount
+    var c00 = V(), c01 = V(), c10 = V(), c11 = V(), c20 = V(), c21 = V(), c30 = V(), c31 = V()
+    var pa = a, pb = b
+    let ahead = gemmPrefetchSteps * aStride
+    for _ in 0..<k {
+        Tag.prefetch(pa + ahead)
+        let b0: V = gemmLoad(pb), b1: V = gemmLoad(pb + w)
+        var x = V(repeating: pa[0])
+        c00 = gemmMulAdd(c00, x, b0, Tag.self); c01 = gemmMulAdd(c01, x, b1, Tag.self)
+        x = V(repeating: pa[1])
+        c10 = gemmMulAdd(c10, x, b0, Tag.self); c11 = gemmMulAdd(c11, x, b1, Tag.self)
+        x = V(repeating: pa[2])
+        c20 = gemmMulAdd(c20, x, b0, Tag.self); c21 = gemmMulAdd(c21, x, b1, Tag.self)
+        x = V(repeating: pa[3])
+        c30 = gemmMulAdd(c30, x, b0, Tag.self); c31 = gemmMulAdd(c31, x, b1, Tag.self)
+        pa += aStride
+        pb += bStride
+    }
+    var pc = c
+    gemmStore(c00, pc, accumulate: accumulate); gemmStore(c01, pc + w, accumulate: accumulate); pc += ldc
+    gemmStore(c10, pc, accumulate: accumulate); gemmStore(c11, pc + w, accumulate: accumulate); pc += ldc
+    gemmStore(c20, pc, accumulate: accumulate); gemmStore(c21, pc + w, accumulate: accumulate); pc += ldc
+    gemmStore(c30, pc, accumulate: accumulate); gemmStore(c31, pc + w, accumulate: accumulate)
+}
+
 /// 4 x (3·W): 12 accumulators + 3 B vectors + 1 broadcast = 16 registers (16 ymm/xmm on x86).
 public enum GemmKernel4x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar == Float {
     public typealias Vector = V
@@ -83,6 +105,12 @@ public enum GemmKernel4x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar
     public typealias ISA = Tag
     @inlinable public static var mr: Int { 4 }
     @inlinable public static var nr: Int { 3 * V.scalarCount }
+
+    @inlinable @inline(__always)
+    public static func runVector2(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
+                                  _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        gemmFourRowsTwoVectors(k, a, aStride: 4, b, bStride: bStride, c, ldc, accumulate: accumulate, V.self, Tag.self)
+    }
 
     @inlinable @inline(__always)
     public static func run(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>,
@@ -131,34 +159,6 @@ public enum GemmKernel4x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar
         gemmStore(c0, c, accumulate: accumulate); gemmStore(c1, c + ldc, accumulate: accumulate)
         gemmStore(c2, c + 2 * ldc, accumulate: accumulate); gemmStore(c3, c + 3 * ldc, accumulate: accumulate)
     }
-
-    @inlinable @inline(__always)
-    public static func runVector2(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
-                                  _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
-        let w = V.scalarCount
-        var c00 = V(), c01 = V(), c10 = V(), c11 = V(), c20 = V(), c21 = V(), c30 = V(), c31 = V()
-        var pa = a, pb = b
-        let ahead = gemmPrefetchSteps * mr
-        for _ in 0..<k {
-            Tag.prefetch(pa + ahead)
-            let b0: V = gemmLoad(pb), b1: V = gemmLoad(pb + w)
-            var x = V(repeating: pa[0])
-            c00 = gemmMulAdd(c00, x, b0, Tag.self); c01 = gemmMulAdd(c01, x, b1, Tag.self)
-            x = V(repeating: pa[1])
-            c10 = gemmMulAdd(c10, x, b0, Tag.self); c11 = gemmMulAdd(c11, x, b1, Tag.self)
-            x = V(repeating: pa[2])
-            c20 = gemmMulAdd(c20, x, b0, Tag.self); c21 = gemmMulAdd(c21, x, b1, Tag.self)
-            x = V(repeating: pa[3])
-            c30 = gemmMulAdd(c30, x, b0, Tag.self); c31 = gemmMulAdd(c31, x, b1, Tag.self)
-            pa += 4
-            pb += bStride
-        }
-        var pc = c
-        gemmStore(c00, pc, accumulate: accumulate); gemmStore(c01, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c10, pc, accumulate: accumulate); gemmStore(c11, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c20, pc, accumulate: accumulate); gemmStore(c21, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c30, pc, accumulate: accumulate); gemmStore(c31, pc + w, accumulate: accumulate)
-    }
 }
 
 /// 8 x (3·W): 24 accumulators + 3 B vectors + 1 broadcast = 28 registers (32 zmm with
@@ -169,6 +169,15 @@ public enum GemmKernel8x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar
     public typealias ISA = Tag
     @inlinable public static var mr: Int { 8 }
     @inlinable public static var nr: Int { 3 * V.scalarCount }
+
+    /// Rows 0-3, then 4-7 (a tail: the B vectors are loaded twice, from L1).
+    @inlinable @inline(__always)
+    public static func runVector2(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
+                                  _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        gemmFourRowsTwoVectors(k, a, aStride: 8, b, bStride: bStride, c, ldc, accumulate: accumulate, V.self, Tag.self)
+        gemmFourRowsTwoVectors(k, a + 4, aStride: 8, b, bStride: bStride, c + 4 * ldc, ldc, accumulate: accumulate,
+                               V.self, Tag.self)
+    }
 
     @inlinable @inline(__always)
     public static func run(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>,
@@ -240,46 +249,5 @@ public enum GemmKernel8x3<V: SIMD, Tag: GemmISA>: GemmMicroKernel where V.Scalar
         gemmStore(c5, pc, accumulate: accumulate); pc += ldc
         gemmStore(c6, pc, accumulate: accumulate); pc += ldc
         gemmStore(c7, pc, accumulate: accumulate)
-    }
-
-    @inlinable @inline(__always)
-    public static func runVector2(_ k: Int, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, bStride: Int,
-                                  _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
-        let w = V.scalarCount
-        var c00 = V(), c01 = V(), c10 = V(), c11 = V(), c20 = V(), c21 = V(), c30 = V(), c31 = V()
-        var c40 = V(), c41 = V(), c50 = V(), c51 = V(), c60 = V(), c61 = V(), c70 = V(), c71 = V()
-        var pa = a, pb = b
-        let ahead = gemmPrefetchSteps * mr
-        for _ in 0..<k {
-            Tag.prefetch(pa + ahead)
-            let b0: V = gemmLoad(pb), b1: V = gemmLoad(pb + w)
-            var x = V(repeating: pa[0])
-            c00 = gemmMulAdd(c00, x, b0, Tag.self); c01 = gemmMulAdd(c01, x, b1, Tag.self)
-            x = V(repeating: pa[1])
-            c10 = gemmMulAdd(c10, x, b0, Tag.self); c11 = gemmMulAdd(c11, x, b1, Tag.self)
-            x = V(repeating: pa[2])
-            c20 = gemmMulAdd(c20, x, b0, Tag.self); c21 = gemmMulAdd(c21, x, b1, Tag.self)
-            x = V(repeating: pa[3])
-            c30 = gemmMulAdd(c30, x, b0, Tag.self); c31 = gemmMulAdd(c31, x, b1, Tag.self)
-            x = V(repeating: pa[4])
-            c40 = gemmMulAdd(c40, x, b0, Tag.self); c41 = gemmMulAdd(c41, x, b1, Tag.self)
-            x = V(repeating: pa[5])
-            c50 = gemmMulAdd(c50, x, b0, Tag.self); c51 = gemmMulAdd(c51, x, b1, Tag.self)
-            x = V(repeating: pa[6])
-            c60 = gemmMulAdd(c60, x, b0, Tag.self); c61 = gemmMulAdd(c61, x, b1, Tag.self)
-            x = V(repeating: pa[7])
-            c70 = gemmMulAdd(c70, x, b0, Tag.self); c71 = gemmMulAdd(c71, x, b1, Tag.self)
-            pa += 8
-            pb += bStride
-        }
-        var pc = c
-        gemmStore(c00, pc, accumulate: accumulate); gemmStore(c01, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c10, pc, accumulate: accumulate); gemmStore(c11, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c20, pc, accumulate: accumulate); gemmStore(c21, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c30, pc, accumulate: accumulate); gemmStore(c31, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c40, pc, accumulate: accumulate); gemmStore(c41, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c50, pc, accumulate: accumulate); gemmStore(c51, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c60, pc, accumulate: accumulate); gemmStore(c61, pc + w, accumulate: accumulate); pc += ldc
-        gemmStore(c70, pc, accumulate: accumulate); gemmStore(c71, pc + w, accumulate: accumulate)
     }
 }
