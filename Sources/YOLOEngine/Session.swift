@@ -54,7 +54,13 @@ public final class Session: @unchecked Sendable {
         guard !o1, 4 * (floats + plan.workspacePerThread + model.gemmScratchPerThread) <= model.options.maxActivationBytes else {
             throw .invalidArgument("a session with \(threads) threads\(keepsAllOutputs ? " keeping every layer's output" : "") needs \(bytes >> 20) MiB of activations, over the limit of \(model.options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
         }
-        if let refusal = checkDataSizeLimit(bytes, for: "a session with \(threads) threads") { throw .invalidArgument(refusal) }
+        // With OpenBLAS, each thread's first GEMM maps OpenBLAS's buffer (Gemm.swift says why
+        // that must not fail).
+        let blas = model.usesOpenBLAS ? threads * OpenBLAS.bufferBytes : 0
+        if let refusal = checkDataSizeLimit(bytes + blas, for: "a session with \(threads) threads"
+                                            + (blas > 0 ? " and OpenBLAS's buffers" : "")) {
+            throw .invalidArgument(refusal)
+        }
         self.model = model
         self.threads = threads
         self.keepsAllOutputs = keepsAllOutputs

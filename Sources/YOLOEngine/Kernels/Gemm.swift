@@ -52,6 +52,13 @@ package enum OpenBLAS {
         library.sgemm!(Int32(YOLO_CBLAS_ROW_MAJOR), Int32(YOLO_CBLAS_NO_TRANS), Int32(YOLO_CBLAS_NO_TRANS),
                        Int32(m), Int32(n), Int32(k), 1, a, Int32(lda), b, Int32(ldb), 0, c, Int32(ldc))
     }
+    /// Bytes OpenBLAS maps for each thread that calls it, on its first call (one buffer of
+    /// 128 MiB and a little more: strace of 0.3.21 and 0.3.29, Debian 12 and 13). When that
+    /// mmap fails, as it does under a data-size limit (`ulimit -d`), its allocator retries
+    /// forever: the process hangs. So the engine never hands OpenBLAS a thread that the limit
+    /// leaves less than this: `.automatic` runs our own kernels under any limit, and
+    /// `--gemm openblas` and its sessions are refused when the limit cannot hold the buffers.
+    package static let bufferBytes = 130 << 20
     /// OpenBLAS's kernel family and build configuration, or why it is not loaded.
     package static var coreName: String { library.get_corename.flatMap { $0() }.map { String(cString: $0) } ?? "not loaded" }
     package static var config: String { library.get_config.flatMap { $0() }.map { String(cString: $0) } ?? "not loaded" }
@@ -77,11 +84,17 @@ enum Gemm {
         switch options.gemm {
         case .openBLAS:
             if let error = OpenBLAS.loadError { throw .invalidArgument("--gemm openblas: OpenBLAS cannot be loaded (\(error))") }
+            let threads = max(1, options.tuningThreads ?? 1)
+            if let refusal = checkDataSizeLimit(threads * OpenBLAS.bufferBytes, for: "--gemm openblas: OpenBLAS's buffers for \(threads) thread\(threads == 1 ? "" : "s")") {
+                throw .invalidArgument(refusal)
+            }
             return (chosen, true)
         case .kernels: return (chosen, false)
         case .automatic:
-            // Without OpenBLAS on the machine, our baseline kernels (slower, the same results).
-            return (chosen, chosen.name == KernelLevel.baseline.rawValue && OpenBLAS.loadError == nil)
+            // Without OpenBLAS on the machine, our baseline kernels (slower, the same results);
+            // also under a data-size limit, which OpenBLAS's allocator does not survive.
+            return (chosen, chosen.name == KernelLevel.baseline.rawValue && OpenBLAS.loadError == nil
+                        && dataSizeHeadroom() == nil)
         }
     }
 
