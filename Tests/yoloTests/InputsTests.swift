@@ -73,6 +73,12 @@ extension CLITests {
                                    environment: ["YOLO_KERNEL_LEVEL": "baseline"], in: dir, timeout: 60)
         XCTAssertEqual(r.exitStatus, 1, r.stderr)
         XCTAssertTrue(r.stderr.contains("--gemm openblas: OpenBLAS's buffers for 1 thread needs 130 MiB, but the process's data-size limit (ulimit -d) of 128 MiB leaves"), r.stderr)
+        // Loading OpenBLAS at all (0.3.29's constructor maps the buffer) hung `yolo --version`
+        // under that limit; now it is not loaded, and says why.
+        let version = try Fixtures.spawn(["/bin/bash", "-c", "ulimit -d \(128 << 10) && exec \"$@\"", "bash", try yoloBinary(),
+                                          "--version"], in: dir, timeout: 60)
+        XCTAssertEqual(version.exitStatus, 0, version.stderr)
+        XCTAssertTrue(version.stdout.contains("OpenBLAS: core not loaded"), version.stdout)
     }
 
     /// A data-size limit too small for the model is a one-line error naming it, not Swift's

@@ -40,11 +40,20 @@ struct GemmScratch {
 /// one thread: sessions split each GEMM over their own threads.
 package enum OpenBLAS {
     /// The loaded functions: never changed after the load.
-    private struct Library: @unchecked Sendable { let c: yolo_openblas }
-    private static let loaded = Library(c: yolo_openblas_load())
+    private struct Library: @unchecked Sendable { let c: yolo_openblas; let refusal: String? }
+    private static let loaded: Library = {
+        // Loading runs OpenBLAS's constructor, which (0.3.29) maps its buffer at once: under a
+        // data-size limit that cannot hold it, dlopen itself never returned.
+        if let headroom = dataSizeHeadroom(), headroom < bufferBytes {
+            return Library(c: yolo_openblas(), refusal: "not loaded: the process's data-size limit (ulimit -d) leaves "
+                           + "\(headroom >> 20) MiB, less than the \(bufferBytes >> 20) MiB of OpenBLAS's buffer")
+        }
+        return Library(c: yolo_openblas_load(), refusal: nil)
+    }()
     private static var library: yolo_openblas { loaded.c }
-    /// Why OpenBLAS cannot be used on this machine (dlopen's message), or nil when it can.
-    package static var loadError: String? { library.error.map { String(cString: $0) } }
+    /// Why OpenBLAS cannot be used in this process (dlopen's message, or the data-size limit at
+    /// the first use), or nil when it can.
+    package static var loadError: String? { loaded.refusal ?? library.error.map { String(cString: $0) } }
     /// C (m x n, row stride ldc) = A (m x k) · B (k x n), row-major; OpenBLAS must have loaded.
     @inline(__always)
     package static func sgemm(m: Int, n: Int, k: Int, a: UnsafePointer<Float>, lda: Int, b: UnsafePointer<Float>, ldb: Int,
@@ -83,18 +92,18 @@ enum Gemm {
         }
         switch options.gemm {
         case .openBLAS:
-            if let error = OpenBLAS.loadError { throw .invalidArgument("--gemm openblas: OpenBLAS cannot be loaded (\(error))") }
             let threads = max(1, options.tuningThreads ?? 1)
             if let refusal = checkDataSizeLimit(threads * OpenBLAS.bufferBytes, for: "--gemm openblas: OpenBLAS's buffers for \(threads) thread\(threads == 1 ? "" : "s")") {
                 throw .invalidArgument(refusal)
             }
+            if let error = OpenBLAS.loadError { throw .invalidArgument("--gemm openblas: OpenBLAS cannot be loaded (\(error))") }
             return (chosen, true)
         case .kernels: return (chosen, false)
         case .automatic:
             // Without OpenBLAS on the machine, our baseline kernels (slower, the same results);
             // also under a data-size limit, which OpenBLAS's allocator does not survive.
-            return (chosen, chosen.name == KernelLevel.baseline.rawValue && OpenBLAS.loadError == nil
-                        && dataSizeHeadroom() == nil)
+            return (chosen, chosen.name == KernelLevel.baseline.rawValue && dataSizeHeadroom() == nil
+                        && OpenBLAS.loadError == nil)
         }
     }
 
