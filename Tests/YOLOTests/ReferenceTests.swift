@@ -52,12 +52,14 @@ final class ReferenceTests: XCTestCase {
     /// each level).
     func testHeadsMatchDarknet() throws {
         let backends: [(ModelOptions.GemmBackend, KernelLevel?)] = [(.openBLAS, nil)] + KernelLevel.supported.map { (.kernels, $0) }
-        // Under a sanitizer (scripts/sanitize.sh), every level with the default algorithm and
-        // every algorithm with the default level: the same code, a third of the time.
-        let sanitizer = ProcessInfo.processInfo.environment["YOLO_TEST_SANITIZER"] != nil
+        // Under a sanitizer (scripts/sanitize.sh) or emulation (qemu: scripts/arm-linux-check.sh),
+        // every level with the default algorithm and every algorithm with the default level: the
+        // same code, a third of the time.
+        let environment = ProcessInfo.processInfo.environment
+        let reduced = environment["YOLO_TEST_SANITIZER"] != nil || environment["YOLO_TEST_EMULATED"] != nil
         for algorithm in ModelOptions.Convolution.allCases {
           for (gemm, level) in backends
-              where !sanitizer || algorithm == .winograd || level == nil || level == KernelLevel.selected {
+              where !reduced || algorithm == .winograd || level == nil || level == KernelLevel.selected {
             // A session that reuses buffers (the default), as the detector runs it.
             let options = ModelOptions(convolution: algorithm, gemm: gemm, kernelLevel: level)
             let (cfg, weights) = try officialPaths()
