@@ -110,31 +110,6 @@ func int8RunVector<D: Int8DotISA>(_ mr: Int, _ groups: Int, _ a: UnsafeRawPointe
     if mr == 8 { row(4, c4); row(5, c5); row(6, c6); row(7, c7) }
 }
 
-/// One vector of a tile's row to C: int32 sums stored, or added to those there, and when
-/// `finish`, Float(sum - comp) * scale instead.
-@inlinable @inline(__always)
-func int8Store<D: Int8DotISA>(_ v: D.Acc, _ c: UnsafeMutablePointer<Float>, accumulate: Bool, finish: Bool,
-                              comp: Int32, scale: Float, _: D.Type) {
-    let raw = UnsafeMutableRawPointer(c)
-    var s = v
-    if accumulate { s &+= raw.loadUnaligned(as: D.Acc.self) }
-    if finish {
-        raw.storeBytes(of: D.floats(s &- D.Acc(repeating: comp)) * D.Floats(repeating: scale), as: D.Floats.self)
-    } else {
-        raw.storeBytes(of: s, as: D.Acc.self)
-    }
-}
-
-/// Scalar twin of `int8Store`, for edge tiles (the same roundings).
-@inlinable @inline(__always)
-func int8StoreScalar(_ v: Int32, _ c: UnsafeMutablePointer<Float>, accumulate: Bool, finish: Bool, comp: Int32,
-                     scale: Float) {
-    let raw = UnsafeMutableRawPointer(c)
-    var s = v
-    if accumulate { s &+= raw.load(as: Int32.self) }
-    if finish { c.pointee = Float(s &- comp) * scale } else { raw.storeBytes(of: s, as: Int32.self) }
-}
-
 /// 8 x (3·W): 24 accumulators + 3 B vectors + 1 broadcast (32 zmm registers with AVX-512).
 public enum Int8Kernel8x3<D: Int8DotISA>: Int8MicroKernel {
     public typealias Dot = D
@@ -247,22 +222,25 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
 
     /// Packs the s8 weights (m x k, row stride lda): per block of kc groups (at group offset g0,
     /// gl groups) at p + g0 * mPadded * aBytes, the MR-row panels one after the other, each gl
-    /// groups of MR rows; zero past row m and past k.
+    /// groups of MR rows; zero past row m and past k. Only `rows` (from a multiple of MR to one
+    /// or to m), whose first row is at `a`: a matrix can be packed a band of rows at a time.
     @inlinable @inline(__always)
-    public static func packA(_ a: UnsafePointer<Int8>, lda: Int, m: Int, k: Int, kc: Int, into p: UnsafeMutableRawPointer) {
+    public static func packA(_ a: UnsafePointer<Int8>, lda: Int, m: Int, k: Int, kc: Int, rows: Range<Int>,
+                             into p: UnsafeMutableRawPointer) {
         let mr = K.mr, ab = K.Dot.aBytes, mPadded = roundUp(m, mr), groups = (k + 3) / 4
-        let kcg = blockGroups(groups: groups, kc: kc)
+        let kcg = blockGroups(groups: groups, kc: kc), end = rows.upperBound == m ? mPadded : rows.upperBound
+        let a = a - rows.lowerBound * lda
         var g0 = 0
         while g0 < groups {
             let gl = min(kcg, groups - g0)
-            var ib = 0
-            while ib < mPadded {
+            var ib = rows.lowerBound
+            while ib < end {
                 let panel = p + (g0 * mPadded + ib * gl) * ab
                 for q in 0..<gl {
                     for r in 0..<mr {
                         let row = ib + r
                         var w: (Int8, Int8, Int8, Int8) = (0, 0, 0, 0)
-                        if row < m {
+                        if row < rows.upperBound {
                             let src = a + row * lda
                             let kk = 4 * (g0 + q)
                             w = (src[kk], kk + 1 < k ? src[kk + 1] : 0, kk + 2 < k ? src[kk + 2] : 0, kk + 3 < k ? src[kk + 3] : 0)
@@ -274,7 +252,7 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
             }
             g0 += gl
         }
-        packCorrections(a, lda: lda, m: m, k: k, into: p + panelBytes(m: m, k: k))
+        packCorrections(a, lda: lda, m: m, k: k, rows: rows.lowerBound..<end, into: p + panelBytes(m: m, k: k))
     }
 
     /// Bytes of scratch `gemm` needs: a packed block of B and an MR x NR edge tile.

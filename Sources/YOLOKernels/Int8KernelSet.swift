@@ -12,7 +12,7 @@ public struct Int8Functions: Sendable {
     /// (m, k) -> bytes of packed A.
     public let packedASize: @Sendable (Int, Int) -> Int
     /// (a, lda, m, k, packed)
-    public let packA: @Sendable (UnsafePointer<Int8>, Int, Int, Int, UnsafeMutableRawPointer) -> Void
+    public let packA: @Sendable (UnsafePointer<Int8>, Int, Int, Int, Range<Int>, UnsafeMutableRawPointer) -> Void
     /// (m, n, k) -> bytes of per-thread scratch.
     public let scratchSize: @Sendable (Int, Int, Int) -> Int
     /// (m, n, k, packedA, b, ldb, c, ldc, comp, scale, scratch, rows)
@@ -24,7 +24,7 @@ public struct Int8Functions: Sendable {
     @usableFromInline
     init(dot: String, mr: Int, nr: Int, lanes: Int, kc: Int, nc: Int,
          packedASize: @escaping @Sendable (Int, Int) -> Int,
-         packA: @escaping @Sendable (UnsafePointer<Int8>, Int, Int, Int, UnsafeMutableRawPointer) -> Void,
+         packA: @escaping @Sendable (UnsafePointer<Int8>, Int, Int, Int, Range<Int>, UnsafeMutableRawPointer) -> Void,
          scratchSize: @escaping @Sendable (Int, Int, Int) -> Int,
          gemm: @escaping @Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, Int, UnsafeMutablePointer<Float>, Int,
                                     UnsafePointer<Int32>, UnsafePointer<Float>, UnsafeMutableRawPointer, Range<Int>) -> Void,
@@ -40,7 +40,7 @@ public struct Int8Functions: Sendable {
         Int8Functions(
             dot: dot, mr: K.mr, nr: K.nr, lanes: K.Dot.Acc.scalarCount, kc: kc, nc: nc,
             packedASize: { Int8PackedGemm<K>.packedASize(m: $0, k: $1) },
-            packA: { Int8PackedGemm<K>.packA($0, lda: $1, m: $2, k: $3, kc: kc, into: $4) },
+            packA: { Int8PackedGemm<K>.packA($0, lda: $1, m: $2, k: $3, kc: kc, rows: $4, into: $5) },
             scratchSize: { Int8PackedGemm<K>.scratchSize(m: $0, n: $1, k: $2, kc: kc, nc: nc) },
             gemm: { m, n, k, a, b, ldb, c, ldc, comp, scale, scratch, rows in
                 Int8PackedGemm<K>.gemm(m: m, n: n, k: k, packedA: a, b: b, ldb: ldb, c: c, ldc: ldc, comp: comp, scale: scale,
@@ -53,10 +53,17 @@ public struct Int8Functions: Sendable {
 
 extension Int8Functions {
     @inline(__always) public func packedASize(m: Int, k: Int) -> Int { packedASize(m, k) }
-    /// Packs s8 A (m x k, row stride lda >= k) into `packed` (`packedASize(m:k:)` bytes).
+    /// Packs s8 A (m x k, row stride lda >= k) into `packed` (`packedASize(m:k:)` bytes). With
+    /// `rows`, only those (from a multiple of `mr` to one or to m), the first of them at `a`: the
+    /// bands of one matrix packed one after the other give what one call for all rows gives.
     @inline(__always)
-    public func packA(_ a: UnsafePointer<Int8>, lda: Int, m: Int, k: Int, into packed: UnsafeMutableRawPointer) {
-        packA(a, lda, m, k, packed)
+    public func packA(_ a: UnsafePointer<Int8>, lda: Int, m: Int, k: Int, rows: Range<Int>? = nil,
+                      into packed: UnsafeMutableRawPointer) {
+        let rows = rows ?? 0..<m
+        precondition(rows.lowerBound >= 0 && rows.upperBound <= m && rows.lowerBound % mr == 0
+                     && (rows.upperBound == m || rows.upperBound % mr == 0),
+                     "int8 packA: rows must lie in 0..<m, from a multiple of mr to one or to m")
+        packA(a, lda, m, k, rows, packed)
     }
     @inline(__always) public func scratchSize(m: Int, n: Int, k: Int) -> Int { scratchSize(m, n, k) }
 

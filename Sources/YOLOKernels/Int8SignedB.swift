@@ -27,10 +27,11 @@ extension Int8PackedGemm {
 
     /// activationShift x each row's weight sum (wrapping Int32, as the sums), after the panels.
     @inlinable @inline(__always)
-    static func packCorrections(_ a: UnsafePointer<Int8>, lda: Int, m: Int, k: Int, into p: UnsafeMutableRawPointer) {
+    static func packCorrections(_ a: UnsafePointer<Int8>, lda: Int, m: Int, k: Int, rows: Range<Int>,
+                                into p: UnsafeMutableRawPointer) {
         let shift = K.Dot.activationShift
         guard shift != 0 else { return }
-        for row in 0..<roundUp(m, K.mr) {
+        for row in rows {
             var sum: Int32 = 0
             if row < m { for i in 0..<k { sum &+= Int32(a[row * lda + i]) } }
             p.storeBytes(of: shift &* sum, toByteOffset: 4 * row, as: Int32.self)

@@ -82,7 +82,7 @@ extension Int8KernelTests {
         let a: [Int8] = [1, 2, 3, 4, 5, 6, -127, 0, 0, 0, 0, 1, 127, 127, -1, 0, 0, 0]
         var packed = [UInt8](repeating: 0xEE, count: G.packedASize(m: m, k: k))
         XCTAssertEqual(packed.count, 8 * 2 * 4 + 8 * 4, "8 padded rows x 2 groups x 4 bytes, then 8 corrections")
-        a.withUnsafeBufferPointer { pa in packed.withUnsafeMutableBytes { G.packA(pa.baseAddress!, lda: k, m: m, k: k, kc: 256, into: $0.baseAddress!) } }
+        a.withUnsafeBufferPointer { pa in packed.withUnsafeMutableBytes { G.packA(pa.baseAddress!, lda: k, m: m, k: k, kc: 256, rows: 0..<m, into: $0.baseAddress!) } }
         let corrections = packed.withUnsafeBytes { p in (0..<8).map { p.loadUnaligned(fromByteOffset: 64 + 4 * $0, as: Int32.self) } }
         XCTAssertEqual(corrections, [Int32(128 * 21), Int32(128 * -126), Int32(128 * 253), 0, 0, 0, 0, 0])
     }

@@ -89,6 +89,32 @@ final class Int8KernelTests: XCTestCase {
         check(name, kern, m: 4 * mr + 3, n: 70, k: 40, rowRanges: [0..<mr, mr..<3 * mr, 3 * mr..<(4 * mr + 3)], line: line)
     }
 
+    /// Weights are packed a band of filters at a time at load (Int8Weights: the s8 copy of one band,
+    /// not of the layer, exists while packing): bands of MR rows and a last, partial one give the
+    /// bytes one call for all rows gives, corrections included, at every level.
+    func testPackingInBandsEqualsPackingAtOnce() {
+        var rng = Random(state: 41)
+        for (name, kern) in levels {
+            let mr = kern.mr
+            for (m, k) in [(3 * mr + 1, 37), (2 * mr, 2100), (mr - 1, 5)] {
+                let a = (0..<m * k).map { _ in Int8(truncatingIfNeeded: Int(rng.next() % 255) - 127) }
+                let size = kern.packedASize(m: m, k: k)
+                var whole = [UInt8](repeating: 0xEE, count: size), banded = whole
+                a.withUnsafeBufferPointer { pa in
+                    whole.withUnsafeMutableBytes { kern.packA(pa.baseAddress!, lda: k, m: m, k: k, into: $0.baseAddress!) }
+                    banded.withUnsafeMutableBytes { p in
+                        for f0 in stride(from: 0, to: m, by: mr) {
+                            kern.packA(pa.baseAddress! + f0 * k, lda: k, m: m, k: k, rows: f0..<min(m, f0 + mr), into: p.baseAddress!)
+                        }
+                    }
+                }
+                let first = banded.indices.first { banded[$0] != whole[$0] }
+                XCTAssertNil(first, "\(name) \(m)x\(k): packed in bands, byte \(first ?? 0) differs from packing at once")
+                XCTAssertFalse(whole.allSatisfy { $0 == 0xEE }, "\(name): packA wrote nothing")
+            }
+        }
+    }
+
     func testGroupedQuantizationMatchesScalarAtEveryLevel() {
         var rng = Random(state: 9)
         for (lo, hi) in [(Float(0), Float(1)), (-0.37, 5.2), (-3, 2), (0, 0)] {

@@ -27,23 +27,32 @@ struct Int8Weights: Sendable {
     /// Per filter: input scale x weight scale.
     var scale: UnsafePointer<Float> { scales.base }
 
+    /// Filters quantized and packed at a time: the s8 copy of a band, not of the whole layer,
+    /// exists while packing (yolov3-tiny's layer 12: 64 KiB of 4.5 MiB).
+    static let bandBytes = 64 << 10
+
     /// Quantizes and packs the folded weights of a convolution (filters x channels x k x k).
     init(_ weights: UnsafePointer<Float>, filters: Int, channels: Int, kernel k: Int, input: Int8Quantization,
          kernels: Int8Functions, storage: ModelStorage) {
         let columns = int8ChannelGroups(channels) * k * k * 4
         (rows, self.columns, self.input, self.kernels) = (filters, columns, input, kernels)
-        let q = UnsafeMutablePointer<Int8>.allocate(capacity: filters * columns)
+        let band = min(filters, max(1, Int8Weights.bandBytes / columns / kernels.mr) * kernels.mr)
+        let q = UnsafeMutablePointer<Int8>.allocate(capacity: band * columns)
         let sums = UnsafeMutablePointer<Int32>.allocate(capacity: filters)
         defer { q.deallocate(); sums.deallocate() }
         let scale = storage.allocate(filters)
-        quantizeWeights(weights, filters: filters, channels: channels, kernel: k, into: q, scales: scale, sums: sums)
+        let packed = storage.allocateBytes(kernels.packedASize(m: filters, k: columns))
+        for f0 in stride(from: 0, to: filters, by: band) {
+            let f1 = min(filters, f0 + band)
+            quantizeWeights(weights + f0 * channels * k * k, filters: f1 - f0, channels: channels, kernel: k, into: q,
+                            scales: scale + f0, sums: sums + f0)
+            kernels.packA(q, lda: columns, m: filters, k: columns, rows: f0..<f1, into: packed)
+        }
         let comp = storage.allocateBytes(4 * filters).bindMemory(to: Int32.self, capacity: filters)
         for f in 0..<filters {
             comp[f] = input.zeroPoint &* sums[f]
             scale[f] *= input.scale
         }
-        let packed = storage.allocateBytes(kernels.packedASize(m: filters, k: columns))
-        kernels.packA(q, lda: columns, m: filters, k: columns, into: packed)
         packedA = RawParameterPointer(base: packed)
         compensation = RawParameterPointer(base: UnsafeRawPointer(comp))
         scales = ParameterPointer(base: scale)
