@@ -3,7 +3,7 @@
 # engine (module YOLO) for aarch64 with Embedded Swift (target aarch64-none-none-elf, NEON),
 # links them statically against Debian's arm64 glibc and OpenBLAS, and runs under
 # qemu-aarch64-static, once as a Cortex-A72 (Raspberry Pi 4) and once as a Cortex-A76 (Pi 5):
-#   1. scripts/arm/KernelCheck.swift: every kernel against the naive references of
+#   1. scripts/arm/KernelCheck*.swift: every kernel against the naive references of
 #      Sources/YOLOReference (the module the XCTest suites check against too: seeded random
 #      inputs, references in double after Darknet's definitions, the comparisons), over its
 #      tables of shapes; its output bits are also compared with the same program built for
@@ -115,7 +115,7 @@ else
             Sources/"$m"/*.swift || fail "building $m for aarch64 (Embedded Swift)"
         level_objects+=("$out/$m.o")
     done
-    "${emb[@]}" -module-name KernelCheck -c -o "$out/KernelCheck.o" scripts/arm/KernelCheck.swift \
+    "${emb[@]}" -module-name KernelCheck -c -o "$out/KernelCheck.o" scripts/arm/KernelCheck*.swift \
         || fail "building scripts/arm/KernelCheck.swift for aarch64"
     # -package-name: the engine has `package` declarations (SwiftPM passes one too).
     engine_objects=()
@@ -145,7 +145,7 @@ else
     # The check imports the baseline level only (the others need their -target-cpu: Package.swift).
     "${host[@]}" -module-name YOLOKernelsBaseline -I "$out/host" -emit-module -emit-module-path "$out/host/YOLOKernelsBaseline.swiftmodule" \
         -c -o "$out/host/YOLOKernelsBaseline.o" Sources/YOLOKernelsBaseline/*.swift || fail "building YOLOKernelsBaseline for this host"
-    "${host[@]}" -module-name KernelCheck -I "$out/host" -o "$out/host/kernel-check" scripts/arm/KernelCheck.swift \
+    "${host[@]}" -module-name KernelCheck -I "$out/host" -o "$out/host/kernel-check" scripts/arm/KernelCheck*.swift \
         "$out/host/YOLOKernelsBaseline.o" "$out/host/YOLOKernels.o" "$out/host/YOLOReference.o" || fail "building the kernel check for this host"
     echo "$stamp" > "$out/stamp"
     say "build: done in $((SECONDS - t0)) s ($out/kernel-check, $out/yolo-forward: static aarch64 Linux executables)"
