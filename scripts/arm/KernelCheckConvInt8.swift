@@ -1,5 +1,6 @@
 // scripts/arm/KernelCheck.swift's checks of the direct 3x3 convolution + max pool and of the INT8
 // GEMMs (one module with it: Embedded Swift builds both files as one).
+import Glibc
 import YOLOKernels
 import YOLOKernelsBaseline
 import YOLOReference
