@@ -208,10 +208,10 @@ public final class Model: Sendable {
         // Each layer's own buffer, unmapped after it: the largest layer's (yolov3-tiny's layer
         // 12, 18 MiB) is not held while the rest are prepared (peak RSS with INT8 weights).
         for i in layers.indices where counts[i] > 0 {
-            guard let pages = PageBuffer(floats: counts[i]) else {
+            guard let buffer = mapPages(floats: counts[i]) else {
                 throw .invalidArgument("\(config.file): no memory for layer \(i)'s \(4 * counts[i] >> 20) MiB of parameters")
             }
-            let buffer = pages.base
+            defer { unmapPages(buffer, floats: counts[i]) }
             try reader.next(counts[i], into: buffer)
             guard let conv = layers[i].convolution else { continue }
             let (bias, weights) = try conv.fold(buffer, weightsName: weightsName, storage: storage)
