@@ -11,7 +11,7 @@ public struct Int8Functions: Sendable {
     public let mr: Int, nr: Int, lanes: Int, kc: Int, nc: Int
     /// (m, k) -> bytes of packed A.
     public let packedASize: @Sendable (Int, Int) -> Int
-    /// (a, lda, m, k, packed)
+    /// (a, lda, m, k, rows, packed): see `packA(_:lda:m:k:rows:into:)`.
     public let packA: @Sendable (UnsafePointer<Int8>, Int, Int, Int, Range<Int>, UnsafeMutableRawPointer) -> Void
     /// (m, n, k) -> bytes of per-thread scratch.
     public let scratchSize: @Sendable (Int, Int, Int) -> Int
