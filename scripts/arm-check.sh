@@ -13,7 +13,7 @@
 #      Darknet's (YOLOReference's SampledTensor parses the .samples fixtures and compares: max
 #      abs diff <= 1e-3, channel means <= 1e-4), 1 and 2 threads: with the
 #      engine's own GEMM kernels (the default on aarch64) every convolution algorithm, with
-#      OpenBLAS's sgemm the default one (and on the A76 once more with OpenBLAS's Cortex-A72
+#      OpenBLAS's sgemm the default one (and on the A76 once more, 1 thread, with OpenBLAS's Cortex-A72
 #      kernels forced). The Cortex-A72 pass runs the forwards on 1 thread and leaves the measured
 #      plan to the A76 pass: the engine's FP32 NEON code is the same on both;
 #   3. INT8 (the shipped table, every convolution but the first in INT8): yolov3-tiny's heads bit
@@ -197,12 +197,18 @@ for cpu in cortex-a72 cortex-a76; do
     # the CI about 5 minutes.
     threads=(1 2); [ "$cpu" = cortex-a76 ] || threads=(1)
     say "[$cpu] yolov3-tiny forward, the engine's own GEMM kernels (ModelOptions.gemm .automatic: NEON), threads ${threads[*]}"
+    t=$SECONDS
     "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=automatic "${threads[@]}" \
         || fail "yolov3-tiny forward on $cpu (our GEMM kernels) does not match Darknet's heads (see above)"
+    say "[$cpu] our GEMM kernels' forwards: $((SECONDS - t)) s"
     if [ "$cpu" = cortex-a76 ]; then
-        say "[$cpu] yolov3-tiny forward, each layer's algorithm measured at load (ModelOptions.planning .measure)"
-        "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=automatic conv=winograd plan=measure 1 \
+        # Among im2col and the direct kernel (ModelOptions.convolution .im2col): measuring every
+        # Winograd candidate too took 210 s under qemu, for the same measuring code (136 s this way).
+        say "[$cpu] yolov3-tiny forward, each layer's algorithm measured at load (ModelOptions.planning .measure, im2col or direct)"
+        t=$SECONDS
+        "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=automatic conv=im2col plan=measure 1 \
             || fail "yolov3-tiny forward on $cpu with a measured plan does not match Darknet's heads (see above)"
+        say "[$cpu] measured plan: $((SECONDS - t)) s"
     fi
     # INT8: the A76 picks the dotprod level (sdot), the A72 the neon level (smull).
     level=neon; [ "$cpu" = cortex-a76 ] && level=dotprod
@@ -213,15 +219,20 @@ for cpu in cortex-a72 cortex-a76; do
         || fail "INT8 forward on $cpu (level $level) differs from this host's INT8 heads (see above)"
     say "[$cpu] INT8 forward: $((SECONDS - t_int8)) s"
     say "[$cpu] yolov3-tiny forward, OpenBLAS's sgemm (ModelOptions.gemm .openBLAS), threads ${threads[*]}"
+    t=$SECONDS
     "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=openblas conv=winograd "${threads[@]}" \
         || fail "yolov3-tiny forward on $cpu (OpenBLAS) does not match Darknet's heads (see above)"
+    say "[$cpu] OpenBLAS forwards: $((SECONDS - t)) s"
 done
 # OpenBLAS 0.3.21 does not know the Cortex-A76 (Raspberry Pi 5) and takes its generic ARMV8
 # kernels (printed above); the README suggests OPENBLAS_CORETYPE=CORTEXA72 there: check that
-# those kernels give the same heads on an A76.
+# those kernels give the same heads on an A76 (1 thread: the engine's threads around OpenBLAS's
+# sgemm ran above).
 say "[cortex-a76, OPENBLAS_CORETYPE=CORTEXA72] yolov3-tiny forward, OpenBLAS's sgemm"
+t=$SECONDS
 qemu-aarch64-static -cpu cortex-a76 -U OPENBLAS_L2_SIZE -U OPENBLAS_NUM_THREADS -E OPENBLAS_CORETYPE=CORTEXA72 \
     "$out/yolo-forward" weights/yolov3-tiny.cfg weights/yolov3-tiny.weights "$out/dog_input_416.f32" \
-    Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples gemm=openblas conv=winograd 1 2 \
+    Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples gemm=openblas conv=winograd 1 \
     || fail "yolov3-tiny forward on cortex-a76 with OPENBLAS_CORETYPE=CORTEXA72 does not match Darknet's heads"
+say "[cortex-a76, OPENBLAS_CORETYPE=CORTEXA72] forward: $((SECONDS - t)) s"
 say "passed in $((SECONDS - start)) s"

@@ -7,8 +7,9 @@ import XCTest
 /// scripts/spark/check.py: the Parquet rows equal `yolo detect --json` on the same files (no
 /// image lost or duplicated) for the RDD job, for the RDD job with one task's yolo killed
 /// (SIGKILL) half-way through its partition and retried by Spark, and for the mapInPandas variant.
-/// 60 files by default (2 3/4 minutes on this 2-core machine with the debug build, under a load
-/// of 5); the 500 with YOLO_SPARK_FILES=500 (7 1/2 minutes under the same load).
+/// 24 files by default (12 a partition, the kill after 6 of them: 25 s on 2 quiet cores with the
+/// debug build, most of it Spark's own start and tasks); the 500 with YOLO_SPARK_FILES=500
+/// (7 1/2 minutes on 2 cores under a load of 5, before the debug build's model load got 8x faster).
 final class SparkTests: XCTestCase {
     func testSparkJobRowsEqualYoloDetect() throws {
         let root = repositoryRoot
@@ -17,7 +18,7 @@ final class SparkTests: XCTestCase {
             XCTFail("weights/yolov3-tiny.weights or samples/ is missing: run scripts/bootstrap.sh")
             throw XCTSkip("no weights or samples")
         }
-        let count = Int(ProcessInfo.processInfo.environment["YOLO_SPARK_FILES"] ?? "") ?? 60
+        let count = Int(ProcessInfo.processInfo.environment["YOLO_SPARK_FILES"] ?? "") ?? 24
         let setUp = try runProcess(root + "/scripts/spark-test-setup.sh", [], in: root, timeout: 1800)
         if setUp.status == 2 {
             throw XCTSkip("Java could not be installed, so Spark cannot run (scripts/spark-test-setup.sh): \(setUp.stderr)")

@@ -55,21 +55,17 @@ final class ConvolutionalLayer: Layer {
               storage: ModelStorage) throws(YOLOError) -> (bias: UnsafePointer<Float>, weights: UnsafePointer<Float>) {
         let bias = params
         let weights = params + filters * (batchNormalize ? 4 : 1)
-        if let bad = (0..<parameterCount).first(where: { !params[$0].isFinite }) {
+        if let bad = firstNonFinite(params, count: parameterCount) {
             throw .weights(file: weightsName, message: "layer \(index) [convolutional]: parameter \(bad) of \(parameterCount) is \(params[bad]); the weights must be finite numbers")
         }
         if batchNormalize {
             let scales = params + filters, mean = params + 2 * filters, variance = params + 3 * filters
-            for f in 0..<filters {
-                let factor = scales[f] / (variance[f].squareRoot() + 0.000001)
-                let row = weights + f * columns
-                for i in 0..<columns { row[i] *= factor }
-                bias[f] = bias[f] - mean[f] * factor
-            }
+            foldBatchNorm(weights: weights, bias: bias, scales: scales, mean: mean, variance: variance,
+                          filters: filters, columns: columns)
             if let f = (0..<filters).first(where: { !bias[$0].isFinite || !(variance[$0] >= 0) }) {
                 throw .weights(file: weightsName, message: "layer \(index) [convolutional]: filter \(f) has batch-norm variance \(variance[f]) and scale \(scales[f]); folding them gives a non-finite bias")
             }
-            if let i = (0..<filters * columns).first(where: { !weights[$0].isFinite }) {
+            if let i = firstNonFinite(weights, count: filters * columns) {
                 throw .weights(file: weightsName, message: "layer \(index) [convolutional]: weight \(i) is not finite after folding batch norm (scale / sqrt(variance) overflows)")
             }
         }
