@@ -30,15 +30,6 @@ default_tests='YOLOTests\.(GemmKernelTests|WinogradTransformTests|ReferenceTests
 default_tests+='|EngineLimitsTests|FileIOTests|BadInputTests|TrackerTests)|YOLOImageTests\.|DarknetImageTests'
 default_tests+='|StreamTests/testMissingFFmpegAndUnopenableInputAreClearErrors|ServeAPITests'
 tests=${OLDEST_SWIFT_TESTS:-$default_tests}
-# Within those, for time (1 1/2 minutes): the CLI's and the server's tests that repeat forwards of
-# code already run above (yolo calibrate, class filters and sizes, INT8 detections through the
-# CLI, the server's query parameters and API keys over many requests); and ReferenceTests' heads
-# against Darknet's run a third of their level x algorithm matrix (YOLO_TEST_REDUCED: every level
-# with Winograd, every algorithm at the selected level). OLDEST_SWIFT_SKIP='' keeps them all.
-default_skip='CLITests/test(CalibrateWritesATableTheModelReads|ClassFilterMaxDetectionsSizeAndWeightsDirectory|PrecisionInt8DetectsAsFP32DoesAndBadTablesAreErrors)'
-default_skip+='|ServeAPITests/test(DetectQueryParameters|APIKeyIsRequiredWhereverItIsSet)'
-skip=${OLDEST_SWIFT_SKIP-$default_skip}
-skip_arg=""; [ -z "$skip" ] || skip_arg="--skip '$skip'"
 out=$PWD/.build/oldest-swift-check
 mkdir -p "$out"
 start=$SECONDS step="tools" step_start=$SECONDS
@@ -98,10 +89,10 @@ else
     # Two runs: CLITests alone first (in Debian's 6.0.3 Foundation, Bundle.allBundles as a
     # process's first Bundle call crashed it), then the rest.
     begin "tests (CLITests alone)"
-    run_tests "YOLO_TEST_REDUCED=1 swift test --skip-build --disable-swift-testing --filter 'yoloTests\.CLITests/' $skip_arg"
+    run_tests "swift test --skip-build --disable-swift-testing --filter 'yoloTests\.CLITests/'"
     begin "tests (the named suites)"
-    rootfs_say "$step: --filter '$tests' $skip_arg"
-    run_tests "YOLO_TEST_REDUCED=1 swift test --skip-build --disable-swift-testing --filter '$tests' $skip_arg"
+    rootfs_say "$step: --filter '$tests'"
+    run_tests "swift test --skip-build --disable-swift-testing --filter '$tests'"
 fi
 rootfs_say "step times:"
 for t in "${times[@]}"; do rootfs_say "  $t"; done

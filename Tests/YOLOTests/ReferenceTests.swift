@@ -52,14 +52,13 @@ final class ReferenceTests: XCTestCase {
     /// each level).
     func testHeadsMatchDarknet() throws {
         let backends: [(ModelOptions.GemmBackend, KernelLevel?)] = [(.openBLAS, nil)] + KernelLevel.supported.map { (.kernels, $0) }
-        // Under a sanitizer (scripts/sanitize.sh), emulation (qemu: scripts/arm-linux-check.sh) or
-        // the oldest toolchain (scripts/oldest-swift-check.sh, YOLO_TEST_REDUCED), every level with
-        // the default algorithm and every algorithm with the default level: the same code, a third
-        // of the time. Under qemu, one photo (scripts/arm-check.sh checks every algorithm's heads
-        // as a Cortex-A72 and an A76 already).
+        // Under a sanitizer (scripts/sanitize.sh) or emulation (qemu: scripts/arm-linux-check.sh),
+        // every level with the default algorithm and every algorithm with the default level: the
+        // same code, a third of the time. Under qemu, one photo (scripts/arm-check.sh checks every
+        // algorithm's heads as a Cortex-A72 and an A76 already).
         let environment = ProcessInfo.processInfo.environment
         let emulated = environment["YOLO_TEST_EMULATED"] != nil
-        let reduced = emulated || environment["YOLO_TEST_SANITIZER"] != nil || environment["YOLO_TEST_REDUCED"] != nil
+        let reduced = emulated || environment["YOLO_TEST_SANITIZER"] != nil
         for algorithm in ModelOptions.Convolution.allCases {
           for (gemm, level) in backends
               where !reduced || algorithm == .winograd || level == nil || level == KernelLevel.selected {
