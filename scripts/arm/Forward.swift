@@ -17,6 +17,7 @@
 // Exit status 0 when every head of every run is within the tolerances, 1 otherwise.
 import YOLOCore
 @_spi(Kernels) import YOLOEngine
+import YOLOKernels
 import YOLOReference
 
 /// Max abs difference of the sampled values (as the XCTest reference tests).
