@@ -149,10 +149,13 @@ public final class Model: Sendable {
         var warnings: [String] = []
         let int8Inputs = try Model.int8Inputs(options, layers: layers, fingerprint: cfgFingerprint, cfg: config.file,
                                               kernels: kernelSet.int8, warnings: &warnings)
-        let int8Scratch = int8Inputs.isEmpty ? 0 : kernelSet.int8.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
+        let int8Scratch = int8Inputs.isEmpty ? 0 : [kernelSet.int8, kernelSet.int16Pairs].map {
+            $0.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
+        }.max()!
         let bf16 = options.precision == .bf16 ? try kernelSet.bf16ForPrecision(on: HostCPU.features) : nil
         gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, Gemm.scratchPerThread(bf16?.gemm))
-        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs, bf16: bf16)
+        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs, bf16: bf16,
+                              winogradInt8: kernelSet.int16Pairs != nil)
         let order = layers.filter { $0.head == nil } + layers.filter { $0.head != nil }
         let bound = ActivationPlan(writes: order.map { ($0.index, $0.sources) }, deferred: Model.heads(layers).count,
                                    layers: layers, input: inputShape, keepingAll: false)

@@ -37,6 +37,9 @@ public protocol Int8DotISA: KernelMetatype {
     /// adds 128 x the row's weight sum back through comp (Int8SignedB.swift), so sums stay exact.
     static func prepareB(_ v: Acc) -> Acc
     static var activationShift: Int32 { get }
+    /// Whether sums go to C as floats after every block of k (`Int16Pairs`: sums too deep for
+    /// int32), not as int32 until the last block. Default false.
+    static var accumulatesFloats: Bool { get }
     static func loadB(_ p: UnsafeRawPointer) -> BOperand
     static func loadA(_ p: UnsafeRawPointer) -> AOperand
     /// acc + per lane the sum of 4 products (u8 bytes of b) x (s8 weights of a), exact.
@@ -74,7 +77,7 @@ public protocol Int8MicroKernel: KernelMetatype {
                     _ ldc: Int, accumulate: Bool, finish: Bool, comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>)
 }
 
-/// MR x W: one vector of a panel's columns (for the last, partial panel: 169 columns are 3 full
+/// MR (4, 6 or 8) x W: one vector of a panel's columns (for the last, partial panel: 169 columns are 3 full
 /// panels of 48 and 2 vectors of 16, not a 4th panel of 48).
 @inlinable @inline(__always)
 func int8RunVector<D: Int8DotISA>(_ mr: Int, _ groups: Int, _ a: UnsafeRawPointer, _ b: UnsafeRawPointer, bStride: Int,
@@ -93,6 +96,15 @@ func int8RunVector<D: Int8DotISA>(_ mr: Int, _ groups: Int, _ a: UnsafeRawPointe
             pa += 8 * ab
             pb += bStride
         }
+    } else if mr == 6 {
+        for _ in 0..<groups {
+            let v = D.loadB(pb)
+            c0 = D.dot(c0, v, D.loadA(pa)); c1 = D.dot(c1, v, D.loadA(pa + ab))
+            c2 = D.dot(c2, v, D.loadA(pa + 2 * ab)); c3 = D.dot(c3, v, D.loadA(pa + 3 * ab))
+            c4 = D.dot(c4, v, D.loadA(pa + 4 * ab)); c5 = D.dot(c5, v, D.loadA(pa + 5 * ab))
+            pa += 6 * ab
+            pb += bStride
+        }
     } else {
         for _ in 0..<groups {
             let v = D.loadB(pb)
@@ -104,10 +116,11 @@ func int8RunVector<D: Int8DotISA>(_ mr: Int, _ groups: Int, _ a: UnsafeRawPointe
     }
     @inline(__always) func row(_ r: Int, _ x: D.Acc) {
         int8Store(x, c + r * ldc, accumulate: accumulate, finish: finish, comp: finish ? comp[r] : 0,
-                  scale: finish ? scale[r] : 0, D.self)
+                  scale: finish || D.accumulatesFloats ? scale[r] : 0, D.self)
     }
     row(0, c0); row(1, c1); row(2, c2); row(3, c3)
-    if mr == 8 { row(4, c4); row(5, c5); row(6, c6); row(7, c7) }
+    if mr >= 6 { row(4, c4); row(5, c5) }
+    if mr == 8 { row(6, c6); row(7, c7) }
 }
 
 /// 8 x (3·W): 24 accumulators + 3 B vectors + 1 broadcast (32 zmm registers with AVX-512).
@@ -151,7 +164,7 @@ public enum Int8Kernel8x3<D: Int8DotISA>: Int8MicroKernel {
         }
         let w = D.Acc.scalarCount
         @inline(__always) func row(_ r: Int, _ x0: D.Acc, _ x1: D.Acc, _ x2: D.Acc) {
-            let pc = c + r * ldc, k = finish ? comp[r] : 0, s = finish ? scale[r] : 0
+            let pc = c + r * ldc, k = finish ? comp[r] : 0, s = finish || D.accumulatesFloats ? scale[r] : 0
             int8Store(x0, pc, accumulate: accumulate, finish: finish, comp: k, scale: s, D.self)
             int8Store(x1, pc + w, accumulate: accumulate, finish: finish, comp: k, scale: s, D.self)
             int8Store(x2, pc + 2 * w, accumulate: accumulate, finish: finish, comp: k, scale: s, D.self)
@@ -192,7 +205,7 @@ public enum Int8Kernel4x2<D: Int8DotISA>: Int8MicroKernel {
         }
         let w = D.Acc.scalarCount
         @inline(__always) func row(_ r: Int, _ x0: D.Acc, _ x1: D.Acc) {
-            let pc = c + r * ldc, k = finish ? comp[r] : 0, s = finish ? scale[r] : 0
+            let pc = c + r * ldc, k = finish ? comp[r] : 0, s = finish || D.accumulatesFloats ? scale[r] : 0
             int8Store(x0, pc, accumulate: accumulate, finish: finish, comp: k, scale: s, D.self)
             int8Store(x1, pc + w, accumulate: accumulate, finish: finish, comp: k, scale: s, D.self)
         }
@@ -347,9 +360,9 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
                                 let sums = UnsafeMutableRawPointer(tile)
                                 for r in 0..<rows {
                                     for j in whole..<cols {
-                                        int8StoreScalar(sums.load(fromByteOffset: 4 * (r * w + j - whole), as: Int32.self),
-                                                        cTile + r * ldc + j, accumulate: accumulate, finish: finish,
-                                                        comp: cp[r], scale: scale[ib + r])
+                                        int8MergeScalar(sums + 4 * (r * w + j - whole), cTile + r * ldc + j,
+                                                        accumulate: accumulate, finish: finish, comp: cp[r],
+                                                        scale: scale[ib + r], K.Dot.self)
                                     }
                                 }
                             }
@@ -359,9 +372,8 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
                             let sums = UnsafeMutableRawPointer(tile)
                             for r in 0..<rows {
                                 for j in 0..<cols {
-                                    int8StoreScalar(sums.load(fromByteOffset: 4 * (r * nr + j), as: Int32.self),
-                                                    cTile + r * ldc + j, accumulate: accumulate, finish: finish,
-                                                    comp: cp[r], scale: scale[ib + r])
+                                    int8MergeScalar(sums + 4 * (r * nr + j), cTile + r * ldc + j, accumulate: accumulate,
+                                                    finish: finish, comp: cp[r], scale: scale[ib + r], K.Dot.self)
                                 }
                             }
                         }

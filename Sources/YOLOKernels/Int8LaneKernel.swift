@@ -43,7 +43,7 @@ public enum Int8Kernel8x3ByLane<L: Int8SignedDotByLane>: Int8MicroKernel {
             pb += 48
         }
         @inline(__always) func row(_ r: Int, _ x: (V, V, V)) {
-            let pc = c + r * ldc, k = finish ? comp[r] : 0, s = finish ? scale[r] : 0
+            let pc = c + r * ldc, k = finish ? comp[r] : 0, s = finish || Dot.accumulatesFloats ? scale[r] : 0
             int8Store(x.0, pc, accumulate: accumulate, finish: finish, comp: k, scale: s, Dot.self)
             int8Store(x.1, pc + 4, accumulate: accumulate, finish: finish, comp: k, scale: s, Dot.self)
             int8Store(x.2, pc + 8, accumulate: accumulate, finish: finish, comp: k, scale: s, Dot.self)

@@ -14,6 +14,7 @@
 extension Int8DotISA {
     @inlinable @inline(__always) public static func prepareB(_ v: Acc) -> Acc { v }
     @inlinable public static var activationShift: Int32 { 0 }
+    @inlinable public static var accumulatesFloats: Bool { false }
 }
 
 extension Int8PackedGemm {

@@ -112,27 +112,39 @@ public struct KernelSet: Sendable {
     public let direct: DirectConvFunctions
     /// The INT8 convolution kernels, where the level has them (Int8KernelSet.swift).
     public let int8: Int8Functions?
+    /// The 16-bit pair GEMM of INT8 Winograd (Int16Pairs.swift), where the level has one.
+    public let int16Pairs: Int8Functions?
     /// The BF16 GEMM, where the build has one for this level (BF16Gemm.swift); it may need more of
     /// the CPU than the rest of the set (`BF16Kernels.requires`).
     public let bf16: BF16Kernels?
 
     @usableFromInline
     init(name: String, requires: CPUFeatureSet, gemm: GemmFunctions, winograd2: WinogradFunctions,
-         winograd4: WinogradFunctions, direct: DirectConvFunctions, int8: Int8Functions? = nil, bf16: BF16Kernels? = nil) {
+         winograd4: WinogradFunctions, direct: DirectConvFunctions, int8: Int8Functions? = nil,
+         int16Pairs: Int8Functions? = nil, bf16: BF16Kernels? = nil) {
         (self.name, self.requires, self.gemm) = (name, requires, gemm)
         (self.winograd2, self.winograd4, self.direct, self.int8, self.bf16) = (winograd2, winograd4, direct, int8, bf16)
+        self.int16Pairs = int16Pairs
     }
 
     /// This set with `int8` as its INT8 kernels.
     public func adding(int8: Int8Functions) -> KernelSet {
         KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4, direct: direct,
-                  int8: int8, bf16: bf16)
+                  int8: int8, int16Pairs: int16Pairs, bf16: bf16)
+    }
+
+    /// This set with `int16Pairs` as its pair GEMM (made with a kc of at most
+    /// `Int16Pairs.maxGroupsPerBlock`).
+    public func adding(int16Pairs: Int8Functions) -> KernelSet {
+        precondition(int16Pairs.kc <= Int16Pairs.maxGroupsPerBlock, "int16 pairs: kc over Int16Pairs.maxGroupsPerBlock")
+        return KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4,
+                         direct: direct, int8: int8, int16Pairs: int16Pairs, bf16: bf16)
     }
 
     /// This set with `bf16` as its BF16 GEMM.
     public func adding(bf16: BF16Kernels) -> KernelSet {
         KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4, direct: direct,
-                  int8: int8, bf16: bf16)
+                  int8: int8, int16Pairs: int16Pairs, bf16: bf16)
     }
 
     /// The kernel set of a level from its generic parts: `K` the GEMM micro-kernel, `W` the

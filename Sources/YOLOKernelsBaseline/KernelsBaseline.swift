@@ -45,12 +45,14 @@ public enum KernelsBaseline {
         .make(name: "neon", requires: [], gemm: GemmKernel8x3<SIMD4<Float>, BaselineTag>.self,
               kc: 256, nc: 504, winograd: BaselineTag.self, direct: SIMD4<Float>.self, BaselineTag.self)
             .adding(int8: .make(dot: "smull", kernel: Int8Kernel4x2<Int8WideningDot<BaselineTag>>.self, kc: 256, nc: 512))
+            .adding(int16Pairs: .make(dot: "portable", kernel: Int8Kernel4x2<Int16PortablePairDot<BaselineTag>>.self, kc: 64, nc: 512))
     }
     #else
     public static var kernelSet: KernelSet {
         .make(name: "baseline", requires: [], gemm: GemmKernel4x3<SIMD4<Float>, BaselineTag>.self,
               kc: 256, nc: 504, winograd: BaselineTag.self, direct: SIMD4<Float>.self, BaselineTag.self)
             .adding(int8: .make(dot: "portable", kernel: Int8Kernel4x2<Int8PortableDot<BaselineTag>>.self, kc: 256, nc: 512))
+            .adding(int16Pairs: .make(dot: "portable", kernel: Int8Kernel4x2<Int16PortablePairDot<BaselineTag>>.self, kc: 64, nc: 512))
     }
     #endif
 }

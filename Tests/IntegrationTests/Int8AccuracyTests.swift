@@ -36,17 +36,46 @@ final class Int8AccuracyTests: XCTestCase {
         }
     }
 
+    /// yolov3-tiny's 3x3 convolutions of 32 or more input channels: where INT8 Winograd applies
+    /// and pays (`yolo tune` picks it there on an AVX2 Zen 3).
+    static let winogradLayers: [Int: ConvAlgorithm] = Dictionary(uniqueKeysWithValues: [4, 6, 8, 10, 12, 14, 21].map {
+        ($0, .winograd4Int8)
+    })
+
+    /// The same with INT8 Winograd F(4x4) on those layers, at the threshold (0.25).
+    func testInt8WinogradDetectionsMatchFP32OnTheSamples() throws {
+        let (cfg, weights, names) = try paths()
+        let photos = try samples()
+        let options = DetectorOptions(threshold: 0.1)
+        let fp32 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2)
+        let int8 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2,
+                                modelOptions: ModelOptions(algorithms: Self.winogradLayers, precision: .int8))
+        XCTAssertEqual(int8.model.plan.entries.filter { $0.algorithm == "winograd4-int8" }.count, 7, int8.model.plan.description)
+        let results = try photos.map { p in
+            (try fp32.detect(rgb: p.pixels, width: p.width, height: p.height), try int8.detect(rgb: p.pixels, width: p.width, height: p.height))
+        }
+        let f = PrecisionAccuracy.compare(results, threshold: 0.25)
+        let summary = "INT8 Winograd at threshold 0.25: \(f)"
+        XCTAssertGreaterThanOrEqual(f.reference, 4, summary)
+        XCTAssertGreaterThanOrEqual(f.recall, 0.97, summary)
+        XCTAssertGreaterThanOrEqual(f.precision, 0.97, summary)
+        XCTAssertLessThan(f.maxDrift, 0.1, summary + ": the largest confidence change of a matched detection")
+        // At 0.1 two borderline boxes of coffee.png and horses.jpg fall under (0.111 -> 0.097,
+        // 0.103 -> 0.095): the drift is held, not the counts.
+        XCTAssertLessThan(PrecisionAccuracy.compare(results, threshold: 0.1).meanDrift, 0.03, summary)
+    }
+
     func testInt8HeadsAreTheSameAtEveryKernelLevel() throws {
         let (cfg, weights, _) = try paths()
         let photo = try samples()[3]
         let shipped = try Int8Calibration(path: Int8Calibration.defaultPath(weights: weights))
         var allInt8 = shipped
         allInt8.fp32Layers = []
-        func heads(_ level: KernelLevel, _ table: Int8Calibration) throws -> [[Float]] {
+        func heads(_ level: KernelLevel, _ table: Int8Calibration, algorithms: [Int: ConvAlgorithm] = [:]) throws -> [[Float]] {
             // (At 160x160: the same kernels, partial tiles and panels as at 416x416, a seventh of the work.)
             let model = try Model(cfgPath: cfg, weightsPath: weights,
-                                  options: ModelOptions(inputSize: .init(width: 160, height: 160), kernelLevel: level, precision: .int8,
-                                                        calibration: table))
+                                  options: ModelOptions(inputSize: .init(width: 160, height: 160), kernelLevel: level,
+                                                        algorithms: algorithms, precision: .int8, calibration: table))
             let detector = try Detector(model: model, threads: 2)
             try photo.pixels.withUnsafeBytes { try detector.preprocess(pixels: $0, width: photo.width, height: photo.height) }
             detector.session.forward()
@@ -62,6 +91,15 @@ final class Int8AccuracyTests: XCTestCase {
         let reference = try heads(levels[0], allInt8)
         for level in levels.dropFirst() {
             XCTAssertEqual(differ(reference, try heads(level, allInt8)).count, 0, "\(level) vs \(levels[0]): every convolution INT8")
+        }
+        // INT8 Winograd where it applies: exact int32 sums per block of 128 channels, the same
+        // float operations after them, so the same bits at every level with the pair GEMM.
+        // (A level without the pair GEMM refuses the forced algorithm: it is left out.)
+        let winograd = levels.compactMap { level in (try? heads(level, allInt8, algorithms: Self.winogradLayers)).map { (level, $0) } }
+        XCTAssertFalse(winograd.isEmpty, "some level runs INT8 Winograd")
+        for (level, h) in winograd {
+            XCTAssertGreaterThan(differ(h, reference).count, 0, "\(level): INT8 Winograd is not INT8 im2col")
+            XCTAssertEqual(differ(h, winograd[0].1).count, 0, "\(level) vs \(winograd[0].0): INT8 Winograd")
         }
         // The shipped table keeps the first convolution FP32 (the direct conv + pool), whose sums
         // round as each level's FMA does or, at the x86 baseline, as a multiply then an add (a few

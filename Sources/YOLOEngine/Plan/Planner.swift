@@ -50,10 +50,13 @@ struct Planner {
     let int8Inputs: [Int: Int8Quantization]
     /// The BF16 GEMM (precision .bf16 on a CPU that runs it), else nil: no BF16 candidates.
     let bf16: BF16Kernels?
+    /// Whether the level has the pair GEMM of INT8 Winograd (`.winograd4Int8` a candidate).
+    let winogradInt8: Bool
 
     init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:],
-         bf16: BF16Kernels? = nil) {
+         bf16: BF16Kernels? = nil, winogradInt8: Bool = false) {
         self.layers = layers
+        self.winogradInt8 = winogradInt8
         self.options = options
         self.ourKernels = ourKernels
         self.int8Inputs = int8Inputs
@@ -67,7 +70,7 @@ struct Planner {
     /// The algorithms that can compute `conv` on its own under the model's options.
     func standaloneCandidates(_ conv: ConvolutionalLayer) -> [ConvAlgorithm] {
         ConvAlgorithm.allCases.filter {
-            $0 != .directPool && $0.applies(to: conv, pooledBy: nil, ourKernels: ourKernels)
+            $0 != .directPool && ($0 != .winograd4Int8 || winogradInt8) && $0.applies(to: conv, pooledBy: nil, ourKernels: ourKernels)
                 && $0.allowed(by: options.convolution) && offers($0.precision, for: conv)
         }
     }

@@ -1,0 +1,138 @@
+// 3x3 stride-1 convolutions as INT8 Winograd F(4x4, 3x3) (`ConvAlgorithm.winograd4Int8`): the
+// input quantized once into planes of integers (q - zero point, as floats); per block of tile
+// rows, their F(4x4) transform (the level's FP32 one: exact on them) packed as int16 pairs
+// (Int8Winograd.swift), one 16-bit pair GEMM per position of the 6x6 transform (U[xi], 10-bit per (position, filter),
+// packed at load; float outputs), then WinogradConv's FP32 output transform and the epilogue.
+// 4x fewer products than INT8 im2col, each a 16 x 16-bit multiply-add: where the CPU has no 8-bit
+// dot product (AVX2), the INT8 form that can beat FP32 F(4x4).
+import YOLOCore
+import YOLOKernels
+
+final class WinogradInt8Conv: ConvKernel {
+    let algorithm = ConvAlgorithm.winograd4Int8
+    let conv: ConvolutionalLayer
+    let input: Int8Quantization
+    let pairs: Int8Functions
+    let transforms: WinogradFunctions
+    let storage: ModelStorage
+    /// Per position: the packed int16 kernels (filters x 2 x channels bytes).
+    private let packed: [RawParameterPointer]
+    /// Per position and filter: the input's scale x the kernel's (36 x filters).
+    private let scales: ParameterPointer
+    /// Zeros: the pair GEMM has no zero point.
+    private let comp: RawParameterPointer
+    static let positions = 36
+    /// Bytes of float transforms made at a time while loading (a band of filters).
+    static let bandBytes = 4 << 20
+
+    init(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, input: Int8Quantization, kernelSet: KernelSet,
+         pool: WorkerPool) {
+        guard let pairs = kernelSet.int16Pairs else { fatalError("winograd4-int8 for layer \(conv.index) without the pair GEMM") }
+        precondition(conv.is3x3Same, "WinogradInt8Conv: layer \(conv.index) is not 3x3 stride 1 pad 1")
+        (self.conv, self.input, self.pairs) = (conv, input, pairs)
+        transforms = kernelSet.winograd(tile: 4)
+        let storage = ModelStorage()
+        self.storage = storage
+        let (m, c, p) = (conv.filters, conv.inputShape.c, WinogradInt8Conv.positions)
+        // A band of filters at a time: its 36 float transforms and one position's int16 copy.
+        let band = min(m, max(1, WinogradInt8Conv.bandBytes / (4 * p * c) / pairs.mr) * pairs.mr)
+        let u = UnsafeMutablePointer<Float>.allocate(capacity: p * band * c)
+        let q = UnsafeMutablePointer<Int16>.allocate(capacity: band * c)
+        defer { u.deallocate(); q.deallocate() }
+        let scales = storage.allocate(p * m)
+        let packed = (0..<p).map { _ in storage.allocateBytes(pairs.packedASize(m: m, k: 2 * c)) }
+        for f0 in stride(from: 0, to: m, by: band) {
+            let f1 = min(m, f0 + band), count = f1 - f0
+            pool.parallelFor(count) { range in
+                winograd4TransformKernels(weights + f0 * c * 9, filterCount: count, channels: c, filters: range, into: u)
+            }
+            for xi in 0..<p {
+                quantizeWinogradKernels(u + xi * count * c, filters: count, channels: c, into: q, scales: scales + xi * m + f0)
+                UnsafeRawPointer(q).withMemoryRebound(to: Int8.self, capacity: 2 * count * c) {
+                    pairs.packA($0, lda: 2 * c, m: m, k: 2 * c, rows: f0..<f1, into: packed[xi])
+                }
+            }
+        }
+        self.packed = packed.map { RawParameterPointer(base: $0) }
+        for i in 0..<p * m { scales[i] *= input.scale }
+        self.scales = ParameterPointer(base: scales)
+        let zeros = storage.allocateBytes(4 * m)
+        zeros.initializeMemory(as: Int32.self, repeating: 0, count: m)
+        comp = RawParameterPointer(base: zeros)
+    }
+
+    var pairCount: Int { (conv.inputShape.c + 1) / 2 }
+    var tilesHigh: Int { (conv.outputShape.h + 3) / 4 }
+    var tilesWide: Int { (conv.outputShape.w + 3) / 4 }
+    /// Tile rows per block: about 256K words of transforms, at least 128 tiles per GEMM.
+    var blockTileRows: Int {
+        let perRow = WinogradInt8Conv.positions * (pairCount + conv.filters) * tilesWide
+        let cached = 256 * 1024 / max(1, perRow)
+        let wide = (128 + tilesWide - 1) / tilesWide
+        return max(1, min(tilesHigh, max(cached, wide)))
+    }
+    var blockCount: Int { (tilesHigh + blockTileRows - 1) / blockTileRows }
+    /// The input's integer planes (shared by the threads: in thread 0's scratch).
+    var planeFloats: Int { (conv.inputShape.count + 15) & ~15 }
+    var workspaceFloats: Int {
+        planeFloats + WinogradInt8Conv.positions * (conv.inputShape.c + conv.filters) * blockTileRows * tilesWide
+    }
+    var parameterBytes: Int { 4 * storage.floats }
+
+    func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
+             context: StepContext) -> UInt64 {
+        let (planes, plane, quantization) = (context.workspace, conv.inputShape.h * conv.inputShape.w, input)
+        context.pool.parallelFor(conv.inputShape.c) { channels in
+            winogradIntegerPlanes(src + channels.lowerBound * plane, count: channels.count * plane, quantization: quantization,
+                                  into: planes + channels.lowerBound * plane)
+        }
+        let planeFloats = planeFloats
+        return runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
+            block(planes, out, tileRows: tileRows, epilogue: epilogue, workspace: place.workspace + planeFloats, place)
+        }
+    }
+
+    /// Input transform of the integer planes (exact) -> int16 pairs -> pair GEMMs -> output
+    /// transform -> epilogue for tile rows `tileRows`, spread over the place's pool or on the
+    /// calling thread.
+    private func block(_ planes: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, tileRows: Range<Int>,
+                       epilogue: Epilogue?, workspace: UnsafeMutablePointer<Float>, _ place: BlockPlace) -> UInt64 {
+        let pool = place.pool
+        let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)
+        let (oh, ow, g, p) = (conv.outputShape.h, conv.outputShape.w, pairCount, WinogradInt8Conv.positions)
+        let tiles = tileRows.count * tw
+        let mo = workspace + p * c * tiles
+        let transforms = transforms
+        let inputPart = { (channels: Range<Int>) in
+            transforms.input(planes, height: h, width: w, channelCount: c, channels: channels, tileRows: tileRows,
+                             tilesWide: tw, into: workspace)
+        }
+        let output = { (fs: Range<Int>) in
+            transforms.output(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
+                              outWidth: ow, into: out)
+        }
+        if let pool { pool.parallelFor(c, inputPart) } else { inputPart(0..<c) }
+        packWinogradPairs(workspace, channels: c, tiles: tiles)
+        let v = UnsafeRawPointer(workspace).assumingMemoryBound(to: UInt32.self)
+        let elapsed = timed(place.timed) {
+            for xi in 0..<p { multiply(position: xi, v + xi * g * tiles, n: tiles, into: mo + xi * m * tiles, pool: pool,
+                                       scratch: place.scratch) }
+        }
+        if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
+        applyEpilogue(epilogue, out, shape: conv.outputShape,
+                      rows: 4 * tileRows.lowerBound ..< min(oh, 4 * tileRows.upperBound), pool: pool)
+        return elapsed
+    }
+
+    /// M[xi] (filters x n floats) = U[xi] · V[xi] (pairs x n), shared out as `Gemm.split` says.
+    private func multiply(position xi: Int, _ b: UnsafePointer<UInt32>, n: Int, into c: UnsafeMutablePointer<Float>,
+                          pool: WorkerPool?, scratch: GemmScratch) {
+        let (m, k, pairs) = (conv.filters, 2 * conv.inputShape.c, pairs)
+        let (a, scale) = (packed[xi].base, scales.base + xi * m)
+        let comp = self.comp.base.assumingMemoryBound(to: Int32.self)
+        Gemm.split(m: m, n: n, panel: pairs.mr, pool: pool) { rows, cols, part in
+            pairs.gemm(m: m, n: cols.count, k: k, packedA: a, b: b + cols.lowerBound, ldb: n, c: c + cols.lowerBound,
+                       ldc: n, comp: comp, scale: scale, scratch: UnsafeMutableRawPointer(scratch.part(part)), rows: rows)
+        }
+    }
+}
