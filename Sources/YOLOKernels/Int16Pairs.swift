@@ -65,7 +65,8 @@ public enum Int16PortablePairDot<L: Int8Lanes>: Int8DotISA {
     @inlinable @inline(__always)
     public static func loadB(_ p: UnsafeRawPointer) -> BOperand {
         let v = p.loadUnaligned(as: L.Acc.self)
-        return ((v &<< 16) &>> 16, v &>> 16)
+        let low: L.Acc = (v &<< 16) &>> 16
+        return (low, v &>> 16)
     }
     @inlinable @inline(__always)
     public static func loadA(_ p: UnsafeRawPointer) -> AOperand {
@@ -73,7 +74,10 @@ public enum Int16PortablePairDot<L: Int8Lanes>: Int8DotISA {
          L.Acc(repeating: Int32(p.loadUnaligned(fromByteOffset: 2, as: Int16.self))))
     }
     @inlinable @inline(__always)
-    public static func dot(_ acc: L.Acc, _ b: BOperand, _ a: AOperand) -> L.Acc { acc &+ b.0 &* a.0 &+ b.1 &* a.1 }
+    public static func dot(_ acc: L.Acc, _ b: BOperand, _ a: AOperand) -> L.Acc {
+        let low: L.Acc = b.0 &* a.0
+        return acc &+ low &+ b.1 &* a.1
+    }
     @inlinable @inline(__always) public static func floats(_ v: L.Acc) -> L.Floats { L.floats(v) }
     @inlinable @inline(__always)
     public static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> L.Acc {
@@ -94,7 +98,10 @@ public enum Int16PairModel<L: Int8Lanes>: Int16MultiplyAdd {
     }
     @inlinable @inline(__always)
     public static func multiplyAdd16(_ a: L.Acc, _ b: L.Acc) -> L.Acc {
-        ((a &<< 16) &>> 16) &* ((b &<< 16) &>> 16) &+ (a &>> 16) &* (b &>> 16)
+        // (In steps: Swift 6.0's type checker gives up on the one-line form.)
+        let aLow: L.Acc = (a &<< 16) &>> 16, bLow: L.Acc = (b &<< 16) &>> 16
+        let high: L.Acc = (a &>> 16) &* (b &>> 16)
+        return aLow &* bLow &+ high
     }
     @inlinable @inline(__always) public static func prefetch(_ p: UnsafeRawPointer) { L.prefetch(p) }
 }
