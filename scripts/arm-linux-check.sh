@@ -183,11 +183,16 @@ for suite in "${suites[@]}"; do
     [ -z "$skip_tests" ] || grep -E "$skip_tests" "$log-list.txt" | sed "s/^/arm-linux-check: [$suite] tests:   skipped /"
     # Under qemu-user a program the multi-threaded test process starts can hang before it prints
     # anything (seen once in four runs: `yolo detect` in CLITests; never in 26 runs started from a
-    # shell): when a run fails, the suites run once more, and the first run's failures are
-    # printed as such. A failure in both runs fails the step.
+    # shell), and the test process itself once stopped for good (2026-12-03: every thread of qemu
+    # waiting on a futex, not even SIGABRT delivered, 5 minutes into the run): a run is
+    # ended after $ARM_LINUX_TEST_TIMEOUT seconds (default 900, twice a run here; the pid namespace goes with it),
+    # and when a run fails or is ended, the suites run once more, the first run's failures printed
+    # as such. A failure in both runs fails the step.
     for attempt in 1 2; do
         status=0    # (a command before || neither stops the script nor fires its ERR trap)
-        rootfs_run "$env $emulated swift test ${build[*]} --skip-build ${skip[*]}" > "$log-tests.log" 2>&1 || status=$?
+        rootfs_run "$env $emulated timeout -k 30 ${ARM_LINUX_TEST_TIMEOUT:-900} swift test ${build[*]} --skip-build ${skip[*]}" \
+            > "$log-tests.log" 2>&1 || status=$?
+        [ $status != 124 ] && [ $status != 137 ] || echo "(ended after ${ARM_LINUX_TEST_TIMEOUT:-900} s: status $status)" >> "$log-tests.log"
         # Per suite: its test count, failures and time.
         rootfs_suite_times "$log-tests.log" "arm-linux-check: [$suite] tests: "
         summary=$(grep -E "Executed [0-9]+ tests?, with ([0-9]+ tests? skipped and )?[0-9]+ failures?" "$log-tests.log" | tail -1 | sed -E 's/^[[:space:]]+//' || true)

@@ -271,7 +271,7 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
     /// Bytes of scratch `gemm` needs: a packed block of B and an MR x NR edge tile.
     @inlinable @inline(__always)
     public static func scratchSize(m: Int, n: Int, k: Int, kc: Int, nc: Int) -> Int {
-        4 * (max(1, blockGroups(groups: (k + 3) / 4, kc: kc)) * roundUp(max(1, min(n, blockWidth(nc))), K.nr) + K.mr * K.nr + K.mr)
+        4 * (max(1, blockGroups(groups: (k + 3) / 4, kc: kc)) * roundUp(max(1, min(n, blockWidth(nc))), K.nr) + K.mr * K.nr + 2 * K.mr)
     }
 
     /// Packs groups 0..<gl, columns 0..<ncl of grouped B (row stride ldb UInt32s) into NR-column
@@ -322,6 +322,9 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
         let bp = scratch.bindMemory(to: UInt32.self, capacity: kcg * ncMax + mr * nr)
         let tile = UnsafeMutableRawPointer(bp + kcg * ncMax).bindMemory(to: Float.self, capacity: mr * nr)
         let adjusted = UnsafeMutableRawPointer(tile + mr * nr).bindMemory(to: Int32.self, capacity: mr)
+        // An edge tile's row scales padded to MR (a dot that accumulates floats scales every row it
+        // computes, those past m too).
+        let edgeScale = UnsafeMutableRawPointer(adjusted + mr).bindMemory(to: Float.self, capacity: mr)
         let corrections = packedA + panelBytes(m: m, k: k)
         var jc = 0
         while jc < n {
@@ -367,8 +370,9 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
                                 }
                             }
                         } else {
-                            // Edge tile: int32 sums into the scratch tile, merged into C here.
-                            K.run(gl, ap, panel, tile, nr, accumulate: false, finish: false, comp: cp, scale: scale + ib)
+                            // Edge tile: int32 sums (or scaled floats) into the scratch tile, merged into C here.
+                            for r in 0..<mr { edgeScale[r] = r < rows ? scale[ib + r] : 0 }
+                            K.run(gl, ap, panel, tile, nr, accumulate: false, finish: false, comp: cp, scale: edgeScale)
                             let sums = UnsafeMutableRawPointer(tile)
                             for r in 0..<rows {
                                 for j in 0..<cols {
