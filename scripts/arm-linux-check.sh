@@ -72,6 +72,11 @@ default_skip+='|TuneTests|BenchTests|Int8AccuracyTests|ServeLiveTests|ServeLimit
 #    their level x algorithm matrix (YOLO_TEST_EMULATED, as under a sanitizer: every level with
 #    Winograd, every algorithm at the selected level).
 default_skip+='|CLITests/testCalibrateWritesATableTheModelReads|ServeAPITests/test(DetectQueryParameters|APIKeyIsRequiredWhereverItIsSet)'
+#  - FP16's detections on the samples against FP32's (18 forwards: 4 1/2 minutes under qemu; on
+#    2026-12-03 with the real fmla .8h kernels: 9 photos, 4 / 4 / 4 detections at 0.25, 12 / 12 / 12
+#    at 0.1, drift mean 0.0020, max 0.0036): x86 runs it with the software model of those kernels,
+#    and FP16PlanTests, GemmKernelTests and CLITests run the real ones here.
+default_skip+='|FP16AccuracyTests'
 skip_tests=${ARM_LINUX_SKIP_TESTS-$default_skip}
 emulated=""; [ "$(dpkg --print-architecture 2>/dev/null)" = arm64 ] || emulated="YOLO_TEST_EMULATED=qemu"
 out=$PWD/.build/arm-linux-check

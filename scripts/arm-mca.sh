@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The aarch64 INT8 micro-kernels' inner loops through llvm-mca (LLVM 16's scheduling models),
+# The aarch64 INT8 and FP16 micro-kernels' inner loops through llvm-mca (LLVM 16's scheduling models),
 # without a board: compiles the dotprod level (sdot, -target-cpu cortex-a76) and the neon level
 # (smull + smlal2 + sadalp) for aarch64 as scripts/arm-check.sh does (Embedded Swift), takes
-# from the assembly the innermost loop with the most sdot / smull, and reports for each core
+# from the assembly the innermost loop with the most sdot / smull / fmla .8h (the FP16 GEMM; and
+# the FP32 GEMM's fmla .4s beside it), and reports for each core
 # the cycles per iteration, the MACs per cycle (MACs per iteration: tile rows x columns x 4), and
 # the same model's peak for that instruction (a block of independent instructions of the same
-# kind: 24 sdot; 8 smull + smlal2 + sadalp chains), so the two numbers are from one model: sdot
+# kind: 24 sdot; 8 smull + smlal2 + sadalp chains; 24 fmla), so the two numbers are from one model: sdot
 # on the Cortex-A76 and A55, smull on the A72. LLVM 16 has no model of its own for the A72, A76
 # or Neoverse N1: it schedules them as a Cortex-A57 (printed), whose two ASIMD pipes issue 2
 # sdot a cycle as the A76's do; the A55's model is its own (in order).
@@ -40,6 +41,7 @@ loop() {
     python3 - "$1" "$2" <<'PY'
 import re, sys
 lines, key, best = open(sys.argv[1]).read().split('\n'), sys.argv[2], None
+op, _, arrangement = key.partition('/')   # "fmla/.8h": fmla on halves only
 for i, l in enumerate(lines):
     m = re.match(r'^(\.LBB\w+):', l)
     if not m:
@@ -52,7 +54,7 @@ for i, l in enumerate(lines):
             continue
         body.append(t)
         if re.search(r'[\s,]' + re.escape(m.group(1)) + r'$', t):
-            n = sum(1 for b in body if b.split()[0] == key)
+            n = sum(1 for b in body if b.split()[0] == op and arrangement in b)
             if best is None or n > best[0]:
                 best = (n, body)
             break
@@ -63,14 +65,18 @@ PY
 }
 loop "$out/dotprod.s" sdot > "$out/sdot-loop.s" || fail "no sdot loop in the dotprod level's assembly"
 loop "$out/neon.s" smull > "$out/smull-loop.s" || fail "no smull loop in the neon level's assembly"
+loop "$out/dotprod.s" fmla/.8h > "$out/fp16-loop.s" || fail "no fmla .8h loop in the dotprod level's assembly"
+loop "$out/dotprod.s" fmla/.4s > "$out/fp32-loop.s" || fail "no fmla .4s loop in the dotprod level's assembly"
 # The models' peaks: independent instructions only (as many accumulators as the kernels have).
 for i in $(seq 0 23); do echo "sdot v$((i + 8)).4s, v0.16b, v$((i % 4 + 1)).16b"; done > "$out/sdot-peak.s"
 { for i in $(seq 0 7); do echo "smull v$((i + 16)).8h, v0.8b, v$((i % 4 + 1)).8b"; done
   for i in $(seq 0 7); do echo "smlal2 v$((i + 16)).8h, v0.16b, v$((i % 4 + 1)).16b"; done
   for i in $(seq 0 7); do echo "sadalp v$((i + 24)).4s, v$((i + 16)).8h"; done; } > "$out/smull-peak.s"
+for i in $(seq 0 23); do echo "fmla v$((i + 8)).8h, v$((i % 3 + 1)).8h, v0.h[$((i % 8))]"; done > "$out/fp16-peak.s"
+for i in $(seq 0 23); do echo "fmla v$((i + 8)).4s, v$((i % 3 + 1)).4s, v0.s[$((i % 4))]"; done > "$out/fp32-peak.s"
 
 cycles() {   # cycles per iteration of file $2 on core $1
-    $mca -mtriple=aarch64 -mcpu="$1" -mattr=+dotprod -iterations=500 "$2" 2>/dev/null \
+    $mca -mtriple=aarch64 -mcpu="$1" -mattr=+dotprod,+fullfp16 -iterations=500 "$2" 2>/dev/null \
         | awk '/^Iterations:/ {it = $2} /^Total Cycles:/ {c = $3} END {printf "%.2f", c / it}'
 }
 report() {   # core, loop file, MACs per iteration, peak file, MACs per peak block, what
@@ -79,17 +85,23 @@ report() {   # core, loop file, MACs per iteration, peak file, MACs per peak blo
     # Which scheduling model LLVM uses for the core (LLVM 16 has none of its own for the A72,
     # A76 or N1: they get the Cortex-A57's, units A57Unit*; the A55 has its own).
     local model
-    model=$($mca -mtriple=aarch64 -mcpu="$1" -mattr=+dotprod -iterations=1 -resource-pressure "$4" 2>/dev/null \
+    model=$($mca -mtriple=aarch64 -mcpu="$1" -mattr=+dotprod,+fullfp16 -iterations=1 -resource-pressure "$4" 2>/dev/null \
         | sed -n 's/^\[0[.0-9]*\] *- *\(CortexA55\|A57\)Unit.*/\1/p' | head -1)
     say "$(printf '%-11s (model %-9s %-26s %3d instructions, %6.2f cycles/iteration, %3d MACs: %5.2f MACs/cycle; peak %5.2f (%3.0f%%)' \
         "$1" "$model)" "$6" "$(wc -l < "$2")" "$c" "$3" "$(echo "$3 / $c" | bc -l)" "$(echo "$5 / $p" | bc -l)" \
         "$(echo "100 * ($3 / $c) / ($5 / $p)" | bc -l)")"
     if [ -n "$verbose" ]; then
-        $mca -mtriple=aarch64 -mcpu="$1" -mattr=+dotprod -iterations=500 -resource-pressure "$2" | sed -n '/Resource pressure per iteration/,/^$/p'
+        $mca -mtriple=aarch64 -mcpu="$1" -mattr=+dotprod,+fullfp16 -iterations=500 -resource-pressure "$2" | sed -n '/Resource pressure per iteration/,/^$/p'
     fi
 }
-[ -n "$verbose" ] && { echo "--- sdot loop (dotprod level, 8 x 12 tile):"; cat "$out/sdot-loop.s"; echo "--- smull loop (neon level, 4 x 8 tile):"; cat "$out/smull-loop.s"; }
+[ -n "$verbose" ] && { echo "--- sdot loop (dotprod level, 8 x 12 tile):"; cat "$out/sdot-loop.s"; echo "--- smull loop (neon level, 4 x 8 tile):"; cat "$out/smull-loop.s"; echo "--- fmla .8h loop (FP16 GEMM, 8 x 24 tile):"; cat "$out/fp16-loop.s"; }
 say "$($mca --version | grep -o 'LLVM version [0-9.]*'); one iteration = one group of 4 steps of k over the tile"
 report cortex-a76 "$out/sdot-loop.s" 384 "$out/sdot-peak.s" $((24 * 16)) "sdot 8x12 (dotprod level)"
 report cortex-a55 "$out/sdot-loop.s" 384 "$out/sdot-peak.s" $((24 * 16)) "sdot 8x12 (dotprod level)"
 report cortex-a72 "$out/smull-loop.s" 128 "$out/smull-peak.s" $((8 * 16)) "smull 4x8 (neon level)"
+# FP16 (one iteration = one step of k over the 8 x 24 tile: 24 fmla .8h) against FP32's GEMM loop
+# of the same level (its 8 x 12 tile: 24 fmla .4s a step).
+for core in cortex-a76 cortex-a55; do
+    report $core "$out/fp16-loop.s" 192 "$out/fp16-peak.s" $((24 * 8)) "fmla .8h 8x24 (FP16 GEMM)"
+    report $core "$out/fp32-loop.s" 96 "$out/fp32-peak.s" $((24 * 4)) "fmla .4s 8x12 (FP32 GEMM)"
+done

@@ -15,7 +15,7 @@ enum GemmBench {
     Prints the median GFLOP/s of N samples, each at least T ms of repeated calls.
 
       --runs N       samples per level and shape (default: 7)
-      --levels LIST  comma-separated, from openblas, the levels and avx512bf16 (the BF16 GEMM)
+      --levels LIST  comma-separated, from openblas, the levels, avx512bf16 (the BF16 GEMM) and dotprod-fp16 (the FP16 GEMM)
                      (default: openblas + all this CPU runs)
       --min-ms T     minimum duration of one sample (default: 30)
       --best         the fastest sample instead of the median (on a busy shared machine)
@@ -37,7 +37,7 @@ enum GemmBench {
 
     static func run(_ args: [String]) {
         var runs = 7, minSeconds = 0.03, best = false
-        let bf16 = KernelLevel.supported.compactMap { $0.bf16Kernels?.gemm }
+        let bf16 = KernelLevel.supported.compactMap { $0.bf16Kernels?.gemm } + KernelLevel.supported.compactMap { $0.fp16Kernels?.gemm }
         var levels = ["openblas"] + KernelLevel.supported.map(\.rawValue) + bf16.map(\.level)
         var i = 0
         while i < args.count {

@@ -27,7 +27,7 @@ options:
                    print its table for each thread count before timing
   --gemm LIST      GEMM kernels: automatic (ours at this CPU's level; YOLO_KERNEL_LEVEL lowers
                    it), kernels, openblas (default: automatic)
-  --precision LIST convolution arithmetic: fp32 (default), int8, bf16 (FP32 where the planner
+  --precision LIST convolution arithmetic: fp32 (default), int8, bf16, fp16 (FP32 where the planner
                    keeps it); with several, one model each, measured in turn per thread count
   --int8-table F   INT8 calibration table (default: next to the weights, as for yolo)
   --no-layers      skip the per-layer table
@@ -105,7 +105,7 @@ func parse(_ args: [String]) -> Options {
         case "--tune": o.plan = "tune"
         case "--precision":
             o.precision = value().split(separator: ",").map {
-                guard let p = Precision(rawValue: String($0)) else { fail("--precision \($0): expected fp32, int8 or bf16") }
+                guard let p = Precision(rawValue: String($0)) else { fail("--precision \($0): expected fp32, int8, bf16 or fp16") }
                 return p
             }
         case "--int8-table": o.int8Table = value()

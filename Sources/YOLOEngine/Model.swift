@@ -152,9 +152,10 @@ public final class Model: Sendable {
         let int8Scratch = int8Inputs.isEmpty ? 0 : [kernelSet.int8, kernelSet.int16Pairs].map {
             $0.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
         }.max()!
-        let bf16 = options.precision == .bf16 ? try kernelSet.bf16ForPrecision(on: HostCPU.features) : nil
-        gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, Gemm.scratchPerThread(bf16?.gemm))
-        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs, bf16: bf16,
+        let features = HostCPU.features.union(options.assumesFP16Arithmetic ? .fp16 : [])
+        let half = try kernelSet.halfGemm(for: options.precision, on: features)
+        gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, Gemm.scratchPerThread(half?.gemm))
+        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs, half: half,
                               winogradInt8: kernelSet.int16Pairs != nil)
         let order = layers.filter { $0.head == nil } + layers.filter { $0.head != nil }
         let bound = ActivationPlan(writes: order.map { ($0.index, $0.sources) }, deferred: Model.heads(layers).count,

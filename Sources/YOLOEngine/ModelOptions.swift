@@ -55,13 +55,17 @@ public struct ModelOptions: Sendable, Equatable {
     /// The arithmetic of the convolutions: `.fp32` (the default and the reference); `.int8`,
     /// where each convolution whose input the calibration table covers may run in INT8; or
     /// `.bf16` (CPUs with AVX-512 BF16 only: a load error elsewhere), where each convolution whose
-    /// algorithm has a BF16 form may run in BF16. The planner picks per layer, as for algorithms:
+    /// algorithm has a BF16 form may run in BF16; or `.fp16` (64-bit ARM CPUs with FP16
+    /// arithmetic only), the same with the FP16 forms. The planner picks per layer, as for algorithms:
     /// the table's choice, or the faster when measured; the others stay FP32, and `Model.plan`
     /// says which is which.
     public var precision: Precision
     /// The INT8 calibration table (`.int8`): per convolution, its input's range. nil: the table
     /// next to the weights file (`Int8Calibration.defaultPath(weights:)`) when loading from files.
     public var calibration: Int8Calibration?
+    /// Tests only: the CPU counts as having FP16 arithmetic, so that on x86 `precision .fp16`
+    /// plans and runs with the software model of the FP16 GEMM (the avx2 level's).
+    var assumesFP16Arithmetic = false
 
     /// An input width and height in pixels.
     public struct InputSize: Sendable, Equatable, CustomStringConvertible {
@@ -101,6 +105,12 @@ public enum Precision: String, Sendable, CaseIterable, CustomStringConvertible {
     /// BF16 (vdpbf16ps: twice FP32's multiply-adds per instruction): weights rounded at load, GEMM
     /// inputs as they are packed; FP32 elsewhere. No calibration.
     case bf16
+    /// IEEE half-precision (FP16: 11-bit significands, at most 65504) products and sums, over
+    /// blocks of at most 128 steps of each dot product, FP32 across blocks and outputs, where the
+    /// CPU has FP16 arithmetic (64-bit ARM with asimdhp: Cortex-A55, A76 / Raspberry Pi 5 and
+    /// later; fmla .8h: twice FP32's multiply-adds per instruction): weights rounded at load, GEMM
+    /// inputs as they are packed; FP32 elsewhere. No calibration.
+    case fp16
 
     public var description: String { rawValue }
 }

@@ -117,20 +117,23 @@ public struct KernelSet: Sendable {
     /// The BF16 GEMM, where the build has one for this level (BF16Gemm.swift); it may need more of
     /// the CPU than the rest of the set (`BF16Kernels.requires`).
     public let bf16: BF16Kernels?
+    /// The FP16 GEMM (FP16Gemm.swift: FP16 products and sums, same wrapper), where the level has
+    /// one; it may need more of the CPU than the rest of the set (FP16 arithmetic).
+    public let fp16: BF16Kernels?
 
     @usableFromInline
     init(name: String, requires: CPUFeatureSet, gemm: GemmFunctions, winograd2: WinogradFunctions,
          winograd4: WinogradFunctions, direct: DirectConvFunctions, int8: Int8Functions? = nil,
-         int16Pairs: Int8Functions? = nil, bf16: BF16Kernels? = nil) {
+         int16Pairs: Int8Functions? = nil, bf16: BF16Kernels? = nil, fp16: BF16Kernels? = nil) {
         (self.name, self.requires, self.gemm) = (name, requires, gemm)
         (self.winograd2, self.winograd4, self.direct, self.int8, self.bf16) = (winograd2, winograd4, direct, int8, bf16)
-        self.int16Pairs = int16Pairs
+        (self.int16Pairs, self.fp16) = (int16Pairs, fp16)
     }
 
     /// This set with `int8` as its INT8 kernels.
     public func adding(int8: Int8Functions) -> KernelSet {
         KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4, direct: direct,
-                  int8: int8, int16Pairs: int16Pairs, bf16: bf16)
+                  int8: int8, int16Pairs: int16Pairs, bf16: bf16, fp16: fp16)
     }
 
     /// This set with `int16Pairs` as its pair GEMM (made with a kc of at most
@@ -138,13 +141,19 @@ public struct KernelSet: Sendable {
     public func adding(int16Pairs: Int8Functions) -> KernelSet {
         precondition(int16Pairs.kc <= Int16Pairs.maxGroupsPerBlock, "int16 pairs: kc over Int16Pairs.maxGroupsPerBlock")
         return KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4,
-                         direct: direct, int8: int8, int16Pairs: int16Pairs, bf16: bf16)
+                         direct: direct, int8: int8, int16Pairs: int16Pairs, bf16: bf16, fp16: fp16)
+    }
+
+    /// This set with `fp16` as its FP16 GEMM.
+    public func adding(fp16: BF16Kernels) -> KernelSet {
+        KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4, direct: direct,
+                  int8: int8, int16Pairs: int16Pairs, bf16: bf16, fp16: fp16)
     }
 
     /// This set with `bf16` as its BF16 GEMM.
     public func adding(bf16: BF16Kernels) -> KernelSet {
         KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4, direct: direct,
-                  int8: int8, int16Pairs: int16Pairs, bf16: bf16)
+                  int8: int8, int16Pairs: int16Pairs, bf16: bf16, fp16: fp16)
     }
 
     /// The kernel set of a level from its generic parts: `K` the GEMM micro-kernel, `W` the

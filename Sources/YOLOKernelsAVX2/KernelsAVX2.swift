@@ -24,6 +24,10 @@ extension AVX2Tag: Int16MultiplyAdd {
     @inline(__always) static func multiplyAdd16(_ a: SIMD8<Int32>, _ b: SIMD8<Int32>) -> SIMD8<Int32> { yolo_madd16_256(a, b) }
 }
 
+/// FP16 arithmetic in software (F16C conversions around FP32 arithmetic, each result rounded to
+/// FP16): a model of the ARM FP16 GEMM, for tests on x86 only.
+extension AVX2Tag: FP16ISA {}
+
 public enum KernelsAVX2 {
     /// GEMM tiles of 4 x 24 (4 x 3 ymm accumulators); Winograd and direct convolution 8 lanes wide.
     public static var kernelSet: KernelSet {
@@ -31,6 +35,14 @@ public enum KernelsAVX2 {
               kc: 256, nc: 504, winograd: AVX2Tag.self, direct: SIMD8<Float>.self, AVX2Tag.self)
             .adding(int8: .make(dot: "vpmaddwd", kernel: Int8Kernel4x2<Int8MaddDot<AVX2Tag>>.self, kc: 256, nc: 512))
             .adding(int16Pairs: .make(dot: "vpmaddwd", kernel: Int16PairKernel6x2<Int16PairDot<AVX2Tag>>.self, kc: 64, nc: 512))
+            .adding(fp16: fp16Model)
+    }
+
+    /// The FP16 GEMM of the ARM dotprod level (same blocks of k), its arithmetic modelled in
+    /// software: never offered (it requires FP16 arithmetic, which no x86 CPU reports), so that
+    /// the tests on x86 run the FP16 GEMM's driver, packing and tails, and the FP16 plans.
+    static var fp16Model: BF16Kernels {
+        .makeFP16(level: "avx2-fp16-model", requires: [.avx2, .fp16], AVX2Tag.self, kc: 128, nc: 504)
     }
 }
 #endif

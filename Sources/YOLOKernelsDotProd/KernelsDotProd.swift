@@ -29,6 +29,9 @@ extension DotProdTag: Int8SignedDotByLane {
     }
 }
 
+/// FP16 arithmetic: Swift's Float16 SIMD, which -target-cpu cortex-a76 compiles to fmla .8h.
+extension DotProdTag: FP16ISA {}
+
 public enum KernelsDotProd {
     /// FP32: GEMM tiles of 8 x 12 with fmla (as neon). INT8: tiles of 8 x 12 int32 sums (24 q
     /// accumulators), 4 steps of k per sdot, by element (Int8LaneKernel.swift).
@@ -45,6 +48,14 @@ public enum KernelsDotProd {
         .make(name: "dotprod", requires: [.dotProduct], gemm: GemmKernel8x3<SIMD4<Float>, DotProdTag>.self,
               kc: 256, nc: 504, winograd: DotProdTag.self, direct: SIMD4<Float>.self, DotProdTag.self)
             .adding(int8: .make(dot: "sdot", kernel: Int8Kernel8x3ByLane<DotProdTag>.self, kc: 256, nc: 504))
+            .adding(fp16: fp16)
+    }
+
+    /// The FP16 GEMM: 8 x 24 tiles of FP16 sums (24 q accumulators), fmla .8h by element, over
+    /// blocks of at most 128 steps of k (then FP32); needs the CPU's FP16 arithmetic (asimdhp:
+    /// Cortex-A55, A76 and later; -target-cpu cortex-a76 may use it anywhere in this target).
+    static var fp16: BF16Kernels {
+        .makeFP16(level: "dotprod-fp16", requires: [.dotProduct, .fp16], DotProdTag.self, kc: 128, nc: 504)
     }
 }
 #endif

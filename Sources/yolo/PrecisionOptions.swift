@@ -1,4 +1,4 @@
-// `--precision fp32|int8|bf16` and `--int8-table FILE`, the same for every command that loads a model
+// `--precision fp32|int8|bf16|fp16` and `--int8-table FILE`, the same for every command that loads a model
 // (detect, stream, tune, heads): one function to call after parsing.
 import Foundation
 import YOLO
@@ -10,9 +10,12 @@ let precisionOptionNames: Set<String> = ["precision", "int8-table"]
 let precisionUsage = """
   --precision P    convolution arithmetic: fp32 (default, the reference), int8 (8-bit
                    weights and inputs where the calibration table covers a layer and the
-                   planner finds it worth it; FP32 elsewhere) or bf16 (bfloat16 products,
+                   planner finds it worth it; FP32 elsewhere), bf16 (bfloat16 products,
                    FP32 sums, in the GEMMs of im2col, 1x1 and Winograd layers; CPUs with
-                   AVX-512 BF16 only: Zen 4 and later, Cooper Lake, Sapphire Rapids)
+                   AVX-512 BF16 only: Zen 4 and later, Cooper Lake, Sapphire Rapids) or
+                   fp16 (half-precision products and sums over blocks of 128, FP32 across
+                   them, in the same GEMMs; 64-bit ARM CPUs with FP16 arithmetic only:
+                   Cortex-A55, A76 / Raspberry Pi 5 and later)
   --int8-table F   the INT8 calibration table (yolo calibrate); default: the weights' path
                    with .int8 for its extension (weights/yolov3-tiny.int8 ships with the repository)
 """

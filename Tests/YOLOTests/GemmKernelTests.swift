@@ -15,12 +15,12 @@ final class GemmKernelTests: XCTestCase {
         var description: String { "\(m)x\(n)x\(k) ldb+\(ldbPad) ldc+\(ldcPad)" }
     }
 
-    /// The GEMM of every kernel set this CPU runs, then the BF16 GEMMs it runs.
+    /// The GEMM of every kernel set this CPU runs, then the BF16 and FP16 GEMMs it runs.
     var levels: [GemmFunctions] {
         KernelLevel.supported.map { level in
             guard let k = level.kernelSet else { XCTFail("\(level) is supported but has no kernels"); fatalError() }
             return k.gemm
-        } + bf16Levels
+        } + bf16Levels + fp16Levels
     }
 
     /// Runs `kern` on `s` and compares with the naive product (YOLOReference): every entry when the product is
@@ -38,7 +38,11 @@ final class GemmKernelTests: XCTestCase {
         let b = rng.floats(k * ldb)
         // The BF16 GEMM's reference: the same products of the inputs rounded to bfloat16.
         let rounded = bf16Levels.contains { $0.level == kern.level }
-        let (ra, rb) = rounded ? (a.map(bfloat16Rounded), b.map(bfloat16Rounded)) : (a, b)
+        // The FP16 GEMM's: the inputs rounded to FP16, and sums in FP16 over blocks of at most kc
+        // steps: each of a block's steps rounds once (2^-11 of that partial sum at most).
+        let half = fp16Levels.contains { $0.level == kern.level }
+        let (ra, rb) = rounded ? (a.map(bfloat16Rounded), b.map(bfloat16Rounded))
+            : half ? (a.map(fp16Rounded), b.map(fp16Rounded)) : (a, b)
         var c = [Float](repeating: .nan, count: m * ldc)
         var packed = [Float](repeating: .nan, count: kern.packedASize(m: m, k: k))
         var scratch = [Float](repeating: .nan, count: kern.scratchSize(m: m, n: n, k: k))
@@ -79,11 +83,14 @@ final class GemmKernelTests: XCTestCase {
             }
         }
         let tolerance = Double(Float.ulpOfOne) * (4 * Double(k).squareRoot() + 4)
+            + (half ? Double(min(k, kern.kc) + 1) * 0x1p-11 : 0)
         var failures = 0
         for (i, j) in entries {
             let (ref, magnitude) = Naive.gemmEntry(ra, lda: k, rb, ldb: ldb, k: k, i: i, j: j)
             let got = Double(c[i * ldc + j])
-            if !(abs(got - ref) <= tolerance * magnitude + 1e-30) {
+            // (FP16 sums below 2^-14 are denormals: each rounding off by up to 2^-25.)
+            let floor = half ? Double(min(k, kern.kc) + 1) * 0x1p-25 : 1e-30
+            if !(abs(got - ref) <= tolerance * magnitude + floor) {
                 failures += 1
                 if failures <= 3 {
                     XCTFail("\(kern.level) \(s): C[\(i)][\(j)] = \(got), expected \(ref) (sum |a||b| \(magnitude))", file: file, line: line)

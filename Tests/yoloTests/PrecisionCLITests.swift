@@ -16,7 +16,7 @@ extension CLITests {
         let dir = try temporaryDirectory()
         try "yolo-swift int8 1\ncfg 0\nmethod x\nimages 1\nlayer 0 min 1 max 2\n".write(toFile: dir + "/bad.int8", atomically: true, encoding: .utf8)
         try "yolo-swift int8 1\ncfg 0123456789abcdef\nmethod x\nimages 1\n".write(toFile: dir + "/other.int8", atomically: true, encoding: .utf8)
-        for (args, status, message) in [(["--precision", "int4"], 64, "--precision int4: expected fp32, int8 or bf16"),
+        for (args, status, message) in [(["--precision", "int4"], 64, "--precision int4: expected fp32, int8, bf16 or fp16"),
                                         (["--int8-table", dir + "/bad.int8"], 64, "--int8-table is for --precision int8"),
                                         (["--precision", "int8", "--int8-table", dir + "/bad.int8"], 1,
                                          "bad.int8: line 5: layer 0: min 1 and max 2 must be finite numbers with min <= 0 <= max"),
@@ -61,6 +61,28 @@ extension CLITests {
         XCTAssertEqual(avx2.status, 1, avx2.stderr)
         XCTAssertTrue(refusals.contains { avx2.stderr.contains($0) }, avx2.stderr)
         XCTAssertEqual(avx2.stderr.split(separator: "\n").filter { $0.contains("bf16") }.count, 1, avx2.stderr)
+        #endif
+    }
+
+    /// --precision fp16: on a 64-bit ARM CPU with FP16 arithmetic the same detections as FP32;
+    /// elsewhere (every x86 CPU) one line naming what is missing and exit code 1.
+    func testPrecisionFP16DetectsAsFP32OrSaysWhatIsMissing() throws {
+        let coffee = try sample("coffee.png"), motorbike = try sample("motorcycle_left.png")
+        let fp16 = try yolo(["detect", "--json", "--no-draw", "--precision", "fp16", coffee, motorbike] + modelArgs)
+        #if arch(x86_64)
+        XCTAssertEqual(fp16.status, 1, fp16.stderr)
+        XCTAssertTrue(fp16.stderr.contains("precision fp16 needs a 64-bit ARM CPU with FP16 arithmetic (asimdhp"), fp16.stderr)
+        XCTAssertEqual(fp16.stderr.split(separator: "\n").filter { $0.contains("fp16") }.count, 1, fp16.stderr)
+        #else
+        guard fp16.status == 0 else {
+            XCTAssertEqual(fp16.status, 1, fp16.stderr)
+            XCTAssertTrue(fp16.stderr.contains("precision fp16 needs a 64-bit ARM CPU with FP16 arithmetic"), fp16.stderr)
+            return
+        }
+        let fp32 = try yolo(["detect", "--json", "--no-draw", coffee, motorbike] + modelArgs)
+        let classes = { (text: String) in try self.jsonLines(text).map { ($0["detections"] as? [[String: Any]] ?? []).compactMap { $0["class"] as? String } } }
+        XCTAssertEqual(try classes(fp16.stdout), try classes(fp32.stdout))
+        XCTAssertEqual(try classes(fp16.stdout), [["cup"], ["motorbike"]])
         #endif
     }
 

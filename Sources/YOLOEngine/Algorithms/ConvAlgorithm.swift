@@ -31,6 +31,15 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     case im2colBF16 = "im2col-bf16"
     case gemm1x1BF16 = "gemm1x1-bf16"
     case winograd2BF16 = "winograd2-bf16"
+    /// FP16: the same three with the FP16 GEMM (FP16 products and sums over blocks of k, FP32 across
+    /// them: FP16Gemm.swift), where the CPU has FP16 arithmetic (64-bit ARM). F(4x4) has no FP16
+    /// form either: its GEMM sums, in FP16, values much larger than the outputs they cancel down
+    /// to. Measured on yolov3-tiny (16 photos, threshold 0.25, the FP16 GEMM's model): F(4x4) in
+    /// FP16 moved confidences by 0.0061 on average (0.028 at most), F(2x2) by 0.0016 (0.0052),
+    /// im2col by 0.0015 (0.0058); all 28 detections kept.
+    case im2colFP16 = "im2col-fp16"
+    case gemm1x1FP16 = "gemm1x1-fp16"
+    case winograd2FP16 = "winograd2-fp16"
 
     public var description: String { rawValue }
 
@@ -39,29 +48,35 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         switch self {
         case .int8, .winograd4Int8: return .int8
         case .im2colBF16, .gemm1x1BF16, .winograd2BF16: return .bf16
+        case .im2colFP16, .gemm1x1FP16, .winograd2FP16: return .fp16
         default: return .fp32
         }
     }
 
-    /// The FP32 algorithm a BF16 one computes as (itself for the others).
+    /// The FP32 algorithm a BF16 or FP16 one computes as (itself for the others).
     var fp32Form: ConvAlgorithm {
         switch self {
-        case .im2colBF16: return .im2col
-        case .gemm1x1BF16: return .gemm1x1
-        case .winograd2BF16: return .winograd2
+        case .im2colBF16, .im2colFP16: return .im2col
+        case .gemm1x1BF16, .gemm1x1FP16: return .gemm1x1
+        case .winograd2BF16, .winograd2FP16: return .winograd2
         default: return self
         }
     }
 
-    /// The BF16 form of an FP32 algorithm, where it has one.
-    var bf16Form: ConvAlgorithm? { ConvAlgorithm.allCases.first { $0.precision == .bf16 && $0.fp32Form == self } }
+    /// Whether it computes as an FP32 algorithm with a 16-bit GEMM (BF16 or FP16).
+    var isHalfGemm: Bool { precision == .bf16 || precision == .fp16 }
+
+    /// The form of an FP32 algorithm in `precision` (.bf16 or .fp16), where it has one.
+    func form(in precision: Precision) -> ConvAlgorithm? {
+        ConvAlgorithm.allCases.first { $0.precision == precision && $0.fp32Form == self }
+    }
 
     /// Whether this algorithm can compute `conv` (for `.directPool`, `pooledBy` is the max pool
     /// after it, which must be a 2x2 stride-2 pool of its whole, even-sized output that reads only
     /// it), with `kernels` our kernel set (nil: GEMMs in OpenBLAS, no direct kernel).
     func applies(to conv: ConvolutionalLayer, pooledBy next: MaxPoolLayer?, ourKernels: Bool) -> Bool {
         switch self {
-        case .im2colBF16, .gemm1x1BF16, .winograd2BF16:
+        case .im2colBF16, .gemm1x1BF16, .winograd2BF16, .im2colFP16, .gemm1x1FP16, .winograd2FP16:
             return fp32Form.applies(to: conv, pooledBy: next, ourKernels: ourKernels)
         case .im2col: return !conv.isPointwise
         case .gemm1x1: return conv.isPointwise
@@ -105,13 +120,14 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     ///   F(2x2) in BF16 for F(4x4) (the direct conv + pool stays FP32). Measured on a Zen 5 core
     ///   (ms, F(4x4) FP32 / F(2x2) BF16): 64 channels at 52x52 0.92 / 0.87, 128 at 26x26 0.77 /
     ///   0.77, 512 at 13x13 (F(2x2) FP32) 5.0 / 3.4, but 384 at 26x26 2.64 / 3.13: measuring
-    ///   (`yolo tune --precision bf16`) keeps F(4x4) FP32 where it is faster.
+    ///   (`yolo tune --precision bf16`) keeps F(4x4) FP32 where it is faster; the same with FP16
+    ///   candidates (precision .fp16) and their FP16 forms.
     static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm]) -> ConvAlgorithm {
         if candidates.contains(.int8) { return .int8 }
-        if candidates.contains(where: { $0.precision == .bf16 }) {
+        if let half = candidates.first(where: { $0.isHalfGemm })?.precision {
             let choice = table(for: conv, candidates: candidates.filter { $0.precision == .fp32 })
-            let bf16 = (choice == .winograd4 ? .winograd2 : choice).bf16Form
-            return bf16.flatMap { candidates.contains($0) ? $0 : nil } ?? choice
+            let form = (choice == .winograd4 ? .winograd2 : choice).form(in: half)
+            return form.flatMap { candidates.contains($0) ? $0 : nil } ?? choice
         }
         if candidates.contains(.directPool) { return .directPool }
         if candidates.contains(.gemm1x1) { return .gemm1x1 }
@@ -126,13 +142,14 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// This algorithm prepared for `conv` from its folded weights (filters x channels x k x k),
     /// with `kernelSet`'s kernels and GEMMs by `gemm` (nil: OpenBLAS); `pool` runs load-time
     /// transforms. The one place that maps algorithms to their implementations.
-    /// `input` is the quantization of the layer's input (INT8 only), `bf16` the BF16 GEMM (BF16 only).
+    /// `input` is the quantization of the layer's input (INT8 only), `half` the BF16 or FP16 GEMM
+    /// of the model's precision (BF16 and FP16 only).
     func prepare(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, kernelSet: KernelSet, gemm: GemmFunctions?,
-                 pool: WorkerPool, input: Int8Quantization?, bf16: BF16Kernels?) -> any ConvKernel {
+                 pool: WorkerPool, input: Int8Quantization?, half: BF16Kernels?) -> any ConvKernel {
         var gemm = gemm
-        if precision == .bf16 {
-            guard let bf16 else { fatalError("\(self) for layer \(conv.index) without the BF16 kernels") }
-            gemm = bf16.gemm
+        if isHalfGemm {
+            guard let half else { fatalError("\(self) for layer \(conv.index) without the \(precision) kernels") }
+            gemm = half.gemm
         }
         switch self {
         case .int8:
@@ -141,9 +158,9 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .winograd4Int8:
             guard let input else { fatalError("winograd4-int8 for layer \(conv.index) without its quantization") }
             return WinogradInt8Conv(conv, weights: weights, input: input, kernelSet: kernelSet, pool: pool)
-        case .im2col, .im2colBF16: return Im2colGemm(conv, weights: weights, gemm: gemm, algorithm: self)
-        case .gemm1x1, .gemm1x1BF16: return PointwiseGemm(conv, weights: weights, gemm: gemm, algorithm: self)
-        case .winograd2, .winograd4, .winograd2BF16:
+        case .im2col, .im2colBF16, .im2colFP16: return Im2colGemm(conv, weights: weights, gemm: gemm, algorithm: self)
+        case .gemm1x1, .gemm1x1BF16, .gemm1x1FP16: return PointwiseGemm(conv, weights: weights, gemm: gemm, algorithm: self)
+        case .winograd2, .winograd4, .winograd2BF16, .winograd2FP16:
             return WinogradConv(conv, algorithm: self, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: pool)
         case .directPool: return DirectConvPool(conv, weights: weights, kernelSet: kernelSet)
         }
@@ -162,7 +179,8 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .winograd2: return 2 * 4 * weights / 9 * 16
         case .winograd4: return 2 * 4 * weights / 9 * 36
         // Packed in 16 bits from the FP32 form's buffers: at most what that form needs.
-        case .im2colBF16, .gemm1x1BF16, .winograd2BF16: return fp32Form.loadBytes(conv)
+        case .im2colBF16, .gemm1x1BF16, .winograd2BF16, .im2colFP16, .gemm1x1FP16, .winograd2FP16:
+            return fp32Form.loadBytes(conv)
         }
     }
 

@@ -64,7 +64,10 @@ final class WinogradInt8Conv: ConvKernel {
     var pairCount: Int { (conv.inputShape.c + 1) / 2 }
     var tilesHigh: Int { (conv.outputShape.h + 3) / 4 }
     var tilesWide: Int { (conv.outputShape.w + 3) / 4 }
-    /// Tile rows per block: about 256K words of transforms, at least 128 tiles per GEMM.
+    /// Tile rows per block: about 256K words of int16 pairs and outputs, at least 128 tiles per
+    /// GEMM. (The block's float transforms, which the pairs overwrite in place, hold every channel:
+    /// `workspaceFloats` counts them, and the block is up to 1.5x those 256K words. Sizing it by the
+    /// channels instead measured no clear change on a Zen 3 in a noisy spell; left as measured.)
     var blockTileRows: Int {
         let perRow = WinogradInt8Conv.positions * (pairCount + conv.filters) * tilesWide
         let cached = 256 * 1024 / max(1, perRow)

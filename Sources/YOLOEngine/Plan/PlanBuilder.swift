@@ -87,12 +87,12 @@ struct PlanBuilder {
         let i = conv.index
         epilogues[i] = Epilogue(bias: bias, activation: conv.activation)
         var prepared: [ConvAlgorithm: any ConvKernel] = [:]
-        let (kernelSet, gemm, loadPool, int8Input, bf16) = (kernelSet, gemm, loadPool, planner.int8Inputs[i], planner.bf16)
+        let (kernelSet, gemm, loadPool, int8Input, half) = (kernelSet, gemm, loadPool, planner.int8Inputs[i], planner.half)
         let prepare = { (a: ConvAlgorithm) throws(YOLOError) -> any ConvKernel in
             if let refusal = checkDataSizeLimit(a.loadBytes(conv), for: "preparing layer \(i) (\(a.rawValue))") {
                 throw .invalidArgument(refusal)
             }
-            return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: int8Input, bf16: bf16)
+            return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: int8Input, half: half)
         }
         guard let node = inferenceNode[i] else { return }
         let options = planner.options

@@ -48,19 +48,20 @@ struct Planner {
     /// The quantization of each convolution's input that may run in INT8 (precision .int8, our
     /// kernels with INT8 ones, and a calibrated range), by layer.
     let int8Inputs: [Int: Int8Quantization]
-    /// The BF16 GEMM (precision .bf16 on a CPU that runs it), else nil: no BF16 candidates.
-    let bf16: BF16Kernels?
+    /// The BF16 or FP16 GEMM (precision .bf16 or .fp16 on a CPU that runs it), else nil: no
+    /// candidates in those precisions.
+    let half: BF16Kernels?
     /// Whether the level has the pair GEMM of INT8 Winograd (`.winograd4Int8` a candidate).
     let winogradInt8: Bool
 
     init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:],
-         bf16: BF16Kernels? = nil, winogradInt8: Bool = false) {
+         half: BF16Kernels? = nil, winogradInt8: Bool = false) {
         self.layers = layers
         self.winogradInt8 = winogradInt8
         self.options = options
         self.ourKernels = ourKernels
         self.int8Inputs = int8Inputs
-        self.bf16 = bf16
+        self.half = half
         var readers = [Int](repeating: 0, count: layers.count)
         for l in layers { for s in l.sources where s >= 0 { readers[s] += 1 } }
         for l in layers { if let h = l.head, h.inputLayer >= 0 { readers[h.inputLayer] += 1 } }
@@ -75,13 +76,13 @@ struct Planner {
         }
     }
 
-    /// Whether `conv` may compute in `precision`: FP32 always, INT8 where calibrated, BF16 with the
-    /// BF16 GEMM.
+    /// Whether `conv` may compute in `precision`: FP32 always, INT8 where calibrated, BF16 or FP16
+    /// (the model's precision) with its GEMM.
     func offers(_ precision: Precision, for conv: ConvolutionalLayer) -> Bool {
         switch precision {
         case .fp32: return true
         case .int8: return int8Inputs[conv.index] != nil
-        case .bf16: return bf16 != nil
+        case .bf16, .fp16: return half != nil && options.precision == precision
         }
     }
 

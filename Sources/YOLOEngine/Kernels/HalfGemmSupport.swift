@@ -1,0 +1,59 @@
+// Where the 16-bit GEMMs may run: a kernel set's `bf16` and `fp16` parts, offered only when this
+// CPU has what each needs (`BF16Kernels.requires`: AVX-512 BF16, or FP16 arithmetic, besides the
+// set's own features), and the one-line error `precision bf16` or `fp16` gets where it cannot.
+import YOLOCore
+import YOLOKernels
+
+extension KernelSet {
+    /// This set's BF16 GEMM if a CPU with `features` runs it, else nil.
+    func bf16(on features: CPUFeatureSet) -> BF16Kernels? {
+        guard let k = bf16, features.isSuperset(of: requires.union(k.requires)) else { return nil }
+        return k
+    }
+
+    /// This set's FP16 GEMM if a CPU with `features` runs it, else nil.
+    func fp16(on features: CPUFeatureSet) -> BF16Kernels? {
+        guard let k = fp16, features.isSuperset(of: requires.union(k.requires)) else { return nil }
+        return k
+    }
+
+    /// The GEMM of `precision` when it is .bf16 or .fp16 (nil for the others), or why there is
+    /// none.
+    func halfGemm(for precision: Precision, on features: CPUFeatureSet) throws(YOLOError) -> BF16Kernels? {
+        switch precision {
+        case .bf16: return try bf16ForPrecision(on: features)
+        case .fp16: return try fp16ForPrecision(on: features)
+        case .fp32, .int8: return nil
+        }
+    }
+
+    /// The BF16 GEMM for `precision bf16`, or why there is none: this CPU lacks AVX-512 BF16, or
+    /// the level in use (YOLO_KERNEL_LEVEL, `ModelOptions.kernelLevel`) has no BF16 kernels.
+    func bf16ForPrecision(on features: CPUFeatureSet) throws(YOLOError) -> BF16Kernels {
+        if let k = bf16(on: features) { return k }
+        guard features.contains(.avx512BF16) else {
+            throw .invalidArgument("precision bf16 needs a CPU with AVX-512 BF16 (avx512_bf16, vdpbf16ps: Cooper Lake, Sapphire Rapids, Zen 4 and later); this one lacks it: use fp32 or int8")
+        }
+        let with = KernelRegistry.all.filter { $0.bf16 != nil }.map { $0.name }.joined(separator: ", ")
+        throw .invalidArgument("precision bf16: kernel level \(name) has no BF16 kernels (\(with) has them; YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel chose a lower level)")
+    }
+
+    /// The FP16 GEMM for `precision fp16`, or why there is none: this CPU lacks FP16 arithmetic
+    /// (every x86 CPU, ARMv8.0 cores such as the Cortex-A72 of a Raspberry Pi 4), or the level in
+    /// use has no FP16 kernels.
+    func fp16ForPrecision(on features: CPUFeatureSet) throws(YOLOError) -> BF16Kernels {
+        if let k = fp16(on: features) { return k }
+        guard features.contains(.fp16) else {
+            throw .invalidArgument("precision fp16 needs a 64-bit ARM CPU with FP16 arithmetic (asimdhp, fmla .8h: Cortex-A55, A76 / Raspberry Pi 5 and later); this one lacks it: use fp32 or int8")
+        }
+        let with = KernelRegistry.all.filter { $0.fp16 != nil }.map { $0.name }.joined(separator: ", ")
+        throw .invalidArgument("precision fp16: kernel level \(name) has no FP16 kernels (\(with.isEmpty ? "no level of this build" : with) has them; YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel chose a lower level)")
+    }
+}
+
+extension KernelLevel {
+    /// This level's BF16 GEMM where this CPU runs it (for kernel tests and benchmarks).
+    @_spi(Kernels) public var bf16Kernels: BF16Kernels? { kernelSet?.bf16(on: HostCPU.features) }
+    /// This level's FP16 GEMM where this CPU runs it (for kernel tests and benchmarks).
+    @_spi(Kernels) public var fp16Kernels: BF16Kernels? { kernelSet?.fp16(on: HostCPU.features) }
+}

@@ -1,0 +1,245 @@
+// Packed FP16 GEMM: C[m x n] = A[m x k] · B[k x n] with IEEE half-precision (FP16) operands,
+// products and sums (ARMv8.2's `fmla .8h`: 8 multiply-adds a q register instruction, twice FP32's),
+// FP32 outputs, in the GotoBLAS/BLIS scheme of PackedGemm.swift:
+//
+// - A (the weights) is rounded to FP16 and packed once, at load, per block of KC steps of k and
+//   MR-row panel: per step, the MR rows' halves (one q register of 8).
+// - B stays FP32 (im2col columns, Winograd-transformed tiles, a 1x1 layer's input): each KC x NC
+//   block is rounded to FP16 as it is packed, in NR-column micro-panels.
+// - The micro-kernel keeps an 8 x 24 tile of FP16 sums (24 q registers) over one block of at most
+//   KC steps; the tile goes to C as FP32 (added to C after the first block). Sums in FP16 over a
+//   bounded block keep both the rounding (11-bit significands: about 2^-11 · sqrt(KC) of a block's
+//   magnitude) and the range (65504 at most) of a partial sum in check; across blocks C adds in
+//   FP32. Everything after the GEMM sees FP32 outputs as from the FP32 GEMM.
+//
+// Tails: rows past m and columns past n are zero in the packed panels; edge tiles are computed
+// into a scratch tile and copied out (gemmBlockTiles, PackedGemm.swift). The FP32 GEMM's calling
+// convention (`GemmFunctions`, packed A in float-sized words) and the BF16 GEMM's wrapper
+// (`BF16Kernels`, which names the format), so that every GEMM user of the engine can run it.
+// Generic and @inlinable: the dotprod level (-target-cpu cortex-a76, FP16 arithmetic) instantiates
+// it; other CPUs compute the same sums lane by lane in software (tests only).
+#if !(os(macOS) && arch(x86_64))
+
+/// One level's FP16 arithmetic: the prefetch hint (the arithmetic itself is Swift's Float16 SIMD,
+/// which the level's -target-cpu turns into instructions).
+public protocol FP16ISA: KernelMetatype {
+    static func prefetch(_ p: UnsafeRawPointer)
+}
+
+extension FP16ISA {
+    @inlinable @inline(__always)
+    public static func prefetch(_ p: UnsafeRawPointer) {}
+}
+
+/// 8 x 24 tiles of FP16 sums: 24 accumulators + 3 B vectors + the 8 rows of A in one register.
+public enum FP16Kernel8x3<D: FP16ISA> {
+    public typealias H = SIMD8<Float16>
+    @inlinable public static var mr: Int { 8 }
+    @inlinable public static var nr: Int { 24 }
+
+    @inlinable @inline(__always)
+    static func load(_ p: UnsafePointer<Float16>) -> H { UnsafeRawPointer(p).loadUnaligned(as: H.self) }
+
+    /// c + b · x, lane by lane, one rounding.
+    @inlinable @inline(__always)
+    static func fma(_ c: H, _ b: H, _ x: Float16) -> H { c.addingProduct(b, x) }
+
+    /// The 8 sums `h` as FP32 at p (added to what is there when `accumulate`).
+    @inlinable @inline(__always)
+    static func store(_ h: H, _ p: UnsafeMutablePointer<Float>, accumulate: Bool) {
+        gemmStore(SIMD8<Float>(h), p, accumulate: accumulate)
+    }
+
+    /// C[8 x 24] (row stride ldc) = (or +=) the product of `steps` steps of the packed panels.
+    @inlinable @inline(__always)
+    static func run(_ steps: Int, _ a: UnsafePointer<Float16>, _ b: UnsafePointer<Float16>, _ c: UnsafeMutablePointer<Float>,
+                    _ ldc: Int, accumulate: Bool) {
+        var c00 = H(), c01 = H(), c02 = H(), c10 = H(), c11 = H(), c12 = H()
+        var c20 = H(), c21 = H(), c22 = H(), c30 = H(), c31 = H(), c32 = H()
+        var c40 = H(), c41 = H(), c42 = H(), c50 = H(), c51 = H(), c52 = H()
+        var c60 = H(), c61 = H(), c62 = H(), c70 = H(), c71 = H(), c72 = H()
+        var pa = a, pb = b
+        let ahead = gemmPrefetchSteps * 8
+        for _ in 0..<steps {
+            D.prefetch(pa + ahead)
+            let b0 = load(pb), b1 = load(pb + 8), b2 = load(pb + 16), x = load(pa)
+            c00 = fma(c00, b0, x[0]); c01 = fma(c01, b1, x[0]); c02 = fma(c02, b2, x[0])
+            c10 = fma(c10, b0, x[1]); c11 = fma(c11, b1, x[1]); c12 = fma(c12, b2, x[1])
+            c20 = fma(c20, b0, x[2]); c21 = fma(c21, b1, x[2]); c22 = fma(c22, b2, x[2])
+            c30 = fma(c30, b0, x[3]); c31 = fma(c31, b1, x[3]); c32 = fma(c32, b2, x[3])
+            c40 = fma(c40, b0, x[4]); c41 = fma(c41, b1, x[4]); c42 = fma(c42, b2, x[4])
+            c50 = fma(c50, b0, x[5]); c51 = fma(c51, b1, x[5]); c52 = fma(c52, b2, x[5])
+            c60 = fma(c60, b0, x[6]); c61 = fma(c61, b1, x[6]); c62 = fma(c62, b2, x[6])
+            c70 = fma(c70, b0, x[7]); c71 = fma(c71, b1, x[7]); c72 = fma(c72, b2, x[7])
+            pa += 8
+            pb += 24
+        }
+        @inline(__always) func row(_ r: Int, _ x0: H, _ x1: H, _ x2: H) {
+            let pc = c + r * ldc
+            store(x0, pc, accumulate: accumulate)
+            store(x1, pc + 8, accumulate: accumulate)
+            store(x2, pc + 16, accumulate: accumulate)
+        }
+        row(0, c00, c01, c02); row(1, c10, c11, c12); row(2, c20, c21, c22); row(3, c30, c31, c32)
+        row(4, c40, c41, c42); row(5, c50, c51, c52); row(6, c60, c61, c62); row(7, c70, c71, c72)
+    }
+
+    /// C[8 x 8] = (or +=) one vector of a panel's columns, b read with row stride `bStride`.
+    @inlinable @inline(__always)
+    static func runVector(_ steps: Int, _ a: UnsafePointer<Float16>, _ b: UnsafePointer<Float16>, bStride: Int,
+                          _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        var c0 = H(), c1 = H(), c2 = H(), c3 = H(), c4 = H(), c5 = H(), c6 = H(), c7 = H()
+        var pa = a, pb = b
+        for _ in 0..<steps {
+            let v = load(pb), x = load(pa)
+            c0 = fma(c0, v, x[0]); c1 = fma(c1, v, x[1]); c2 = fma(c2, v, x[2]); c3 = fma(c3, v, x[3])
+            c4 = fma(c4, v, x[4]); c5 = fma(c5, v, x[5]); c6 = fma(c6, v, x[6]); c7 = fma(c7, v, x[7])
+            pa += 8
+            pb += bStride
+        }
+        store(c0, c, accumulate: accumulate); store(c1, c + ldc, accumulate: accumulate)
+        store(c2, c + 2 * ldc, accumulate: accumulate); store(c3, c + 3 * ldc, accumulate: accumulate)
+        store(c4, c + 4 * ldc, accumulate: accumulate); store(c5, c + 5 * ldc, accumulate: accumulate)
+        store(c6, c + 6 * ldc, accumulate: accumulate); store(c7, c + 7 * ldc, accumulate: accumulate)
+    }
+}
+
+/// The packed FP16 GEMM driver; `kc` is the most steps of k summed in FP16 (one block), `nc`
+/// columns. The same `kc` must be given to `packA`, `packedASize`, `scratchSize` and `gemm`.
+public enum FP16PackedGemm<D: FP16ISA> {
+    public typealias K = FP16Kernel8x3<D>
+
+    @inlinable @inline(__always)
+    static func roundUp(_ x: Int, _ to: Int) -> Int { (x + to - 1) / to * to }
+
+    /// Steps per block: k split into equal blocks of at most kc.
+    @inlinable @inline(__always)
+    public static func blockSteps(k: Int, kc: Int) -> Int {
+        let most = max(1, kc), blocks = max(1, (k + most - 1) / most)
+        return (k + blocks - 1) / blocks
+    }
+
+    @inlinable @inline(__always)
+    static func blockWidth(_ nc: Int) -> Int { max(K.nr, nc / K.nr * K.nr) }
+
+    /// Words (float-sized: two halves each) of packed A for m rows of depth k.
+    @inlinable @inline(__always)
+    public static func packedASize(m: Int, k: Int) -> Int { (roundUp(m, K.mr) * k + 1) / 2 }
+
+    /// Rounds and packs A (m x k, row stride lda) into `p`: per block of steps (offset k0, kl
+    /// steps) at p + k0 * mPadded, the MR-row panels one after the other, each kl steps of MR rows;
+    /// zero past row m.
+    @inlinable @inline(__always)
+    public static func packA(_ a: UnsafePointer<Float>, lda: Int, m: Int, k: Int, kc: Int, into p: UnsafeMutablePointer<Float16>) {
+        let mr = K.mr, mPadded = roundUp(m, mr), kcs = blockSteps(k: k, kc: kc)
+        var k0 = 0
+        while k0 < k {
+            let kl = min(kcs, k - k0)
+            var ib = 0
+            while ib < mPadded {
+                let panel = p + k0 * mPadded + ib * kl
+                for q in 0..<kl {
+                    for r in 0..<mr {
+                        let row = ib + r
+                        panel[q * mr + r] = row < m ? Float16(a[row * lda + k0 + q]) : 0
+                    }
+                }
+                ib += mr
+            }
+            k0 += kl
+        }
+    }
+
+    /// Words of scratch `gemm` needs: a packed block of B (halves) and an MR x NR edge tile.
+    @inlinable @inline(__always)
+    public static func scratchSize(m: Int, n: Int, k: Int, kc: Int, nc: Int) -> Int {
+        (max(1, blockSteps(k: k, kc: kc)) * roundUp(max(1, min(n, blockWidth(nc))), K.nr) + 1) / 2 + K.mr * K.nr
+    }
+
+    /// Rounds and packs rows 0..<steps, columns 0..<ncl of FP32 B (row stride ldb) into NR-column
+    /// micro-panels of halves, zero past column ncl.
+    @inlinable @inline(__always)
+    static func packB(_ b: UnsafePointer<Float>, ldb: Int, steps: Int, ncl: Int, into bp: UnsafeMutablePointer<Float16>) {
+        let nr = K.nr, full = ncl / nr, rest = ncl - full * nr
+        for q in 0..<steps {
+            let src = b + q * ldb
+            var dst = bp + q * nr
+            var j = 0
+            for _ in 0..<full {
+                var v = 0
+                while v < nr {
+                    let x: SIMD8<Float> = gemmLoad(src + j + v)
+                    UnsafeMutableRawPointer(dst + v).storeBytes(of: SIMD8<Float16>(x), as: SIMD8<Float16>.self)
+                    v += 8
+                }
+                j += nr
+                dst += steps * nr
+            }
+            if rest > 0 {
+                for v in 0..<nr { dst[v] = v < rest ? Float16(src[j + v]) : 0 }
+            }
+        }
+    }
+
+    /// C[m x n] (row stride ldc >= n) = A · B, A packed by `packA` (same kc), B k x n FP32 (row
+    /// stride ldb >= n), with `scratch` of `scratchSize` words. Only rows `rowStart..<rowEnd`
+    /// (rowStart a multiple of MR): threads may split rows, or columns (b + j, c + j, fewer n).
+    @inlinable @inline(__always)
+    public static func gemm(m: Int, n: Int, k: Int, packedA: UnsafePointer<Float16>, b: UnsafePointer<Float>, ldb: Int,
+                            c: UnsafeMutablePointer<Float>, ldc: Int, scratch: UnsafeMutablePointer<Float>, kc: Int, nc: Int,
+                            rowStart: Int = 0, rowEnd: Int? = nil) {
+        let rowEnd = min(m, rowEnd ?? m)
+        guard rowStart < rowEnd, n > 0 else { return }
+        guard k > 0 else {
+            for i in rowStart..<rowEnd { (c + i * ldc).update(repeating: 0, count: n) }
+            return
+        }
+        let mr = K.mr, nr = K.nr, mPadded = roundUp(m, mr)
+        let kcs = blockSteps(k: k, kc: kc), nc = blockWidth(nc)
+        let ncMax = roundUp(min(n, nc), nr)
+        let halves = (kcs * ncMax + 1) / 2
+        let bp = UnsafeMutableRawPointer(scratch).bindMemory(to: Float16.self, capacity: 2 * halves)
+        let tile = scratch + halves
+        var jc = 0
+        while jc < n {
+            let ncl = min(nc, n - jc)
+            var k0 = 0
+            while k0 < k {
+                let kl = min(kcs, k - k0)
+                packB(b + k0 * ldb + jc, ldb: ldb, steps: kl, ncl: ncl, into: bp)
+                let aBlock = packedA + k0 * mPadded
+                gemmBlockTiles(mr: mr, nr: nr, w: 8, rows: rowStart..<rowEnd, ncl: ncl, c: c + jc, ldc: ldc, tile: tile,
+                               accumulate: k0 > 0, columnsBelow: 0,
+                               run: { ib, jb, dst, ldd, acc in
+                                   K.run(kl, aBlock + ib * kl, bp + jb * kl, dst, ldd, accumulate: acc)
+                               },
+                               runVector: { ib, jb, j, dst, ldd, acc in
+                                   K.runVector(kl, aBlock + ib * kl, bp + jb * kl + j, bStride: nr, dst, ldd, accumulate: acc)
+                               },
+                               runColumn: { _, _, _, _, _, _, _ in })
+                k0 += kl
+            }
+            jc += ncl
+        }
+    }
+}
+
+extension BF16Kernels {
+    /// The FP16 GEMM of `D` with blocks of at most kc steps of k summed in FP16 x nc columns, named
+    /// `level`.
+    @inlinable
+    public static func makeFP16<D: FP16ISA>(level: String, requires: CPUFeatureSet, _: D.Type, kc: Int, nc: Int) -> BF16Kernels {
+        typealias G = FP16PackedGemm<D>
+        let gemm = GemmFunctions(
+            level: level, mr: G.K.mr, nr: G.K.nr, width: 8, kc: kc, nc: nc,
+            packedASize: { G.packedASize(m: $0, k: $1) },
+            packA: { G.packA($0, lda: $1, m: $2, k: $3, kc: kc, into: UnsafeMutableRawPointer($4).assumingMemoryBound(to: Float16.self)) },
+            scratchSize: { G.scratchSize(m: $0, n: $1, k: $2, kc: kc, nc: nc) },
+            gemm: { m, n, k, a, b, ldb, c, ldc, scratch, rows in
+                G.gemm(m: m, n: n, k: k, packedA: UnsafeRawPointer(a).assumingMemoryBound(to: Float16.self), b: b, ldb: ldb, c: c,
+                       ldc: ldc, scratch: scratch, kc: kc, nc: nc, rowStart: rows.lowerBound, rowEnd: rows.upperBound)
+            })
+        return BF16Kernels(dot: "fmla .8h", requires: requires, gemm: gemm)
+    }
+}
+#endif

@@ -1,0 +1,100 @@
+import Foundation
+import XCTest
+import YOLOReference
+@testable @_spi(Kernels) import YOLOEngine
+@testable import YOLOCore
+import YOLOKernels
+
+/// `precision .fp16` through the planner: the FP16 forms of im2col, 1x1 and Winograd F(2x2),
+/// FP32 for the rest (the direct conv + pool), both reported; the heads near FP32's; measured plans
+/// time the FP16 candidates and cache apart; a clear one-line refusal where the CPU has no FP16
+/// arithmetic. On 64-bit ARM with FP16 arithmetic (qemu's default CPU in scripts/arm-linux-check.sh)
+/// with the real kernels; on x86 with the avx2 level's software model of them
+/// (`ModelOptions.assumesFP16Arithmetic`).
+final class FP16PlanTests: XCTestCase {
+    /// Options for precision fp16 on this CPU: on x86, the avx2 level and its model.
+    func fp16(_ options: ModelOptions = ModelOptions()) throws -> ModelOptions {
+        var o = options
+        o.precision = .fp16
+        #if arch(x86_64)
+        guard KernelLevel.supported.contains(.avx2) else { throw XCTSkip("no AVX2 on this CPU: no FP16 model") }
+        o.kernelLevel = .avx2
+        o.assumesFP16Arithmetic = true
+        #else
+        guard KernelLevel.selected.fp16Kernels != nil else {
+            throw XCTSkip("this CPU (or YOLO_KERNEL_LEVEL) has no FP16 GEMM (FP16 arithmetic, asimdhp)")
+        }
+        #endif
+        return o
+    }
+
+    func model(_ options: ModelOptions) throws -> Model {
+        try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights, options: options)
+    }
+
+    func heads(_ model: Model) throws -> [Float] { try PlanTests.heads(model, threads: 2) }
+
+    func testFP16WhereItHasAFormFP32Elsewhere() throws {
+        // Layers: 0 conv 3x3 3->32 + pool (direct+pool), 2 conv 32->32 at 32x32 (F(4x4) in FP32),
+        // 4 at 16x16 (F(2x2)), 5 a 1x1.
+        let half = try model(try fp16())
+        XCTAssertEqual(half.inference.steps.map(\.algorithm),
+                       ["direct+pool", "winograd2-fp16", "maxpool+epilogue", "winograd2-fp16", "gemm1x1-fp16"])
+        XCTAssertEqual(half.plan.entries.map(\.precision), [.fp32, .fp16, .fp32, .fp16, .fp16])
+        XCTAssertTrue(half.plan.description.contains("direct+pool, fp32 (table)"), half.plan.description)
+        XCTAssertTrue(half.plan.description.contains("5 conv 1x1/1 32x16x16 -> 18x16x16: gemm1x1-fp16 (table)"), half.plan.description)
+        XCTAssertEqual(half.inspection.steps.map(\.algorithm), ["im2col-fp16", "maxpool", "winograd2-fp16", "maxpool", "winograd2-fp16", "gemm1x1-fp16"])
+        // Without Winograd, im2col in FP16; F(2x2) only, the same as the default.
+        let im2col = try model(try fp16(ModelOptions(convolution: .im2col)))
+        XCTAssertEqual(im2col.inference.steps.map(\.algorithm), ["direct+pool", "im2col-fp16", "maxpool+epilogue", "im2col-fp16", "gemm1x1-fp16"])
+        let small = try model(try fp16(ModelOptions(convolution: .winograd2)))
+        XCTAssertEqual(small.inference.steps.map(\.algorithm), ["direct+pool", "winograd2-fp16", "maxpool+epilogue", "winograd2-fp16", "gemm1x1-fp16"])
+        // Heads near FP32's (11-bit significands), not equal; also with OpenBLAS for the FP32 GEMMs.
+        var fp32Options = ModelOptions()
+        fp32Options.kernelLevel = try fp16().kernelLevel
+        let reference = try heads(try model(fp32Options))
+        let range = reference.map { abs($0) }.max()!
+        var blas = try fp16()
+        blas.gemm = .openBLAS
+        for m in [half, im2col, small, try model(blas)] {
+            let worst = zip(reference, try heads(m)).map { abs($0 - $1) }.max()!
+            XCTAssertGreaterThan(worst, 0, "\(m.inference.steps.map(\.algorithm))")
+            XCTAssertLessThan(worst, 0.005 * range, "FP16 heads within 0.5% of the FP32 heads' range: \(m.inference.steps.map(\.algorithm))")
+        }
+        // An override may name an FP16 algorithm only with precision fp16.
+        let forced = try model(try fp16(ModelOptions(algorithms: [2: .im2colFP16, 4: .winograd2])))
+        XCTAssertEqual(forced.inference.steps.map(\.algorithm), ["direct+pool", "im2col-fp16", "maxpool+epilogue", "winograd2", "gemm1x1-fp16"])
+        XCTAssertThrowsError(try model(ModelOptions(algorithms: [2: .winograd2FP16]))) {
+            XCTAssertTrue("\($0)".contains("winograd2-fp16 cannot compute layer 2"), "\($0)")
+        }
+        XCTAssertNil(ConvAlgorithm(rawValue: "winograd4-fp16"), "F(4x4) has no FP16 form")
+    }
+
+    func testMeasuredPlansTimeFP16CandidatesAndKeepThemApart() throws {
+        let directory = NSTemporaryDirectory() + "yolo-fp16-tests-\(getpid())-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let measured = try model(try fp16(ModelOptions(planning: .measure(cacheDirectory: directory), tuningThreads: 1)))
+        let timed = measured.plan.entries.filter { $0.source == .measured }
+        XCTAssertEqual(timed.count, 4)
+        XCTAssertTrue(timed.allSatisfy { $0.timings.contains { $0.algorithm.hasSuffix("-fp16") && $0.milliseconds > 0 } },
+                      "\(timed.map(\.timings))")
+        var fp32Options = ModelOptions(planning: .cached(cacheDirectory: directory), tuningThreads: 1)
+        fp32Options.kernelLevel = measured.options.kernelLevel
+        let fp32 = try model(fp32Options)
+        XCTAssertEqual(fp32.plan.entries.first?.source, .table)
+        XCTAssertNotEqual(fp32.plan.cacheFile, measured.plan.cacheFile)
+        let again = try model(try fp16(ModelOptions(planning: .cached(cacheDirectory: directory), tuningThreads: 1)))
+        XCTAssertEqual(again.plan.entries.first?.source, .cache)
+        XCTAssertEqual(again.inference.steps.map(\.algorithm), measured.inference.steps.map(\.algorithm))
+    }
+
+    /// Without FP16 arithmetic `precision fp16` is refused at load with one line that says so.
+    func testRefusedWithoutFP16Arithmetic() throws {
+        guard !HostCPU.features.contains(.fp16) else { throw XCTSkip("this CPU has FP16 arithmetic") }
+        XCTAssertThrowsError(try model(ModelOptions(precision: .fp16))) {
+            let text = "\($0)"
+            XCTAssertTrue(text.contains("precision fp16 needs a 64-bit ARM CPU with FP16 arithmetic (asimdhp"), text)
+            XCTAssertFalse(text.contains("\n"), text)
+        }
+    }
+}

@@ -1,0 +1,64 @@
+// scripts/arm-check.sh, the FP16 GEMM: the dotprod level's (fmla .8h, FP16Gemm.swift) where the CPU
+// has FP16 arithmetic (asimdhp: the Cortex-A76 pass; the A72 has none), against YOLOReference's
+// naive product of the inputs rounded to FP16 (sums in double), within the bound of FP16 sums over
+// blocks of at most kc steps (each step rounds once: 2^-11 of the block's magnitude), and the
+// blocks' arithmetic exactly (FP16 within a block, FP32 across). Nothing on other CPUs.
+#if arch(arm64) || arch(aarch64)
+import Glibc
+import YOLOKernels
+import YOLOKernelsDotProd
+import YOLOReference
+
+func checkFP16Gemm() {
+    // AT_HWCAP (16), HWCAP_ASIMDHP (1 << 10): fmla .8h would be an illegal instruction without it.
+    guard getauxval(16) & (1 << 10) != 0 else {
+        print("fp16 gemm: skipped: this CPU has no asimdhp")
+        return
+    }
+    guard let kern = KernelsDotProd.kernelSet.fp16?.gemm else {
+        checks += 1; failures += 1
+        print("MISMATCH fp16 gemm: the dotprod kernel set has no FP16 GEMM")
+        return
+    }
+    print("fp16 gemm: the dotprod kernel set's FP16 GEMM (\(kern.mr) x \(kern.nr) tiles, FP16 sums over blocks of \(kern.kc) steps)")
+    let sentinel: Float = -12345
+    for (m, n, k, pad) in [(1, 1, 1, 0), (3, 5, 3, 0), (8, 24, 8, 0), (7, 25, 9, 0), (9, 47, 36, 0), (17, 49, 129, 0),
+                           (33, 100, 257, 0), (16, 600, 27, 0), (5, 1, 1100, 0), (11, 33, 19, 5), (19, 520, 300, 3)] {
+        let ldb = n + pad, ldc = n + pad
+        let a = rng.floats(m * k), b = rng.floats(k * ldb)
+        let ra = a.map { Float(Float16($0)) }, rb = b.map { Float(Float16($0)) }
+        let (want, magnitudes) = Naive.gemm(ra, lda: k, rb, ldb: ldb, m: m, n: n, k: k, ldc: ldc, untouched: sentinel)
+        var packed = [Float](repeating: .nan, count: kern.packedASize(m: m, k: k))
+        var scratch = [Float](repeating: .nan, count: kern.scratchSize(m: m, n: n, k: k))
+        var c = [Float](repeating: sentinel, count: m * ldc)
+        a.withUnsafeBufferPointer { pa in ptr(&packed) { kern.packA(pa.baseAddress!, lda: k, m: m, k: k, into: $0) } }
+        let split = min(m, (m / 2) / kern.mr * kern.mr)
+        for rows in [0..<split, split..<m] where !rows.isEmpty {
+            packed.withUnsafeBufferPointer { pa in b.withUnsafeBufferPointer { pb in ptr(&scratch) { ps in ptr(&c) {
+                kern.gemm(m: m, n: n, k: k, packedA: pa.baseAddress!, b: pb.baseAddress!, ldb: ldb, c: $0, ldc: ldc,
+                          scratch: ps, rows: rows)
+            } } } }
+        }
+        // Below 2^-14 FP16 sums are denormals, each rounding off by up to 2^-25: the scale's floor.
+        expect("fp16 gemm m=\(m) n=\(n) k=\(k)\(pad > 0 ? " strides +\(pad)" : "") rows split at \(split)", c, want,
+               tolerance: Float(min(k, kern.kc) + 1) * 0x1p-11, scales: magnitudes.map { max($0, 0x1p-14) }, crossArch: false)
+    }
+    // Blocks: row 0 of A is 1024 at the first step, 0.25 at each later block's first, 2^-14
+    // elsewhere (under half an FP16 ulp of each block's sum: rounded away); B ones. FP16 within
+    // blocks and FP32 across give 1024.75 exactly (FP32 within: 1024.78; FP16 across: 1024).
+    let k = 4 * kern.kc, n = 8
+    var a = [Float](repeating: 0x1p-14, count: k)
+    for q in stride(from: 0, to: k, by: kern.kc) { a[q] = q == 0 ? 1024 : 0.25 }
+    let b = [Float](repeating: 1, count: k * n)
+    var packed = [Float](repeating: .nan, count: kern.packedASize(m: 1, k: k))
+    var scratch = [Float](repeating: .nan, count: kern.scratchSize(m: 1, n: n, k: k))
+    var c = [Float](repeating: .nan, count: n)
+    a.withUnsafeBufferPointer { pa in ptr(&packed) { kern.packA(pa.baseAddress!, lda: k, m: 1, k: k, into: $0) } }
+    packed.withUnsafeBufferPointer { pa in b.withUnsafeBufferPointer { pb in ptr(&scratch) { ps in ptr(&c) {
+        kern.gemm(m: 1, n: n, k: k, packedA: pa.baseAddress!, b: pb.baseAddress!, ldb: n, c: $0, ldc: n, scratch: ps, rows: 0..<1)
+    } } } }
+    expect("fp16 gemm blocks of \(kern.kc): FP16 within, FP32 across", c, [Float](repeating: 1024.75, count: n), crossArch: false)
+}
+#else
+func checkFP16Gemm() {}
+#endif
