@@ -37,8 +37,9 @@ enum GemmBench {
 
     static func run(_ args: [String]) {
         var runs = 7, minSeconds = 0.03, best = false
-        let bf16 = KernelLevel.supported.compactMap { $0.bf16Kernels?.gemm } + KernelLevel.supported.compactMap { $0.fp16Kernels?.gemm }
-        var levels = ["openblas"] + KernelLevel.supported.map(\.rawValue) + bf16.map(\.level)
+        // The 16-bit GEMMs this CPU runs (BF16, FP16), named by their level ("avx512bf16", "dotprod-fp16").
+        let half = KernelLevel.supported.flatMap { [$0.bf16Kernels?.gemm, $0.fp16Kernels?.gemm].compactMap { $0 } }
+        var levels = ["openblas"] + KernelLevel.supported.map(\.rawValue) + half.map(\.level)
         var i = 0
         while i < args.count {
             let value = i + 1 < args.count ? args[i + 1] : ""
@@ -54,7 +55,7 @@ enum GemmBench {
         }
         var kernels: [String: GemmFunctions] = [:]
         for name in levels where name != "openblas" {
-            if let k = bf16.first(where: { $0.level == name }) { kernels[name] = k; continue }
+            if let k = half.first(where: { $0.level == name }) { kernels[name] = k; continue }
             guard let level = KernelLevel(rawValue: name) else { fail("gemm: \(name) is not a kernel level") }
             guard let k = level.kernelSet?.gemm else { fail("gemm: this CPU cannot run \(name)", code: 1) }
             kernels[name] = k

@@ -112,13 +112,6 @@ public enum FP16PackedGemm<D: FP16ISA> {
     @inlinable @inline(__always)
     static func roundUp(_ x: Int, _ to: Int) -> Int { (x + to - 1) / to * to }
 
-    /// Steps per block: k split into equal blocks of at most kc.
-    @inlinable @inline(__always)
-    public static func blockSteps(k: Int, kc: Int) -> Int {
-        let most = max(1, kc), blocks = max(1, (k + most - 1) / most)
-        return (k + blocks - 1) / blocks
-    }
-
     @inlinable @inline(__always)
     static func blockWidth(_ nc: Int) -> Int { max(K.nr, nc / K.nr * K.nr) }
 
@@ -131,7 +124,7 @@ public enum FP16PackedGemm<D: FP16ISA> {
     /// zero past row m.
     @inlinable @inline(__always)
     public static func packA(_ a: UnsafePointer<Float>, lda: Int, m: Int, k: Int, kc: Int, into p: UnsafeMutablePointer<Float16>) {
-        let mr = K.mr, mPadded = roundUp(m, mr), kcs = blockSteps(k: k, kc: kc)
+        let mr = K.mr, mPadded = roundUp(m, mr), kcs = gemmBlockDepth(k: k, kc: kc)
         var k0 = 0
         while k0 < k {
             let kl = min(kcs, k - k0)
@@ -153,7 +146,7 @@ public enum FP16PackedGemm<D: FP16ISA> {
     /// Words of scratch `gemm` needs: a packed block of B (halves) and an MR x NR edge tile.
     @inlinable @inline(__always)
     public static func scratchSize(m: Int, n: Int, k: Int, kc: Int, nc: Int) -> Int {
-        (max(1, blockSteps(k: k, kc: kc)) * roundUp(max(1, min(n, blockWidth(nc))), K.nr) + 1) / 2 + K.mr * K.nr
+        (max(1, gemmBlockDepth(k: k, kc: kc)) * roundUp(max(1, min(n, blockWidth(nc))), K.nr) + 1) / 2 + K.mr * K.nr
     }
 
     /// Rounds and packs rows 0..<steps, columns 0..<ncl of FP32 B (row stride ldb) into NR-column
@@ -195,7 +188,7 @@ public enum FP16PackedGemm<D: FP16ISA> {
             return
         }
         let mr = K.mr, nr = K.nr, mPadded = roundUp(m, mr)
-        let kcs = blockSteps(k: k, kc: kc), nc = blockWidth(nc)
+        let kcs = gemmBlockDepth(k: k, kc: kc), nc = blockWidth(nc)
         let ncMax = roundUp(min(n, nc), nr)
         let halves = (kcs * ncMax + 1) / 2
         let bp = UnsafeMutableRawPointer(scratch).bindMemory(to: Float16.self, capacity: 2 * halves)

@@ -23,6 +23,15 @@
 // Sources/YOLOKernels{Baseline,AVX2,AVX512}/*.swift: an incremental debug build does not
 // recompile them for a change inside @inlinable bodies (release builds are whole-module).
 
+/// The depth of each block when k is split into ceil(k / kc) blocks of equal depth (the last one
+/// possibly shorter), so that no block is only a few steps deep (k = 288 with kc = 256: two blocks
+/// of 144, not 256 + 32). Every packed GEMM blocks k this way (PackedGemm, FP16PackedGemm).
+@inlinable @inline(__always)
+public func gemmBlockDepth(k: Int, kc: Int) -> Int {
+    let blocks = max(1, (k + max(1, kc) - 1) / max(1, kc))
+    return (k + blocks - 1) / blocks
+}
+
 /// The packed GEMM driver for micro-kernel `K` with blocking KC (steps of k per packed block)
 /// and NC (columns of B per packed block). `packA`, `packedASize`, `scratchSize` and `gemm`
 /// must be called with the same `kc` (and `scratchSize`/`gemm` with the same `nc`).
@@ -34,10 +43,7 @@ public enum PackedGemm<K: GemmMicroKernel> {
     /// last one possibly shorter), so that no block is only a few steps deep (k = 288 with
     /// kc = 256: two blocks of 144, not 256 + 32).
     @inlinable @inline(__always)
-    public static func blockDepth(k: Int, kc: Int) -> Int {
-        let blocks = max(1, (k + kc - 1) / kc)
-        return (k + blocks - 1) / blocks
-    }
+    public static func blockDepth(k: Int, kc: Int) -> Int { gemmBlockDepth(k: k, kc: kc) }
 
     /// The NC actually used: nc rounded down to a multiple of NR (at least NR), so that only
     /// the last block of n has a partial micro-panel.
