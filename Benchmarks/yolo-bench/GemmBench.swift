@@ -15,7 +15,8 @@ enum GemmBench {
     Prints the median GFLOP/s of N samples, each at least T ms of repeated calls.
 
       --runs N       samples per level and shape (default: 7)
-      --levels LIST  comma-separated, from openblas, the levels, avx512bf16 (the BF16 GEMM) and dotprod-fp16 (the FP16 GEMM)
+      --levels LIST  comma-separated, from openblas, the levels, avx512bf16 (the BF16 GEMM), dotprod-fp16 (the FP16
+                     GEMM) and <level>-fp16-weights (a level's GEMM on FP16-stored weights)
                      (default: openblas + all this CPU runs)
       --min-ms T     minimum duration of one sample (default: 30)
       --best         the fastest sample instead of the median (on a busy shared machine)
@@ -37,8 +38,11 @@ enum GemmBench {
 
     static func run(_ args: [String]) {
         var runs = 7, minSeconds = 0.03, best = false
-        // The 16-bit GEMMs this CPU runs (BF16, FP16), named by their level ("avx512bf16", "dotprod-fp16").
-        let half = KernelLevel.supported.flatMap { [$0.bf16Kernels?.gemm, $0.fp16Kernels?.gemm].compactMap { $0 } }
+        // The 16-bit GEMMs this CPU runs (BF16, FP16, FP16 weights), named by their level
+        // ("avx512bf16", "dotprod-fp16", "avx2-fp16-weights").
+        let half = KernelLevel.supported.flatMap {
+            [$0.bf16Kernels?.gemm, $0.fp16Kernels?.gemm, $0.fp16WeightsKernels?.gemm].compactMap { $0 }
+        }
         var levels = ["openblas"] + KernelLevel.supported.map(\.rawValue) + half.map(\.level)
         var i = 0
         while i < args.count {

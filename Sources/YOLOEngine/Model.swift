@@ -231,6 +231,7 @@ public final class Model: Sendable {
             warnings.append("could not store the measured plan: \(problem)")
         }
         plan = PlanReport(entries: built.entries, kernels: kernelSet.name + (openBLAS ? " + OpenBLAS" : ""),
+                          halfGemm: half.map { "\($0.gemm.level): \($0.dot)" },
                           measuredThreads: tuner != nil || !cached.isEmpty ? tuningThreads : nil, cacheFile: cacheFile,
                           tuningSeconds: Double(builder.tuningNanoseconds) / 1e9, warnings: warnings)
         let needed = 4 * (inference.activations.floats + inference.workspacePerThread + gemmScratchPerThread)

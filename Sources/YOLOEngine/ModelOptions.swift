@@ -105,11 +105,13 @@ public enum Precision: String, Sendable, CaseIterable, CustomStringConvertible {
     /// BF16 (vdpbf16ps: twice FP32's multiply-adds per instruction): weights rounded at load, GEMM
     /// inputs as they are packed; FP32 elsewhere. No calibration.
     case bf16
-    /// IEEE half-precision (FP16: 11-bit significands, at most 65504) products and sums, over
-    /// blocks of at most 128 steps of each dot product, FP32 across blocks and outputs, where the
-    /// CPU has FP16 arithmetic (64-bit ARM with asimdhp: Cortex-A55, A76 / Raspberry Pi 5 and
-    /// later; fmla .8h: twice FP32's multiply-adds per instruction): weights rounded at load, GEMM
-    /// inputs as they are packed; FP32 elsewhere. No calibration.
+    /// IEEE half-precision (FP16: 11-bit significands, at most 65504) weights, rounded at load, in
+    /// the GEMMs of im2col, 1x1 and Winograd layers (half their memory). Where the CPU has FP16
+    /// arithmetic (64-bit ARM with asimdhp: Cortex-A55, A76 / Raspberry Pi 5 and later; fmla .8h:
+    /// twice FP32's multiply-adds per instruction) the GEMM inputs are rounded too, and products
+    /// and sums are FP16 over blocks of at most 128 steps of each dot product, FP32 across blocks
+    /// and outputs; elsewhere (every x86 CPU, a Pi 4's A72) the arithmetic stays FP32. FP32 in
+    /// the other layers. No calibration.
     case fp16
 
     public var description: String { rawValue }

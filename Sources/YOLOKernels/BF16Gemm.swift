@@ -275,6 +275,10 @@ public struct BF16Kernels: Sendable {
     /// The GEMM, with the FP32 GEMM's calling convention: packed A in float-sized words, B and C
     /// FP32, scratch in floats.
     public let gemm: GemmFunctions
+    /// Whether only the weights are 16-bit (FP16Weights.swift: the GEMM inputs, products and sums
+    /// stay FP32), so that the GEMMs of Winograd F(4x4), whose transforms magnify the rounding of
+    /// 16-bit inputs and sums, may run on it.
+    public let weightsOnly: Bool
 
     /// The BF16 GEMM of dot product `D` with blocking kc steps of k x nc columns, named `level`.
     @inlinable
@@ -294,7 +298,7 @@ public struct BF16Kernels: Sendable {
     }
 
     @usableFromInline
-    init(dot: String, requires: CPUFeatureSet, gemm: GemmFunctions) {
-        (self.dot, self.requires, self.gemm) = (dot, requires, gemm)
+    init(dot: String, requires: CPUFeatureSet, gemm: GemmFunctions, weightsOnly: Bool = false) {
+        (self.dot, self.requires, self.gemm, self.weightsOnly) = (dot, requires, gemm, weightsOnly)
     }
 }

@@ -124,23 +124,7 @@ public enum FP16PackedGemm<D: FP16ISA> {
     /// zero past row m.
     @inlinable @inline(__always)
     public static func packA(_ a: UnsafePointer<Float>, lda: Int, m: Int, k: Int, kc: Int, into p: UnsafeMutablePointer<Float16>) {
-        let mr = K.mr, mPadded = roundUp(m, mr), kcs = gemmBlockDepth(k: k, kc: kc)
-        var k0 = 0
-        while k0 < k {
-            let kl = min(kcs, k - k0)
-            var ib = 0
-            while ib < mPadded {
-                let panel = p + k0 * mPadded + ib * kl
-                for q in 0..<kl {
-                    for r in 0..<mr {
-                        let row = ib + r
-                        panel[q * mr + r] = row < m ? Float16(a[row * lda + k0 + q]) : 0
-                    }
-                }
-                ib += mr
-            }
-            k0 += kl
-        }
+        gemmPackA(a, lda: lda, m: m, k: k, kc: kc, mr: K.mr, into: p) { Float16($0) }
     }
 
     /// Words of scratch `gemm` needs: a packed block of B (halves) and an MR x NR edge tile.
@@ -217,14 +201,35 @@ public enum FP16PackedGemm<D: FP16ISA> {
     }
 }
 
+/// A packed GEMM with A in halves and the FP32 GEMM's calling convention otherwise: the FP16 GEMM
+/// (this file) and FP16-stored weights (FP16Weights.swift), wrapped alike by `makeHalf`.
+public protocol HalfPackedGemm {
+    static var mr: Int { get }
+    static var nr: Int { get }
+    /// Floats per vector of the micro-kernel.
+    static var width: Int { get }
+    static func packedASize(m: Int, k: Int) -> Int
+    static func packA(_ a: UnsafePointer<Float>, lda: Int, m: Int, k: Int, kc: Int, into p: UnsafeMutablePointer<Float16>)
+    static func scratchSize(m: Int, n: Int, k: Int, kc: Int, nc: Int) -> Int
+    static func gemm(m: Int, n: Int, k: Int, packedA: UnsafePointer<Float16>, b: UnsafePointer<Float>, ldb: Int,
+                     c: UnsafeMutablePointer<Float>, ldc: Int, scratch: UnsafeMutablePointer<Float>, kc: Int, nc: Int,
+                     rowStart: Int, rowEnd: Int?)
+}
+
+extension FP16PackedGemm: HalfPackedGemm {
+    @inlinable public static var mr: Int { K.mr }
+    @inlinable public static var nr: Int { K.nr }
+    @inlinable public static var width: Int { 8 }
+}
+
 extension BF16Kernels {
-    /// The FP16 GEMM of `D` with blocks of at most kc steps of k summed in FP16 x nc columns, named
-    /// `level`.
+    /// The GEMM `G` with blocks of at most kc steps of k x nc columns, named `level`, its products
+    /// by `dot`.
     @inlinable
-    public static func makeFP16<D: FP16ISA>(level: String, requires: CPUFeatureSet, _: D.Type, kc: Int, nc: Int) -> BF16Kernels {
-        typealias G = FP16PackedGemm<D>
+    public static func makeHalf<G: HalfPackedGemm>(level: String, dot: String, requires: CPUFeatureSet, _: G.Type, kc: Int,
+                                                   nc: Int, weightsOnly: Bool) -> BF16Kernels {
         let gemm = GemmFunctions(
-            level: level, mr: G.K.mr, nr: G.K.nr, width: 8, kc: kc, nc: nc,
+            level: level, mr: G.mr, nr: G.nr, width: G.width, kc: kc, nc: nc,
             packedASize: { G.packedASize(m: $0, k: $1) },
             packA: { G.packA($0, lda: $1, m: $2, k: $3, kc: kc, into: UnsafeMutableRawPointer($4).assumingMemoryBound(to: Float16.self)) },
             scratchSize: { G.scratchSize(m: $0, n: $1, k: $2, kc: kc, nc: nc) },
@@ -232,7 +237,14 @@ extension BF16Kernels {
                 G.gemm(m: m, n: n, k: k, packedA: UnsafeRawPointer(a).assumingMemoryBound(to: Float16.self), b: b, ldb: ldb, c: c,
                        ldc: ldc, scratch: scratch, kc: kc, nc: nc, rowStart: rows.lowerBound, rowEnd: rows.upperBound)
             })
-        return BF16Kernels(dot: "fmla .8h", requires: requires, gemm: gemm)
+        return BF16Kernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly)
+    }
+
+    /// The FP16 GEMM of `D` with blocks of at most kc steps of k summed in FP16 x nc columns, named
+    /// `level`.
+    @inlinable
+    public static func makeFP16<D: FP16ISA>(level: String, requires: CPUFeatureSet, _: D.Type, kc: Int, nc: Int) -> BF16Kernels {
+        makeHalf(level: level, dot: "fmla .8h", requires: requires, FP16PackedGemm<D>.self, kc: kc, nc: nc, weightsOnly: false)
     }
 }
 #endif

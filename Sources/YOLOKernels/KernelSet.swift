@@ -111,49 +111,53 @@ public struct KernelSet: Sendable {
     public let winograd4: WinogradFunctions
     public let direct: DirectConvFunctions
     /// The INT8 convolution kernels, where the level has them (Int8KernelSet.swift).
-    public let int8: Int8Functions?
+    public private(set) var int8: Int8Functions?
     /// The 16-bit pair GEMM of INT8 Winograd (Int16Pairs.swift), where the level has one.
-    public let int16Pairs: Int8Functions?
+    public private(set) var int16Pairs: Int8Functions?
     /// The BF16 GEMM, where the build has one for this level (BF16Gemm.swift); it may need more of
     /// the CPU than the rest of the set (`BF16Kernels.requires`).
-    public let bf16: BF16Kernels?
+    public private(set) var bf16: BF16Kernels?
     /// The FP16 GEMM (FP16Gemm.swift: FP16 products and sums, same wrapper), where the level has
     /// one; it may need more of the CPU than the rest of the set (FP16 arithmetic).
-    public let fp16: BF16Kernels?
+    public private(set) var fp16: BF16Kernels?
+    /// The level's FP32 GEMM on FP16-stored weights (FP16Weights.swift): every level has one.
+    public let fp16Weights: BF16Kernels?
 
     @usableFromInline
     init(name: String, requires: CPUFeatureSet, gemm: GemmFunctions, winograd2: WinogradFunctions,
-         winograd4: WinogradFunctions, direct: DirectConvFunctions, int8: Int8Functions? = nil,
-         int16Pairs: Int8Functions? = nil, bf16: BF16Kernels? = nil, fp16: BF16Kernels? = nil) {
+         winograd4: WinogradFunctions, direct: DirectConvFunctions, fp16Weights: BF16Kernels?) {
         (self.name, self.requires, self.gemm) = (name, requires, gemm)
-        (self.winograd2, self.winograd4, self.direct, self.int8, self.bf16) = (winograd2, winograd4, direct, int8, bf16)
-        (self.int16Pairs, self.fp16) = (int16Pairs, fp16)
+        (self.winograd2, self.winograd4, self.direct, self.fp16Weights) = (winograd2, winograd4, direct, fp16Weights)
     }
 
     /// This set with `int8` as its INT8 kernels.
     public func adding(int8: Int8Functions) -> KernelSet {
-        KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4, direct: direct,
-                  int8: int8, int16Pairs: int16Pairs, bf16: bf16, fp16: fp16)
+        var set = self
+        set.int8 = int8
+        return set
     }
 
     /// This set with `int16Pairs` as its pair GEMM (made with a kc of at most
     /// `Int16Pairs.maxGroupsPerBlock`).
     public func adding(int16Pairs: Int8Functions) -> KernelSet {
         precondition(int16Pairs.kc <= Int16Pairs.maxGroupsPerBlock, "int16 pairs: kc over Int16Pairs.maxGroupsPerBlock")
-        return KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4,
-                         direct: direct, int8: int8, int16Pairs: int16Pairs, bf16: bf16, fp16: fp16)
+        var set = self
+        set.int16Pairs = int16Pairs
+        return set
     }
 
     /// This set with `fp16` as its FP16 GEMM.
     public func adding(fp16: BF16Kernels) -> KernelSet {
-        KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4, direct: direct,
-                  int8: int8, int16Pairs: int16Pairs, bf16: bf16, fp16: fp16)
+        var set = self
+        set.fp16 = fp16
+        return set
     }
 
     /// This set with `bf16` as its BF16 GEMM.
     public func adding(bf16: BF16Kernels) -> KernelSet {
-        KernelSet(name: name, requires: requires, gemm: gemm, winograd2: winograd2, winograd4: winograd4, direct: direct,
-                  int8: int8, int16Pairs: int16Pairs, bf16: bf16, fp16: fp16)
+        var set = self
+        set.bf16 = bf16
+        return set
     }
 
     /// The kernel set of a level from its generic parts: `K` the GEMM micro-kernel, `W` the
@@ -188,7 +192,13 @@ public struct KernelSet: Sendable {
             scratchSize: { DirectConv3x3<V, Tag>.scratchSize(channels: $0, width: $1) },
             pooledRows: { DirectConv3x3<V, Tag>.pooledRows($0, height: $1, width: $2, channels: $3, packed: $4,
                                                            filters: $5, rows: $6, into: $7, scratch: $8) })
-        return KernelSet(name: name, requires: requires, gemm: gemm, winograd2: w2, winograd4: w4, direct: direct)
+        #if os(macOS) && arch(x86_64)
+        let fp16Weights: BF16Kernels? = nil
+        #else
+        let fp16Weights: BF16Kernels? = .makeFP16Weights(level: name + "-fp16-weights", requires: requires, K.self, kc: kc, nc: nc)
+        #endif
+        return KernelSet(name: name, requires: requires, gemm: gemm, winograd2: w2, winograd4: w4, direct: direct,
+                         fp16Weights: fp16Weights)
     }
 
     /// The transforms for `tile` (2 or 4).

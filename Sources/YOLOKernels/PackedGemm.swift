@@ -32,6 +32,52 @@ public func gemmBlockDepth(k: Int, kc: Int) -> Int {
     return (k + blocks - 1) / blocks
 }
 
+/// Packs A (m x k, row stride lda) into `p` as every packed GEMM lays it out (`convert` turns each
+/// value into the GEMM's element): for every block of k (gemmBlockDepth: offset k0, kl steps), at
+/// p + k0 * mPadded, the MR-row panels one after the other, each kl steps of MR values, zero past
+/// row m.
+@inlinable @inline(__always)
+public func gemmPackA<T>(_ a: UnsafePointer<Float>, lda: Int, m: Int, k: Int, kc: Int, mr: Int,
+                         into p: UnsafeMutablePointer<T>, _ convert: (Float) -> T) {
+    let mPadded = (m + mr - 1) / mr * mr, kcs = gemmBlockDepth(k: k, kc: kc), zero = convert(0)
+    var k0 = 0
+    while k0 < k {
+        let kl = min(kcs, k - k0)
+        var ib = 0
+        while ib < mPadded {
+            let panel = p + k0 * mPadded + ib * kl
+            for r in 0..<mr {
+                let row = ib + r
+                if row < m {
+                    let src = a + row * lda + k0
+                    for q in 0..<kl { panel[q * mr + r] = convert(src[q]) }
+                } else {
+                    for q in 0..<kl { panel[q * mr + r] = zero }
+                }
+            }
+            ib += mr
+        }
+        k0 += kl
+    }
+}
+
+/// Where the packed GEMM's driver finds A's panels: `panel(k0, kcl, ib)` is the kcl x MR panel of
+/// rows ib..<ib + MR for the block of k at k0, asked for each block's panels in turn (all tiles of
+/// one panel, then the next panel's).
+public protocol GemmPanels {
+    func panel(_ k0: Int, _ kcl: Int, _ ib: Int) -> UnsafePointer<Float>
+}
+
+/// A packed by PackedGemm.packA: each panel where it lies.
+public struct GemmPackedPanels: GemmPanels {
+    @usableFromInline let a: UnsafePointer<Float>
+    @usableFromInline let mPadded: Int
+    @inlinable @inline(__always)
+    public init(a: UnsafePointer<Float>, mPadded: Int) { (self.a, self.mPadded) = (a, mPadded) }
+    @inlinable @inline(__always)
+    public func panel(_ k0: Int, _ kcl: Int, _ ib: Int) -> UnsafePointer<Float> { a + k0 * mPadded + ib * kcl }
+}
+
 /// The packed GEMM driver for micro-kernel `K` with blocking KC (steps of k per packed block)
 /// and NC (columns of B per packed block). `packA`, `packedASize`, `scratchSize` and `gemm`
 /// must be called with the same `kc` (and `scratchSize`/`gemm` with the same `nc`).
@@ -60,26 +106,7 @@ public enum PackedGemm<K: GemmMicroKernel> {
     @inlinable @inline(__always)
     public static func packA(_ a: UnsafePointer<Float>, lda: Int, m: Int, k: Int, kc: Int,
                              into p: UnsafeMutablePointer<Float>) {
-        let mr = K.mr, mPadded = roundUp(m, mr), kc = blockDepth(k: k, kc: kc)
-        var pc = 0
-        while pc < k {
-            let kcl = min(kc, k - pc)
-            var ib = 0
-            while ib < mPadded {
-                let panel = p + pc * mPadded + ib * kcl
-                for r in 0..<mr {
-                    let row = ib + r
-                    if row < m {
-                        let src = a + row * lda + pc
-                        for q in 0..<kcl { panel[q * mr + r] = src[q] }
-                    } else {
-                        for q in 0..<kcl { panel[q * mr + r] = 0 }
-                    }
-                }
-                ib += mr
-            }
-            pc += kcl
-        }
+        gemmPackA(a, lda: lda, m: m, k: k, kc: kc, mr: K.mr, into: p) { $0 }
     }
 
     /// Floats of scratch `gemm` needs: one packed KC x NC block of B and one MR x NR edge tile.
@@ -159,13 +186,23 @@ public enum PackedGemm<K: GemmMicroKernel> {
                             b: UnsafePointer<Float>, ldb: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
                             scratch: UnsafeMutablePointer<Float>, kc: Int, nc: Int,
                             rowStart: Int = 0, rowEnd: Int? = nil) {
+        blocks(m: m, n: n, k: k, panels: GemmPackedPanels(a: packedA, mPadded: roundUp(m, K.mr)), b: b, ldb: ldb, c: c,
+               ldc: ldc, scratch: scratch, kc: kc, nc: nc, rowStart: rowStart, rowEnd: rowEnd)
+    }
+
+    /// `gemm`'s loops with A's panels from `panels` (FP16-stored weights widen them there:
+    /// FP16Weights.swift).
+    @inlinable @inline(__always)
+    public static func blocks<P: GemmPanels>(m: Int, n: Int, k: Int, panels: P, b: UnsafePointer<Float>, ldb: Int,
+                                             c: UnsafeMutablePointer<Float>, ldc: Int, scratch: UnsafeMutablePointer<Float>,
+                                             kc: Int, nc: Int, rowStart: Int, rowEnd: Int?) {
         let rowEnd = min(m, rowEnd ?? m)
         guard rowStart < rowEnd, n > 0 else { return }
         guard k > 0 else {
             for i in rowStart..<rowEnd { (c + i * ldc).update(repeating: 0, count: n) }
             return
         }
-        let mr = K.mr, nr = K.nr, w = K.Vector.scalarCount, mPadded = roundUp(m, mr), kc = blockDepth(k: k, kc: kc)
+        let mr = K.mr, nr = K.nr, w = K.Vector.scalarCount, kc = blockDepth(k: k, kc: kc)
         let nc = blockWidth(nc)
         let ncMax = roundUp(min(n, nc), nr), kcMax = kc
         let bp = scratch, tile = scratch + kcMax * ncMax
@@ -177,20 +214,19 @@ public enum PackedGemm<K: GemmMicroKernel> {
                 let kcl = min(kc, k - pc)
                 let accumulate = pc > 0
                 packB(b + pc * ldb + jc, ldb: ldb, kcl: kcl, ncl: ncl, into: bp)
-                let aBlock = packedA + pc * mPadded
                 gemmBlockTiles(mr: mr, nr: nr, w: w, rows: rowStart..<rowEnd, ncl: ncl, c: c + jc, ldc: ldc, tile: tile,
                                accumulate: accumulate, columnsBelow: w / 2,
                                run: { ib, jb, dst, ldd, acc in
-                                   K.run(kcl, aBlock + ib * kcl, bp + jb * kcl, dst, ldd, accumulate: acc)
+                                   K.run(kcl, panels.panel(pc, kcl, ib), bp + jb * kcl, dst, ldd, accumulate: acc)
                                },
                                runVector: { ib, jb, j, dst, ldd, acc in
-                                   K.runVector(kcl, aBlock + ib * kcl, bp + jb * kcl + j, bStride: nr, dst, ldd, accumulate: acc)
+                                   K.runVector(kcl, panels.panel(pc, kcl, ib), bp + jb * kcl + j, bStride: nr, dst, ldd, accumulate: acc)
                                },
                                runColumn: { ib, jb, j, dst, ldd, rows, acc in
-                                   runColumn(kcl, aBlock + ib * kcl, bp + jb * kcl + j, bStride: nr, dst, ldd, rows: rows, accumulate: acc)
+                                   runColumn(kcl, panels.panel(pc, kcl, ib), bp + jb * kcl + j, bStride: nr, dst, ldd, rows: rows, accumulate: acc)
                                },
                                runVector2: { ib, jb, j, dst, ldd, acc in
-                                   K.runVector2(kcl, aBlock + ib * kcl, bp + jb * kcl + j, bStride: nr, dst, ldd, accumulate: acc)
+                                   K.runVector2(kcl, panels.panel(pc, kcl, ib), bp + jb * kcl + j, bStride: nr, dst, ldd, accumulate: acc)
                                })
                 pc += kcl
             }

@@ -68,7 +68,7 @@ enum TuneCommand {
             let model = try Model(cfgPath: cfg, weightsPath: weights, options: options)
             let seconds = Date().timeIntervalSince(start)
             let plan = model.plan
-            print("yolo tune: \(cfg) at \(model.inputWidth)x\(model.inputHeight), \(plan.kernels) kernels, \(count) thread\(count == 1 ? "" : "s")")
+            print("yolo tune: \(cfg) at \(model.inputWidth)x\(model.inputHeight), \(plan.kernels) kernels\(plan.halfGemm.map { " (\($0))" } ?? ""), \(count) thread\(count == 1 ? "" : "s")")
             print(plan.description)
             print("measured in \(String(format: "%.2f", plan.tuningSeconds)) s (load and measurement \(String(format: "%.2f", seconds)) s)"
                   + (plan.cacheFile.map { "; stored in \($0)" } ?? "; not stored (--no-cache)"))

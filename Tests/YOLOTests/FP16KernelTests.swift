@@ -7,7 +7,8 @@ import YOLOReference
 /// The FP16 GEMM (FP16Gemm.swift: fmla .8h on 64-bit ARM with FP16 arithmetic; on x86 the avx2
 /// level's software model of it): `GemmKernelTests`' tail, stride, row-range and shape tests run it
 /// too (`fp16Levels`; the reference rounds both inputs to FP16 and sums their exact products, within
-/// the FP16 sums' bound). Here: FP16's rounding and range, the blocks of k, and which CPUs get it.
+/// the FP16 sums' bound). Here: FP16's rounding and range, and the blocks of k (which CPUs get it:
+/// FP16WeightsTests.swift).
 extension GemmKernelTests {
     /// The FP16 GEMMs tested here: on ARM the one this CPU runs, on x86 the software model.
     var fp16Levels: [GemmFunctions] {
@@ -66,35 +67,6 @@ extension GemmKernelTests {
         var c = [Float](repeating: .nan, count: n), scratch = [Float](repeating: .nan, count: kern.scratchSize(m: 1, n: n, k: k))
         kern.gemm(m: 1, n: n, k: k, packedA: packed, b: b, ldb: n, c: &c, ldc: n, scratch: &scratch)
         XCTAssertEqual(c, [Float](repeating: 1024.75, count: n), "\(kern.level): FP16 sums per block of \(kc) steps, FP32 across")
-    }
-
-    /// Which levels have an FP16 GEMM, and `precision fp16`'s refusal: on x86 (no FP16 arithmetic)
-    /// a one-line reason; with the feature faked, the kernels; a level without them, its reason.
-    func testFP16NeedsTheFeature() throws {
-        #if arch(x86_64)
-        let avx2 = try XCTUnwrap(KernelRegistry.all.first { $0.name == "avx2" })
-        XCTAssertEqual(avx2.fp16?.requires, [.avx2, .fp16], "the model is never offered on x86")
-        XCTAssertNil(avx2.fp16(on: HostCPU.features))
-        XCTAssertFalse(HostCPU.features.contains(.fp16))
-        XCTAssertThrowsError(try avx2.fp16ForPrecision(on: [.avx2])) { e in
-            XCTAssertTrue("\(e)".contains("precision fp16 needs a 64-bit ARM CPU with FP16 arithmetic (asimdhp"), "\(e)")
-            XCTAssertFalse("\(e)".contains("\n"))
-        }
-        XCTAssertEqual(try avx2.fp16ForPrecision(on: [.avx2, .fp16]).dot, "fmla .8h")
-        let baseline = try XCTUnwrap(KernelRegistry.all.first { $0.name == "baseline" })
-        XCTAssertThrowsError(try baseline.fp16ForPrecision(on: [.avx2, .fp16])) { e in
-            XCTAssertTrue("\(e)".contains("kernel level baseline has no FP16 kernels (avx2 has them"), "\(e)")
-        }
-        #else
-        let dotprod = try XCTUnwrap(KernelRegistry.all.first { $0.name == "dotprod" })
-        XCTAssertEqual(dotprod.fp16?.requires, [.dotProduct, .fp16])
-        XCTAssertEqual(dotprod.fp16(on: HostCPU.features) != nil, HostCPU.features.isSuperset(of: [.dotProduct, .fp16]))
-        XCTAssertThrowsError(try dotprod.fp16ForPrecision(on: [.dotProduct])) { e in
-            XCTAssertTrue("\(e)".contains("precision fp16 needs a 64-bit ARM CPU with FP16 arithmetic"), "\(e)")
-        }
-        let neon = try XCTUnwrap(KernelRegistry.all.first { $0.name == "neon" })
-        XCTAssertNil(neon.fp16, "the ARMv8.0 level (Cortex-A72) has no FP16 arithmetic")
-        #endif
     }
 }
 

@@ -6,8 +6,10 @@ import YOLOKernels
 import YOLOReference
 
 /// The packed GEMM of every kernel level this CPU can run (so an AVX-512 machine also tests
-/// AVX2 and baseline), and the BF16 GEMM where this CPU has AVX-512 BF16, against a naive
-/// double-precision reference (for BF16: on the inputs rounded to bfloat16, BF16KernelTests.swift).
+/// AVX2 and baseline), the BF16 GEMM where this CPU has AVX-512 BF16, the FP16 GEMM and every
+/// level's GEMM on FP16-stored weights, against a naive double-precision reference (on the inputs
+/// rounded as each GEMM rounds them: BF16KernelTests.swift, FP16KernelTests.swift,
+/// FP16WeightsTests.swift).
 final class GemmKernelTests: XCTestCase {
     struct Shape: CustomStringConvertible {
         var m, n, k: Int
@@ -20,7 +22,7 @@ final class GemmKernelTests: XCTestCase {
         KernelLevel.supported.map { level in
             guard let k = level.kernelSet else { XCTFail("\(level) is supported but has no kernels"); fatalError() }
             return k.gemm
-        } + bf16Levels + fp16Levels
+        } + bf16Levels + fp16Levels + fp16WeightsLevels
     }
 
     /// Runs `kern` on `s` and compares with the naive product (YOLOReference): every entry when the product is
@@ -41,8 +43,10 @@ final class GemmKernelTests: XCTestCase {
         // The FP16 GEMM's: the inputs rounded to FP16, and sums in FP16 over blocks of at most kc
         // steps: each of a block's steps rounds once (2^-11 of that partial sum at most).
         let half = fp16Levels.contains { $0.level == kern.level }
+        // FP16-stored weights' (FP16WeightsTests.swift): A rounded to FP16, FP32 arithmetic.
+        let weightsHalf = fp16WeightsLevels.contains { $0.level == kern.level }
         let (ra, rb) = rounded ? (a.map(bfloat16Rounded), b.map(bfloat16Rounded))
-            : half ? (a.map(fp16Rounded), b.map(fp16Rounded)) : (a, b)
+            : half ? (a.map(fp16Rounded), b.map(fp16Rounded)) : weightsHalf ? (a.map(fp16Rounded), b) : (a, b)
         var c = [Float](repeating: .nan, count: m * ldc)
         var packed = [Float](repeating: .nan, count: kern.packedASize(m: m, k: k))
         var scratch = [Float](repeating: .nan, count: kern.scratchSize(m: m, n: n, k: k))

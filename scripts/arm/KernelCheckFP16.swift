@@ -3,11 +3,49 @@
 // naive product of the inputs rounded to FP16 (sums in double), within the bound of FP16 sums over
 // blocks of at most kc steps (each step rounds once: 2^-11 of the block's magnitude), and the
 // blocks' arithmetic exactly (FP16 within a block, FP32 across). Nothing on other CPUs.
-#if arch(arm64) || arch(aarch64)
+// And every level's FP32 GEMM on FP16-stored weights (FP16Weights.swift: the Cortex-A72's
+// `precision fp16`), bit for bit the level's FP32 GEMM on the weights rounded to FP16.
 import Glibc
 import YOLOKernels
-import YOLOKernelsDotProd
+import YOLOKernelsBaseline
 import YOLOReference
+#if arch(arm64) || arch(aarch64)
+import YOLOKernelsDotProd
+#endif
+
+func checkFP16WeightsGemms() {
+    var sets = [KernelsBaseline.kernelSet]
+    #if arch(arm64) || arch(aarch64)
+    // AT_HWCAP (16), HWCAP_ASIMDDP (1 << 20): the dotprod level needs the dot product.
+    if getauxval(16) & (1 << 20) != 0 { sets.append(KernelsDotProd.kernelSet) }
+    #endif
+    for set in sets {
+        guard let half = set.fp16Weights?.gemm else {
+            checks += 1; failures += 1
+            print("MISMATCH fp16 weights: the \(set.name) kernel set has no FP16-weights GEMM")
+            continue
+        }
+        let g = set.gemm
+        for (m, n, k) in [(1, 1, 1), (7, 13, 9), (16, 169, 64), (19, 520, 300), (33, 49, 145), (8, 2, 513)] {
+            let a = rng.floats(m * k), b = rng.floats(k * n)
+            func run(_ kern: GemmFunctions, _ a: [Float]) -> [Float] {
+                var packed = [Float](repeating: .nan, count: kern.packedASize(m: m, k: k))
+                var scratch = [Float](repeating: .nan, count: kern.scratchSize(m: m, n: n, k: k))
+                var c = [Float](repeating: .nan, count: m * n)
+                a.withUnsafeBufferPointer { pa in ptr(&packed) { kern.packA(pa.baseAddress!, lda: k, m: m, k: k, into: $0) } }
+                packed.withUnsafeBufferPointer { pa in b.withUnsafeBufferPointer { pb in ptr(&scratch) { ps in ptr(&c) {
+                    kern.gemm(m: m, n: n, k: k, packedA: pa.baseAddress!, b: pb.baseAddress!, ldb: n, c: $0, ldc: n,
+                              scratch: ps, rows: 0..<m)
+                } } } }
+                return c
+            }
+            expect("\(half.level) gemm m=\(m) n=\(n) k=\(k): the \(set.name) FP32 GEMM on FP16-rounded weights",
+                   run(half, a), run(g, a.map { Float(Float16($0)) }), crossArch: false)
+        }
+    }
+}
+
+#if arch(arm64) || arch(aarch64)
 
 func checkFP16Gemm() {
     // AT_HWCAP (16), HWCAP_ASIMDHP (1 << 10): fmla .8h would be an illegal instruction without it.

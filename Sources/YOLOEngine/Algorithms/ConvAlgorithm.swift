@@ -31,15 +31,19 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     case im2colBF16 = "im2col-bf16"
     case gemm1x1BF16 = "gemm1x1-bf16"
     case winograd2BF16 = "winograd2-bf16"
-    /// FP16: the same three with the FP16 GEMM (FP16 products and sums over blocks of k, FP32 across
-    /// them: FP16Gemm.swift), where the CPU has FP16 arithmetic (64-bit ARM). F(4x4) has no FP16
-    /// form either: its GEMM sums, in FP16, values much larger than the outputs they cancel down
-    /// to. Measured on yolov3-tiny (16 photos, threshold 0.25, the FP16 GEMM's model): F(4x4) in
-    /// FP16 moved confidences by 0.0061 on average (0.028 at most), F(2x2) by 0.0016 (0.0052),
-    /// im2col by 0.0015 (0.0058); all 28 detections kept.
+    /// FP16: the same three with the FP16 GEMM of the model's kernels: FP16 products and sums over
+    /// blocks of k, FP32 across them (FP16Gemm.swift) where the CPU has FP16 arithmetic (64-bit
+    /// ARM), else FP32 arithmetic on FP16-stored weights (FP16Weights.swift). With FP16 arithmetic
+    /// F(4x4) has no FP16 form: its GEMM sums, in FP16, values much larger than the outputs they
+    /// cancel down to. Measured on yolov3-tiny (16 photos, threshold 0.25, the FP16 GEMM's model):
+    /// F(4x4) in FP16 moved confidences by 0.0061 on average (0.028 at most), F(2x2) by 0.0016
+    /// (0.0052), im2col by 0.0015 (0.0058); all 28 detections kept.
     case im2colFP16 = "im2col-fp16"
     case gemm1x1FP16 = "gemm1x1-fp16"
     case winograd2FP16 = "winograd2-fp16"
+    /// F(4x4) on FP16-stored transformed weights, FP32 arithmetic: only where the FP16 GEMM is the
+    /// weights-only one (`BF16Kernels.weightsOnly`).
+    case winograd4FP16 = "winograd4-fp16"
 
     public var description: String { rawValue }
 
@@ -48,7 +52,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         switch self {
         case .int8, .winograd4Int8: return .int8
         case .im2colBF16, .gemm1x1BF16, .winograd2BF16: return .bf16
-        case .im2colFP16, .gemm1x1FP16, .winograd2FP16: return .fp16
+        case .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16: return .fp16
         default: return .fp32
         }
     }
@@ -59,6 +63,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .im2colBF16, .im2colFP16: return .im2col
         case .gemm1x1BF16, .gemm1x1FP16: return .gemm1x1
         case .winograd2BF16, .winograd2FP16: return .winograd2
+        case .winograd4FP16: return .winograd4
         default: return self
         }
     }
@@ -76,7 +81,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// it), with `kernels` our kernel set (nil: GEMMs in OpenBLAS, no direct kernel).
     func applies(to conv: ConvolutionalLayer, pooledBy next: MaxPoolLayer?, ourKernels: Bool) -> Bool {
         switch self {
-        case .im2colBF16, .gemm1x1BF16, .winograd2BF16, .im2colFP16, .gemm1x1FP16, .winograd2FP16:
+        case .im2colBF16, .gemm1x1BF16, .winograd2BF16, .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16:
             return fp32Form.applies(to: conv, pooledBy: next, ourKernels: ourKernels)
         case .im2col: return !conv.isPointwise
         case .gemm1x1: return conv.isPointwise
@@ -121,13 +126,14 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     ///   (ms, F(4x4) FP32 / F(2x2) BF16): 64 channels at 52x52 0.92 / 0.87, 128 at 26x26 0.77 /
     ///   0.77, 512 at 13x13 (F(2x2) FP32) 5.0 / 3.4, but 384 at 26x26 2.64 / 3.13: measuring
     ///   (`yolo tune --precision bf16`) keeps F(4x4) FP32 where it is faster; the same with FP16
-    ///   candidates (precision .fp16) and their FP16 forms.
+    ///   candidates (precision .fp16) and their FP16 forms, F(4x4) in FP16 where it is a candidate
+    ///   (FP16-stored weights, FP32 arithmetic).
     static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm]) -> ConvAlgorithm {
         if candidates.contains(.int8) { return .int8 }
         if let half = candidates.first(where: { $0.isHalfGemm })?.precision {
             let choice = table(for: conv, candidates: candidates.filter { $0.precision == .fp32 })
-            let form = (choice == .winograd4 ? .winograd2 : choice).form(in: half)
-            return form.flatMap { candidates.contains($0) ? $0 : nil } ?? choice
+            let form = [choice, choice == .winograd4 ? .winograd2 : choice].compactMap { $0.form(in: half) }
+            return form.first { candidates.contains($0) } ?? choice
         }
         if candidates.contains(.directPool) { return .directPool }
         if candidates.contains(.gemm1x1) { return .gemm1x1 }
@@ -160,7 +166,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
             return WinogradInt8Conv(conv, weights: weights, input: input, kernelSet: kernelSet, pool: pool)
         case .im2col, .im2colBF16, .im2colFP16: return Im2colGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case .gemm1x1, .gemm1x1BF16, .gemm1x1FP16: return PointwiseGemm(conv, weights: weights, gemm: gemm, algorithm: self)
-        case .winograd2, .winograd4, .winograd2BF16, .winograd2FP16:
+        case .winograd2, .winograd4, .winograd2BF16, .winograd2FP16, .winograd4FP16:
             return WinogradConv(conv, algorithm: self, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: pool)
         case .directPool: return DirectConvPool(conv, weights: weights, kernelSet: kernelSet)
         }
@@ -179,7 +185,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .winograd2: return 2 * 4 * weights / 9 * 16
         case .winograd4: return 2 * 4 * weights / 9 * 36
         // Packed in 16 bits from the FP32 form's buffers: at most what that form needs.
-        case .im2colBF16, .gemm1x1BF16, .winograd2BF16, .im2colFP16, .gemm1x1FP16, .winograd2FP16:
+        case .im2colBF16, .gemm1x1BF16, .winograd2BF16, .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16:
             return fp32Form.loadBytes(conv)
         }
     }

@@ -1,6 +1,7 @@
 // Where the 16-bit GEMMs may run: a kernel set's `bf16` and `fp16` parts, offered only when this
 // CPU has what each needs (`BF16Kernels.requires`: AVX-512 BF16, or FP16 arithmetic, besides the
-// set's own features), and the one-line error `precision bf16` or `fp16` gets where it cannot.
+// set's own features), and the one-line error `precision bf16` gets where it cannot; `fp16`
+// falls back to the level's FP32 GEMM on FP16-stored weights.
 import YOLOCore
 import YOLOKernels
 
@@ -38,16 +39,13 @@ extension KernelSet {
         throw .invalidArgument("precision bf16: kernel level \(name) has no BF16 kernels (\(with) has them; YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel chose a lower level)")
     }
 
-    /// The FP16 GEMM for `precision fp16`, or why there is none: this CPU lacks FP16 arithmetic
-    /// (every x86 CPU, ARMv8.0 cores such as the Cortex-A72 of a Raspberry Pi 4), or the level in
-    /// use has no FP16 kernels.
+    /// The GEMM for `precision fp16`: FP16 arithmetic where this CPU has it and the level has its
+    /// kernels (64-bit ARM with asimdhp at the dotprod level), else the level's FP32 GEMM on
+    /// FP16-stored weights (every x86 CPU; ARMv8.0 cores such as a Raspberry Pi 4's Cortex-A72;
+    /// a level lowered below dotprod by YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel).
     func fp16ForPrecision(on features: CPUFeatureSet) throws(YOLOError) -> BF16Kernels {
-        if let k = fp16(on: features) { return k }
-        guard features.contains(.fp16) else {
-            throw .invalidArgument("precision fp16 needs a 64-bit ARM CPU with FP16 arithmetic (asimdhp, fmla .8h: Cortex-A55, A76 / Raspberry Pi 5 and later); this one lacks it: use fp32 or int8")
-        }
-        let with = KernelRegistry.all.filter { $0.fp16 != nil }.map { $0.name }.joined(separator: ", ")
-        throw .invalidArgument("precision fp16: kernel level \(name) has no FP16 kernels (\(with.isEmpty ? "no level of this build" : with) has them; YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel chose a lower level)")
+        if let k = fp16(on: features) ?? fp16Weights { return k }
+        throw .invalidArgument("precision fp16: this build has no FP16 kernels (Swift has no Float16 on macOS x86_64): use fp32 or int8")
     }
 }
 
@@ -56,4 +54,6 @@ extension KernelLevel {
     @_spi(Kernels) public var bf16Kernels: BF16Kernels? { kernelSet?.bf16(on: HostCPU.features) }
     /// This level's FP16 GEMM where this CPU runs it (for kernel tests and benchmarks).
     @_spi(Kernels) public var fp16Kernels: BF16Kernels? { kernelSet?.fp16(on: HostCPU.features) }
+    /// This level's FP32 GEMM on FP16-stored weights (for kernel tests and benchmarks).
+    @_spi(Kernels) public var fp16WeightsKernels: BF16Kernels? { kernelSet?.fp16Weights }
 }

@@ -58,6 +58,9 @@ public struct PlanReport: Sendable, CustomStringConvertible {
     public let entries: [Entry]
     /// The kernel level the steps run (and "+ OpenBLAS" when OpenBLAS computes the GEMMs).
     public let kernels: String
+    /// The 16-bit GEMM of precision bf16 or fp16 and what computes its products
+    /// ("avx2-fp16-weights: fp32 fma, fp16 weights", "dotprod-fp16: fmla .8h"); nil for the others.
+    public let halfGemm: String?
     /// Threads the measurements ran on (nil: nothing was measured or read from the cache).
     public let measuredThreads: Int?
     /// The plan cache file read or written, if any.

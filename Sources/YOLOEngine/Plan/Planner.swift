@@ -71,7 +71,8 @@ struct Planner {
     /// The algorithms that can compute `conv` on its own under the model's options.
     func standaloneCandidates(_ conv: ConvolutionalLayer) -> [ConvAlgorithm] {
         ConvAlgorithm.allCases.filter {
-            $0 != .directPool && ($0 != .winograd4Int8 || winogradInt8) && $0.applies(to: conv, pooledBy: nil, ourKernels: ourKernels)
+            $0 != .directPool && ($0 != .winograd4Int8 || winogradInt8) && ($0 != .winograd4FP16 || half?.weightsOnly == true)
+                && $0.applies(to: conv, pooledBy: nil, ourKernels: ourKernels)
                 && $0.allowed(by: options.convolution) && offers($0.precision, for: conv)
         }
     }
