@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""INT8 against FP32 detections, as issue #20 measures them: `yolo detect --json` on the images
-(or directories) given, once in FP32 and once with --precision int8; a detection of one matches a
+"""INT8 (or --precision bf16 / fp16) against FP32 detections, as issue #20 measures them: `yolo
+detect --json` on the images (or directories) given, once in FP32 and once with --precision int8
+(or the precision given); a detection of one matches a
 detection of the other with the same class and IoU >= 0.5 (greedy, most confident first);
 recall = matched / FP32 detections, precision = matched / INT8 detections, pooled over the photos;
 drift = the mean and largest confidence change of the matched detections (a finer yardstick than
 the counts, which one borderline box moves; scripts/photo-variants.sh makes more inputs).
 
   scripts/int8-accuracy.py ../shared/images samples [--table F] [--thresh 0.25] [--yolo PATH]
+                           [--precision int8|bf16|fp16]
 
 Prints one line per photo where the two differ and the pooled figures; exits 1 when recall or
 precision is below --require (default 0.97)."""
@@ -48,9 +50,13 @@ def main():
     p.add_argument("--thresh", type=float, default=0.25)
     p.add_argument("--yolo", default=".build/release/yolo")
     p.add_argument("--require", type=float, default=0.97)
+    p.add_argument("--precision", default="int8", choices=["int8", "bf16", "fp16"])
     a = p.parse_args()
+    if a.table and a.precision != "int8":
+        p.error("--table is for --precision int8")
+    label = a.precision.upper()
     fp32 = detect(a.yolo, a.inputs, a.thresh, [])
-    int8 = detect(a.yolo, a.inputs, a.thresh, ["--precision", "int8"] + (["--int8-table", a.table] if a.table else []))
+    int8 = detect(a.yolo, a.inputs, a.thresh, ["--precision", a.precision] + (["--int8-table", a.table] if a.table else []))
     total_ref = total_got = total_match = 0
     drifts = []
     for image in sorted(fp32):
@@ -60,10 +66,10 @@ def main():
         m = len(d)
         total_ref, total_got, total_match = total_ref + len(ref), total_got + len(got), total_match + m
         if m != len(ref) or m != len(got):
-            print(f"{image}: FP32 {len(ref)}, INT8 {len(got)}, matched {m}")
+            print(f"{image}: FP32 {len(ref)}, {label} {len(got)}, matched {m}")
     recall = total_match / total_ref if total_ref else 1.0
     precision = total_match / total_got if total_got else 1.0
-    print(f"{len(fp32)} photos, threshold {a.thresh}: FP32 {total_ref} detections, INT8 {total_got}, matched {total_match}: "
+    print(f"{len(fp32)} photos, threshold {a.thresh}: FP32 {total_ref} detections, {label} {total_got}, matched {total_match}: "
           f"recall {recall:.3f}, precision {precision:.3f}; confidence drift mean {sum(drifts) / max(1, len(drifts)):.4f}, "
           f"max {max(drifts, default=0):.3f}")
     sys.exit(0 if recall >= a.require and precision >= a.require else 1)

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 import YOLO
-@testable import YOLOEngine
+@testable @_spi(Kernels) import YOLOEngine
 import YOLOImage
 
 /// FP16 (`--precision fp16`) against FP32 on the sample photos and Darknet's images, as issue #20
