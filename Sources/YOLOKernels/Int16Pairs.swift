@@ -1,6 +1,7 @@
-// 16-bit products for INT8 Winograd (the engine's `winograd4-int8`): after the integer input
-// transform the activations are int16 (|v| <= 100 x 255 for F(4x4)) and the transformed kernels
-// int16 too (10 bits), so the GEMM multiplies pairs of int16, not 4 bytes: B's UInt32 per column
+// 16-bit products for INT8 Winograd (the engine's `winograd4-int8`, `winograd2-int8`): after the
+// integer input transform the activations are int16 (|v| <= 100 x 255 for F(4x4), 4 x 255 for
+// F(2x2)) and the transformed kernels int16 too (10 bits for F(4x4), at most 9 x 127 for F(2x2):
+// products up to 1020 x 1143, below F(4x4)'s 511 x 25500), so the GEMM multiplies pairs of int16, not 4 bytes: B's UInt32 per column
 // and group holds the values of two channels (bits 0-15, 16-31), A's 4 "weights" of a group are
 // the little-endian bytes of two int16 kernels. The driver, packing and tails are those of the
 // INT8 GEMM (Int8Gemm.swift), with k counted in bytes of A (2 per channel).

@@ -1,13 +1,17 @@
-// INT8 Winograd F(4x4, 3x3) (the engine's `winograd4-int8`), what surrounds its 16-bit pair GEMM
-// (Int16Pairs.swift). The input is quantized as for INT8 im2col (u8 per tensor, the calibrated
-// scale and zero point) and its d = q - zeroPoint (-255...255; padding is 0) transformed exactly:
-// V = Bᵀ d B is at most 100 x 255 in magnitude, an int16, and is computed by the level's SIMD FP32
-// transform, exact on integers this small, then packed as int16 pairs. The kernels'
-// transforms U = G g Gᵀ (Winograd4.swift, in float) are quantized per (position, filter) to
-// 10 bits (`Int16Pairs.kernelLimit`). M[xi] = U[xi] · V[xi] then comes out of the GEMM as floats
-// (scaled by the input's scale x the kernel's), and the output transform is the FP32 one.
-// Accuracy measured before building (scripts/int8-winograd-error.py): with 10-bit kernels as
-// close to FP32 as INT8 im2col on every yolov3-tiny 3x3 layer.
+// INT8 Winograd F(4x4, 3x3) and F(2x2, 3x3) (the engine's `winograd4-int8`, `winograd2-int8`),
+// what surrounds their 16-bit pair GEMM (Int16Pairs.swift). The input is quantized as for INT8
+// im2col (u8 per tensor, the calibrated scale and zero point) and its d = q - zeroPoint
+// (-255...255; padding is 0) transformed exactly: V = Bᵀ d B is at most 100 x 255 in magnitude for
+// F(4x4), 4 x 255 for F(2x2), an int16, and is computed by the level's SIMD FP32 transform, exact
+// on integers this small, then packed as int16 pairs. M[xi] = U[xi] · V[xi] comes out of the GEMM
+// as floats (scaled by the input's scale x the kernel's), and the output transform is the FP32 one.
+// - F(4x4): the kernels' transforms U = G g Gᵀ (Winograd4.swift, in float) are quantized per
+//   (position, filter) to 10 bits (`Int16Pairs.kernelLimit`). Accuracy measured before building
+//   (scripts/int8-winograd-error.py): as close to FP32 as INT8 im2col on every yolov3-tiny 3x3 layer.
+// - F(2x2): the weights are quantized per filter as INT8 im2col quantizes them (s8, `quantizeWeights`),
+//   and 4 G g Gᵀ of those integers is an exact int16 (at most 9 x 127): every product sum is INT8
+//   im2col's, only the float output transform rounds differently. 16 positions of int16 kernels
+//   take 3.6 bytes per weight, F(4x4)'s 36 take 8.
 
 /// d = q - zeroPoint of `count` floats, as exact integers in floats (-255...255): q as
 /// `Int8Quantization.quantize` rounds it (the same float operations; the rounded value read back
@@ -32,15 +36,16 @@ func winogradInt16(_ x: Float) -> UInt32 {
     ((x + 12_582_912).bitPattern &- Float(12_582_912).bitPattern) & 0xFFFF
 }
 
-/// V in place: 36 matrices of `channels` x `tiles` floats (exact integers, |v| < 2^15, as the
-/// F(4x4) input transform of `winogradIntegerPlanes` makes them) become 36 matrices of
-/// ceil(channels / 2) x tiles UInt32s from the start of `v`, each the int16 values of channels 2g
-/// (bits 0-15) and 2g + 1 (bits 16-31; 0 past the last channel): the B operand of the pair GEMM.
-/// In place because every word is written at or before the first float it is made from.
-public func packWinogradPairs(_ v: UnsafeMutablePointer<Float>, channels: Int, tiles: Int) {
+/// V in place: `positions` (36 for F(4x4), 16 for F(2x2)) matrices of `channels` x `tiles` floats
+/// (exact integers, |v| < 2^15, as the input transform of `winogradIntegerPlanes` makes them)
+/// become as many matrices of ceil(channels / 2) x tiles UInt32s from the start of `v`, each the
+/// int16 values of channels 2g (bits 0-15) and 2g + 1 (bits 16-31; 0 past the last channel): the B
+/// operand of the pair GEMM. In place because every word is written at or before the first float
+/// it is made from.
+public func packWinogradPairs(_ v: UnsafeMutablePointer<Float>, positions: Int, channels: Int, tiles: Int) {
     let pairs = (channels + 1) / 2
     let words = UnsafeMutableRawPointer(v).assumingMemoryBound(to: UInt32.self)
-    for xi in 0..<36 {
+    for xi in 0..<positions {
         for g in 0..<pairs {
             let lo = v + (xi * channels + 2 * g) * tiles, dst = words + (xi * pairs + g) * tiles
             if 2 * g + 1 < channels {
@@ -71,4 +76,25 @@ public func quantizeWinogradKernels(_ u: UnsafePointer<Float>, filters: Int, cha
             out[c] = Int16(max(-limit, min(limit, (row[c] * inverse).rounded(.toNearestOrEven))))
         }
     }
+}
+
+/// The weights of `filters` (filters x `taps` floats each) quantized per filter as
+/// `quantizeWeights` quantizes them (scale max |w| / 127, round to nearest even, -127...127), the
+/// integers stored as floats in the same layout (for F(2x2)'s kernel transform, exact on them).
+public func quantizeWeightsAsFloats(_ w: UnsafePointer<Float>, filters: Int, taps: Int,
+                                    into q: UnsafeMutablePointer<Float>, scales: UnsafeMutablePointer<Float>) {
+    for f in 0..<filters {
+        let row = w + f * taps, out = q + f * taps
+        var largest: Float = 0
+        for i in 0..<taps { largest = max(largest, abs(row[i])) }
+        let scale = largest > 0 ? largest / 127 : 1
+        scales[f] = scale
+        for i in 0..<taps { out[i] = max(-127, min(127, (row[i] / scale).rounded(.toNearestOrEven))) }
+    }
+}
+
+/// `count` floats that are exact multiples of 1/4 (F(2x2)'s G g Gᵀ of integer kernels), times 4,
+/// as int16 (|4u| <= 9 x 127).
+public func winograd2IntegerKernels(_ u: UnsafePointer<Float>, count: Int, into q: UnsafeMutablePointer<Int16>) {
+    for i in 0..<count { q[i] = Int16(4 * u[i]) }
 }

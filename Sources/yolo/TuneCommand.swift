@@ -11,8 +11,8 @@ enum TuneCommand {
 
     Measures, on this CPU, how fast each algorithm computes each convolution of the network
     (im2col + GEMM, Winograd F(2x2) and F(4x4), the direct 3x3 conv + max pool, 1x1 GEMM; with
-    --precision int8 also the INT8 GEMM and INT8 Winograd F(4x4) where the calibration table
-    covers the layer; with --precision bf16 or fp16 the BF16 or FP16 forms of im2col, 1x1 and
+    --precision int8 also the INT8 GEMM and INT8 Winograd F(2x2) and F(4x4) where the calibration
+    table covers the layer; with --precision bf16 or fp16 the BF16 or FP16 forms of im2col, 1x1 and
     Winograd F(2x2)), with the threads the sessions will use, and keeps the fastest per layer. Prints the table of candidates
     (ms) and choices. The plan is stored in the plan cache (one small text file per CPU, kernel
     level, thread count, cfg and input size); 'yolo detect', 'yolo stream' and 'yolo-bench' use it

@@ -8,6 +8,7 @@ import YOLOKernels
 /// Int64 sums (bit for bit, with its float accumulation between blocks of k), the integer input
 /// transform against Bᵀ d B with explicit matrices, and the convolution through the planner
 /// against a naive INT8 Winograd (bit for bit) and against FP32 (within the quantization error).
+/// INT8 Winograd F(2x2) (`winograd2-int8`) against INT8 im2col, whose integer sums it computes.
 final class Int8WinogradTests: XCTestCase {
     /// Every level this CPU runs that has the pair GEMM.
     var levels: [(KernelLevel, Int8Functions)] {
@@ -109,7 +110,7 @@ final class Int8WinogradTests: XCTestCase {
                 var v = [Float](repeating: .nan, count: 36 * c * tiles)
                 transforms.input(planes, height: h, width: w, channelCount: c, channels: 0..<c, tileRows: rows, tilesWide: tw,
                                  into: &v)
-                packWinogradPairs(&v, channels: c, tiles: tiles)
+                packWinogradPairs(&v, positions: 36, channels: c, tiles: tiles)
                 let words = v.map(\.bitPattern)
                 for ch in 0..<c {
                     for (n, ty) in rows.enumerated() {
@@ -223,6 +224,45 @@ final class Int8WinogradTests: XCTestCase {
                 }
                 let top = exact.map { abs($0) }.max()!, worst = zip(want, exact).map { abs($0 - $1) }.max()!
                 XCTAssertLessThanOrEqual(worst, 0.03 * top, "\(s): within 3% of the output's range of FP32")
+            }
+        }
+    }
+
+    /// F(2x2)'s integer sums are INT8 im2col's (its int16 kernels are the s8 weights' exact
+    /// transform): only the float output transform rounds differently. Inputs beyond the
+    /// calibrated range (clamped alike), filters with a weight at +-127 in every tap of a channel
+    /// (kernel values at 9 x 127), channels past a 128-channel block of int32 sums.
+    func testF2x2ComputesInt8Im2colsSums() throws {
+        var rng = SeededRandom(seed: 43)
+        for (s, filters, act) in [(Shape(c: 3, h: 13, w: 13), 5, Activation.leaky), (Shape(c: 17, h: 9, w: 22), 9, .linear),
+                                  (Shape(c: 300, h: 7, w: 7), 4, .leaky), (Shape(c: 8, h: 40, w: 30), 6, .mish)] {
+            let bias = rng.floats(filters)
+            var w = rng.floats(filters * s.c * 9)
+            for t in 0..<9 { w[t] = 1; w[9 + t] = -1 }   // filter 0: +-127 taps in channels 0 and 1
+            let input = rng.floats(s.count, -1, 3)
+            let range: ClosedRange<Float> = -0.3...2.5
+            let cfg = "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n[convolutional]\nfilters=\(filters)\nsize=3\n"
+                + "stride=1\npad=1\nactivation=\(act.rawValue)\n"
+            let config = try DarknetConfig(text: cfg, file: "<cfg>")
+            let calibration = Int8Calibration(ranges: [0: range], method: "test", imageCount: 1, cfgFingerprint: config.fingerprint)
+            for (level, _) in levels {
+                var outputs: [[Float]] = []
+                for algorithm in [ConvAlgorithm.int8, .winograd2Int8] {
+                    let model = try Model(config: config, weights: weightsFile(bias + w),
+                                          options: ModelOptions(gemm: .kernels, kernelLevel: level, algorithms: [0: algorithm],
+                                                                precision: .int8, calibration: calibration))
+                    XCTAssertEqual(model.inference.steps.map(\.algorithm), [algorithm.rawValue])
+                    for threads in algorithm == .int8 ? [1] : [1, 2, 3] {
+                        let session = try Session(model: model, threads: threads)
+                        try session.forward(input)
+                        outputs.append(Array(try session.output(ofLayer: 0)))
+                    }
+                }
+                let top = outputs[0].map { abs($0) }.max()!
+                for (threads, got) in zip(1..., outputs.dropFirst()) {
+                    let worst = zip(got, outputs[0]).map { abs($0 - $1) }.max()!
+                    XCTAssertLessThanOrEqual(worst, 2e-6 * top, "\(s) \(level) threads \(threads): F(2x2) vs im2col, largest output \(top)")
+                }
             }
         }
     }

@@ -70,9 +70,13 @@ extension CLITests {
         let coffee = try sample("coffee.png"), motorbike = try sample("motorcycle_left.png")
         let fp16 = try yolo(["detect", "--json", "--no-draw", "--precision", "fp16", coffee, motorbike] + modelArgs)
         XCTAssertEqual(fp16.status, 0, fp16.stderr)
-        let fp32 = try yolo(["detect", "--json", "--no-draw", coffee, motorbike] + modelArgs)
         let classes = { (text: String) in try self.jsonLines(text).map { ($0["detections"] as? [[String: Any]] ?? []).compactMap { $0["class"] as? String } } }
-        XCTAssertEqual(try classes(fp16.stdout), try classes(fp32.stdout))
+        // Under qemu (a minute for both runs) the FP32 run is left out: arm-linux-check's detect step
+        // checks FP32's detections of every sample against this x86 host's.
+        if ProcessInfo.processInfo.environment["YOLO_TEST_EMULATED"] == nil {
+            let fp32 = try yolo(["detect", "--json", "--no-draw", coffee, motorbike] + modelArgs)
+            XCTAssertEqual(try classes(fp16.stdout), try classes(fp32.stdout))
+        }
         XCTAssertEqual(try classes(fp16.stdout), [["cup"], ["motorbike"]])
     }
 

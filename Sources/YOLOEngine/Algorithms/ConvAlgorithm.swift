@@ -22,6 +22,9 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// INT8 Winograd F(4x4, 3x3): the input quantized as for `.int8` and transformed in integers,
     /// 10-bit transformed kernels, 16-bit pair GEMMs (WinogradInt8Conv.swift).
     case winograd4Int8 = "winograd4-int8"
+    /// INT8 Winograd F(2x2, 3x3): the same with the s8 weights' exact int16 transforms, so INT8
+    /// im2col's integer sums with 2.25x fewer products, in 3.6 bytes per weight (WinogradInt8Conv.swift).
+    case winograd2Int8 = "winograd2-int8"
     /// BF16: im2col, the 1x1 GEMM and Winograd F(2x2) (its GEMM stage) with the BF16 GEMM (weights
     /// and GEMM inputs rounded to bfloat16, FP32 sums and outputs: BF16Gemm.swift); where the CPU
     /// has AVX-512 BF16. Everything but the GEMM as in the FP32 form. F(4x4) has no BF16 form: its
@@ -50,7 +53,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// The arithmetic it computes in.
     public var precision: Precision {
         switch self {
-        case .int8, .winograd4Int8: return .int8
+        case .int8, .winograd4Int8, .winograd2Int8: return .int8
         case .im2colBF16, .gemm1x1BF16, .winograd2BF16: return .bf16
         case .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16: return .fp16
         default: return .fp32
@@ -85,7 +88,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
             return fp32Form.applies(to: conv, pooledBy: next, ourKernels: ourKernels)
         case .im2col: return !conv.isPointwise
         case .gemm1x1: return conv.isPointwise
-        case .winograd2, .winograd4, .winograd4Int8: return conv.is3x3Same
+        case .winograd2, .winograd4, .winograd4Int8, .winograd2Int8: return conv.is3x3Same
         case .int8: return true   // (the planner offers it where calibrated and the level has INT8 kernels)
         case .directPool:
             guard ourKernels, conv.is3x3Same, conv.inputShape.c <= ConvAlgorithm.directMaxChannels, let next,
@@ -100,7 +103,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     func allowed(by option: ModelOptions.Convolution) -> Bool {
         switch (fp32Form, option) {
         case (.winograd2, .im2col), (.winograd4, .im2col), (.winograd4, .winograd2),
-             (.winograd4Int8, .im2col), (.winograd4Int8, .winograd2): return false
+             (.winograd4Int8, .im2col), (.winograd4Int8, .winograd2), (.winograd2Int8, .im2col): return false
         default: return true
         }
     }
@@ -111,8 +114,9 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     ///   it beat every FP32 algorithm on every yolov3-tiny layer, F(4x4) Winograd and the direct
     ///   conv + pool included (ms, FP32 best / INT8: layer 0 + pool 1.03 / 0.81, layer 2 + pool
     ///   1.41 / 0.83, 4: 0.88 / 0.54, 8: 0.68 / 0.51, 12: 5.9 / 1.95, 21: 3.5 / 1.50, 13: 0.38 / 0.12);
-    ///   never `.winograd4Int8`, whose int16 kernels take 4x the memory of INT8 im2col's (on an AVX2
-    ///   Zen 3 it is the faster INT8 form of every 3x3 layer of 32 or more channels: `yolo tune`);
+    ///   never `.winograd4Int8` or `.winograd2Int8`, whose int16 kernels take 4x and 1.8x the memory
+    ///   of INT8 im2col's (on an AVX2 Zen 3 they are the faster INT8 forms of the 3x3 layers of 32 or
+    ///   more channels: `yolo tune`);
     /// - direct+pool for 3x3 layers with at most 16 input channels before a 2x2/2 pool (3 channels
     ///   at 416x416: 2.1 ms im2col + pool, 1.1 ms direct; 16 at 208x208: 2.6 ms im2col + pool,
     ///   1.9 F(4x4) + pool, 1.97 direct, which needs no full-size buffer);
@@ -161,9 +165,9 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .int8:
             guard let input, let kernels = kernelSet.int8 else { fatalError("int8 for layer \(conv.index) without its quantization or kernels") }
             return Int8Conv(conv, weights: weights, input: input, kernels: kernels)
-        case .winograd4Int8:
-            guard let input else { fatalError("winograd4-int8 for layer \(conv.index) without its quantization") }
-            return WinogradInt8Conv(conv, weights: weights, input: input, kernelSet: kernelSet, pool: pool)
+        case .winograd4Int8, .winograd2Int8:
+            guard let input else { fatalError("\(self) for layer \(conv.index) without its quantization") }
+            return WinogradInt8Conv(conv, algorithm: self, weights: weights, input: input, kernelSet: kernelSet, pool: pool)
         case .im2col, .im2colBF16, .im2colFP16: return Im2colGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case .gemm1x1, .gemm1x1BF16, .gemm1x1FP16: return PointwiseGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case .winograd2, .winograd4, .winograd2BF16, .winograd2FP16, .winograd4FP16:
@@ -181,6 +185,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .int8: return weights + 16 * conv.filters
         // int16 kernels (36 per 9 weights) and 4 filters' bytes per position.
         case .winograd4Int8: return 2 * 4 * weights + 4 * 36 * conv.filters + WinogradInt8Conv.bandBytes
+        case .winograd2Int8: return 2 * weights / 9 * 16 + 4 * 16 * conv.filters + WinogradInt8Conv.bandBytes
         case .im2col, .gemm1x1, .directPool: return 4 * weights
         case .winograd2: return 2 * 4 * weights / 9 * 16
         case .winograd4: return 2 * 4 * weights / 9 * 36

@@ -1,53 +1,75 @@
-// 3x3 stride-1 convolutions as INT8 Winograd F(4x4, 3x3) (`ConvAlgorithm.winograd4Int8`): the
-// input quantized once into planes of integers (q - zero point, as floats); per block of tile
-// rows, their F(4x4) transform (the level's FP32 one: exact on them) packed as int16 pairs
-// (Int8Winograd.swift), one 16-bit pair GEMM per position of the 6x6 transform (U[xi], 10-bit per (position, filter),
+// 3x3 stride-1 convolutions as INT8 Winograd F(4x4, 3x3) or F(2x2, 3x3) (`ConvAlgorithm.winograd4Int8`,
+// `.winograd2Int8`): the input quantized once into planes of integers (q - zero point, as floats);
+// per block of tile rows, their transform (the level's FP32 one: exact on them) packed as int16
+// pairs (Int8Winograd.swift), one 16-bit pair GEMM per position of the transform (36 or 16: U[xi],
 // packed at load; float outputs), then WinogradConv's FP32 output transform and the epilogue.
-// 4x fewer products than INT8 im2col, each a 16 x 16-bit multiply-add: where the CPU has no 8-bit
-// dot product (AVX2), the INT8 form that can beat FP32 F(4x4).
+// - F(4x4): 4x fewer products than INT8 im2col, each a 16 x 16-bit multiply-add, with kernels
+//   quantized to 10 bits per (position, filter): where the CPU has no 8-bit dot product (AVX2), the
+//   INT8 form that can beat FP32 F(4x4); its kernels take 8 bytes per weight.
+// - F(2x2): 2.25x fewer products than INT8 im2col and exactly its integer sums (the s8 weights'
+//   transform is exact in int16); 3.6 bytes per weight, and on 13x13 maps 49 tiles to F(4x4)'s 16,
+//   so each kernel value read serves 3x the columns: for layers whose weights do not stay in cache.
 import YOLOCore
 import YOLOKernels
 
 final class WinogradInt8Conv: ConvKernel {
-    let algorithm = ConvAlgorithm.winograd4Int8
+    let algorithm: ConvAlgorithm
     let conv: ConvolutionalLayer
+    /// Output tile size: 2 or 4.
+    let tile: Int
     let input: Int8Quantization
     let pairs: Int8Functions
     let transforms: WinogradFunctions
     let storage: ModelStorage
     /// Per position: the packed int16 kernels (filters x 2 x channels bytes).
     private let packed: [RawParameterPointer]
-    /// Per position and filter: the input's scale x the kernel's (36 x filters).
+    /// Per position and filter: the input's scale x the kernel's (positions x filters).
     private let scales: ParameterPointer
     /// Zeros: the pair GEMM has no zero point.
     private let comp: RawParameterPointer
-    static let positions = 36
     /// Bytes of float transforms made at a time while loading (a band of filters).
     static let bandBytes = 4 << 20
 
-    init(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, input: Int8Quantization, kernelSet: KernelSet,
-         pool: WorkerPool) {
-        guard let pairs = kernelSet.int16Pairs else { fatalError("winograd4-int8 for layer \(conv.index) without the pair GEMM") }
-        precondition(conv.is3x3Same, "WinogradInt8Conv: layer \(conv.index) is not 3x3 stride 1 pad 1")
-        (self.conv, self.input, self.pairs) = (conv, input, pairs)
-        transforms = kernelSet.winograd(tile: 4)
+    init(_ conv: ConvolutionalLayer, algorithm: ConvAlgorithm, weights: UnsafePointer<Float>, input: Int8Quantization,
+         kernelSet: KernelSet, pool: WorkerPool) {
+        guard let pairs = kernelSet.int16Pairs else { fatalError("\(algorithm) for layer \(conv.index) without the pair GEMM") }
+        precondition(conv.is3x3Same && [.winograd2Int8, .winograd4Int8].contains(algorithm),
+                     "WinogradInt8Conv: layer \(conv.index) is not 3x3 stride 1 pad 1, or \(algorithm) is not INT8 Winograd")
+        let tile = algorithm == .winograd4Int8 ? 4 : 2
+        (self.conv, self.algorithm, self.tile, self.input, self.pairs) = (conv, algorithm, tile, input, pairs)
+        transforms = kernelSet.winograd(tile: tile)
         let storage = ModelStorage()
         self.storage = storage
-        let (m, c, p) = (conv.filters, conv.inputShape.c, WinogradInt8Conv.positions)
-        // A band of filters at a time: its 36 float transforms and one position's int16 copy.
+        let (m, c, p) = (conv.filters, conv.inputShape.c, (tile + 2) * (tile + 2))
+        // A band of filters at a time: its float transforms and one position's int16 copy.
         let band = min(m, max(1, WinogradInt8Conv.bandBytes / (4 * p * c) / pairs.mr) * pairs.mr)
         let u = UnsafeMutablePointer<Float>.allocate(capacity: p * band * c)
         let q = UnsafeMutablePointer<Int16>.allocate(capacity: band * c)
-        defer { u.deallocate(); q.deallocate() }
+        // F(2x2): the band's s8 weights (as floats) and their scales.
+        let integers = tile == 2 ? UnsafeMutablePointer<Float>.allocate(capacity: band * c * 9) : nil
+        let filterScales = UnsafeMutablePointer<Float>.allocate(capacity: band)
+        defer { u.deallocate(); q.deallocate(); integers?.deallocate(); filterScales.deallocate() }
         let scales = storage.allocate(p * m)
         let packed = (0..<p).map { _ in storage.allocateBytes(pairs.packedASize(m: m, k: 2 * c)) }
         for f0 in stride(from: 0, to: m, by: band) {
             let f1 = min(m, f0 + band), count = f1 - f0
-            pool.parallelFor(count) { range in
-                winograd4TransformKernels(weights + f0 * c * 9, filterCount: count, channels: c, filters: range, into: u)
+            if let integers {
+                quantizeWeightsAsFloats(weights + f0 * c * 9, filters: count, taps: c * 9, into: integers, scales: filterScales)
+                pool.parallelFor(count) { range in
+                    winogradTransformKernels(integers, filterCount: count, channels: c, filters: range, into: u)
+                }
+            } else {
+                pool.parallelFor(count) { range in
+                    winograd4TransformKernels(weights + f0 * c * 9, filterCount: count, channels: c, filters: range, into: u)
+                }
             }
             for xi in 0..<p {
-                quantizeWinogradKernels(u + xi * count * c, filters: count, channels: c, into: q, scales: scales + xi * m + f0)
+                if integers != nil {
+                    winograd2IntegerKernels(u + xi * count * c, count: count * c, into: q)
+                    for f in 0..<count { scales[xi * m + f0 + f] = filterScales[f] / 4 }
+                } else {
+                    quantizeWinogradKernels(u + xi * count * c, filters: count, channels: c, into: q, scales: scales + xi * m + f0)
+                }
                 UnsafeRawPointer(q).withMemoryRebound(to: Int8.self, capacity: 2 * count * c) {
                     pairs.packA($0, lda: 2 * c, m: m, k: 2 * c, rows: f0..<f1, into: packed[xi])
                 }
@@ -61,15 +83,17 @@ final class WinogradInt8Conv: ConvKernel {
         comp = RawParameterPointer(base: zeros)
     }
 
+    /// Positions of the tile transform: (tile + 2)².
+    var positions: Int { (tile + 2) * (tile + 2) }
     var pairCount: Int { (conv.inputShape.c + 1) / 2 }
-    var tilesHigh: Int { (conv.outputShape.h + 3) / 4 }
-    var tilesWide: Int { (conv.outputShape.w + 3) / 4 }
+    var tilesHigh: Int { (conv.outputShape.h + tile - 1) / tile }
+    var tilesWide: Int { (conv.outputShape.w + tile - 1) / tile }
     /// Tile rows per block: about 256K words of int16 pairs and outputs, at least 128 tiles per
     /// GEMM. (The block's float transforms, which the pairs overwrite in place, hold every channel:
     /// `workspaceFloats` counts them, and the block is up to 1.5x those 256K words. Sizing it by the
     /// channels instead measured no clear change on a Zen 3 in a noisy spell; left as measured.)
     var blockTileRows: Int {
-        let perRow = WinogradInt8Conv.positions * (pairCount + conv.filters) * tilesWide
+        let perRow = positions * (pairCount + conv.filters) * tilesWide
         let cached = 256 * 1024 / max(1, perRow)
         let wide = (128 + tilesWide - 1) / tilesWide
         return max(1, min(tilesHigh, max(cached, wide)))
@@ -78,7 +102,7 @@ final class WinogradInt8Conv: ConvKernel {
     /// The input's integer planes (shared by the threads: in thread 0's scratch).
     var planeFloats: Int { (conv.inputShape.count + 15) & ~15 }
     var workspaceFloats: Int {
-        planeFloats + WinogradInt8Conv.positions * (conv.inputShape.c + conv.filters) * blockTileRows * tilesWide
+        planeFloats + positions * (conv.inputShape.c + conv.filters) * blockTileRows * tilesWide
     }
     var parameterBytes: Int { 4 * storage.floats }
 
@@ -102,7 +126,7 @@ final class WinogradInt8Conv: ConvKernel {
                        epilogue: Epilogue?, workspace: UnsafeMutablePointer<Float>, _ place: BlockPlace) -> UInt64 {
         let pool = place.pool
         let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)
-        let (oh, ow, g, p) = (conv.outputShape.h, conv.outputShape.w, pairCount, WinogradInt8Conv.positions)
+        let (oh, ow, g, p) = (conv.outputShape.h, conv.outputShape.w, pairCount, positions)
         let tiles = tileRows.count * tw
         let mo = workspace + p * c * tiles
         let transforms = transforms
@@ -115,7 +139,7 @@ final class WinogradInt8Conv: ConvKernel {
                               outWidth: ow, into: out)
         }
         if let pool { pool.parallelFor(c, inputPart) } else { inputPart(0..<c) }
-        packWinogradPairs(workspace, channels: c, tiles: tiles)
+        packWinogradPairs(workspace, positions: p, channels: c, tiles: tiles)
         let v = UnsafeRawPointer(workspace).assumingMemoryBound(to: UInt32.self)
         let elapsed = timed(place.timed) {
             for xi in 0..<p { multiply(position: xi, v + xi * g * tiles, n: tiles, into: mo + xi * m * tiles, pool: pool,
@@ -123,7 +147,7 @@ final class WinogradInt8Conv: ConvKernel {
         }
         if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
         applyEpilogue(epilogue, out, shape: conv.outputShape,
-                      rows: 4 * tileRows.lowerBound ..< min(oh, 4 * tileRows.upperBound), pool: pool)
+                      rows: tile * tileRows.lowerBound ..< min(oh, tile * tileRows.upperBound), pool: pool)
         return elapsed
     }
 

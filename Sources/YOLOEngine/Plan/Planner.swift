@@ -51,7 +51,7 @@ struct Planner {
     /// The BF16 or FP16 GEMM (precision .bf16 or .fp16 on a CPU that runs it), else nil: no
     /// candidates in those precisions.
     let half: BF16Kernels?
-    /// Whether the level has the pair GEMM of INT8 Winograd (`.winograd4Int8` a candidate).
+    /// Whether the level has the pair GEMM of INT8 Winograd (`.winograd4Int8`, `.winograd2Int8` candidates).
     let winogradInt8: Bool
 
     init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:],
@@ -71,7 +71,7 @@ struct Planner {
     /// The algorithms that can compute `conv` on its own under the model's options.
     func standaloneCandidates(_ conv: ConvolutionalLayer) -> [ConvAlgorithm] {
         ConvAlgorithm.allCases.filter {
-            $0 != .directPool && ($0 != .winograd4Int8 || winogradInt8) && ($0 != .winograd4FP16 || half?.weightsOnly == true)
+            $0 != .directPool && (($0 != .winograd4Int8 && $0 != .winograd2Int8) || winogradInt8) && ($0 != .winograd4FP16 || half?.weightsOnly == true)
                 && $0.applies(to: conv, pooledBy: nil, ourKernels: ourKernels)
                 && $0.allowed(by: options.convolution) && offers($0.precision, for: conv)
         }
