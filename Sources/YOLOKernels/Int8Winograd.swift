@@ -40,9 +40,11 @@ func winogradInt16(_ x: Float) -> UInt32 {
 /// (exact integers, |v| < 2^15, as the input transform of `winogradIntegerPlanes` makes them)
 /// become as many matrices of ceil(channels / 2) x tiles UInt32s from the start of `v`, each the
 /// int16 values of channels 2g (bits 0-15) and 2g + 1 (bits 16-31; 0 past the last channel): the B
-/// operand of the pair GEMM. In place because every word is written at or before the first float
-/// it is made from.
-public func packWinogradPairs(_ v: UnsafeMutablePointer<Float>, positions: Int, channels: Int, tiles: Int) {
+/// operand of the pair GEMM; here the columns (tiles) `columns` of them. In place because every
+/// word is written at or before the first float it is made from; a word and a float alias only in
+/// the same column, so threads may pack disjoint column ranges at once.
+public func packWinogradPairs(_ v: UnsafeMutablePointer<Float>, positions: Int, channels: Int, tiles: Int,
+                              columns: Range<Int>) {
     let pairs = (channels + 1) / 2
     let words = UnsafeMutableRawPointer(v).assumingMemoryBound(to: UInt32.self)
     for xi in 0..<positions {
@@ -50,9 +52,9 @@ public func packWinogradPairs(_ v: UnsafeMutablePointer<Float>, positions: Int, 
             let lo = v + (xi * channels + 2 * g) * tiles, dst = words + (xi * pairs + g) * tiles
             if 2 * g + 1 < channels {
                 let hi = lo + tiles
-                for t in 0..<tiles { dst[t] = winogradInt16(lo[t]) | winogradInt16(hi[t]) << 16 }
+                for t in columns { dst[t] = winogradInt16(lo[t]) | winogradInt16(hi[t]) << 16 }
             } else {
-                for t in 0..<tiles { dst[t] = winogradInt16(lo[t]) }
+                for t in columns { dst[t] = winogradInt16(lo[t]) }
             }
         }
     }

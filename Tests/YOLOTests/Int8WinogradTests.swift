@@ -110,7 +110,11 @@ final class Int8WinogradTests: XCTestCase {
                 var v = [Float](repeating: .nan, count: 36 * c * tiles)
                 transforms.input(planes, height: h, width: w, channelCount: c, channels: 0..<c, tileRows: rows, tilesWide: tw,
                                  into: &v)
-                packWinogradPairs(&v, positions: 36, channels: c, tiles: tiles)
+                // In two column ranges, as two threads would.
+                let half = tiles / 2
+                for columns in [half..<tiles, 0..<half] {
+                    packWinogradPairs(&v, positions: 36, channels: c, tiles: tiles, columns: columns)
+                }
                 let words = v.map(\.bitPattern)
                 for ch in 0..<c {
                     for (n, ty) in rows.enumerated() {

@@ -138,8 +138,10 @@ final class WinogradInt8Conv: ConvKernel {
             transforms.output(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
                               outWidth: ow, into: out)
         }
-        if let pool { pool.parallelFor(c, inputPart) } else { inputPart(0..<c) }
-        packWinogradPairs(workspace, positions: p, channels: c, tiles: tiles)
+        let pack = { (columns: Range<Int>) in
+            packWinogradPairs(workspace, positions: p, channels: c, tiles: tiles, columns: columns)
+        }
+        if let pool { pool.parallelFor(c, inputPart); pool.parallelFor(tiles, pack) } else { inputPart(0..<c); pack(0..<tiles) }
         let v = UnsafeRawPointer(workspace).assumingMemoryBound(to: UInt32.self)
         let elapsed = timed(place.timed) {
             for xi in 0..<p { multiply(position: xi, v + xi * g * tiles, n: tiles, into: mo + xi * m * tiles, pool: pool,
