@@ -193,10 +193,30 @@ for suite in "${suites[@]}"; do
     # ended after $ARM_LINUX_TEST_TIMEOUT seconds (default 900, twice a run here; the pid namespace goes with it),
     # and when a run fails or is ended, the suites run once more, the first run's failures printed
     # as such. A failure in both runs fails the step.
+    # A hung run is also caught sooner: when the log has not grown for $ARM_LINUX_TEST_STALL s
+    # (default 240; the longest test under qemu prints within 40 s), the run is ended (unshare
+    # killed: its --kill-child takes the namespace with it) and counted as failed (status 125).
     for attempt in 1 2; do
         status=0    # (a command before || neither stops the script nor fires its ERR trap)
-        rootfs_run "$env $emulated timeout -k 30 ${ARM_LINUX_TEST_TIMEOUT:-900} swift test ${build[*]} --skip-build ${skip[*]}" \
-            > "$log-tests.log" 2>&1 || status=$?
+        # (in a || list: a failing run is this loop's business, not the ERR trap's)
+        { rootfs_run "$env $emulated timeout -k 30 ${ARM_LINUX_TEST_TIMEOUT:-900} swift test ${build[*]} --skip-build ${skip[*]}" \
+            > "$log-tests.log" 2>&1 || exit $?; } &
+        runner=$! size=-1 quiet=0 stalled=""
+        while kill -0 $runner 2>/dev/null; do
+            sleep 5
+            now=$(stat -c %s "$log-tests.log" 2>/dev/null || echo 0)
+            if [ "$now" = "$size" ]; then quiet=$((quiet + 5)); else quiet=0 size=$now; fi
+            if [ $quiet -ge "${ARM_LINUX_TEST_STALL:-240}" ]; then
+                stalled=1
+                pkill -KILL -P $runner 2>/dev/null || true
+                break
+            fi
+        done
+        wait $runner || status=$?
+        if [ -n "$stalled" ]; then
+            status=125
+            echo "(no output for ${ARM_LINUX_TEST_STALL:-240} s: the run was ended, status 125)" >> "$log-tests.log"
+        fi
         [ $status != 124 ] && [ $status != 137 ] || echo "(ended after ${ARM_LINUX_TEST_TIMEOUT:-900} s: status $status)" >> "$log-tests.log"
         # Per suite: its test count, failures and time.
         rootfs_suite_times "$log-tests.log" "arm-linux-check: [$suite] tests: "
