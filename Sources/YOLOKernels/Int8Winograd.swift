@@ -87,11 +87,9 @@ public func quantizeWeightsAsFloats(_ w: UnsafePointer<Float>, filters: Int, tap
                                     into q: UnsafeMutablePointer<Float>, scales: UnsafeMutablePointer<Float>) {
     for f in 0..<filters {
         let row = w + f * taps, out = q + f * taps
-        var largest: Float = 0
-        for i in 0..<taps { largest = max(largest, abs(row[i])) }
-        let scale = largest > 0 ? largest / 127 : 1
+        let scale = int8WeightScale(row, count: taps)
         scales[f] = scale
-        for i in 0..<taps { out[i] = max(-127, min(127, (row[i] / scale).rounded(.toNearestOrEven))) }
+        for i in 0..<taps { out[i] = int8Weight(row[i], scale: scale) }
     }
 }
 

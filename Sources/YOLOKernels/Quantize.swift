@@ -57,9 +57,7 @@ public func quantizeWeights(_ w: UnsafePointer<Float>, filters: Int, channels: I
     let taps = k * k, groups = (channels + 3) / 4, columns = groups * taps * 4
     for f in 0..<filters {
         let row = w + f * channels * taps
-        var largest: Float = 0
-        for i in 0..<channels * taps { largest = max(largest, abs(row[i])) }
-        let scale = largest > 0 ? largest / 127 : 1
+        let scale = int8WeightScale(row, count: channels * taps)
         scales[f] = scale
         let out = q + f * columns
         var sum: Int32 = 0
@@ -68,10 +66,7 @@ public func quantizeWeights(_ w: UnsafePointer<Float>, filters: Int, channels: I
                 for i in 0..<4 {
                     let c = 4 * g + i
                     var v: Int8 = 0
-                    if c < channels {
-                        let x = (row[c * taps + t] / scale).rounded(.toNearestOrEven)
-                        v = Int8(max(-127, min(127, x)))
-                    }
+                    if c < channels { v = Int8(int8Weight(row[c * taps + t], scale: scale)) }
                     out[(g * taps + t) * 4 + i] = v
                     sum &+= Int32(v)
                 }
@@ -80,6 +75,17 @@ public func quantizeWeights(_ w: UnsafePointer<Float>, filters: Int, channels: I
         sums[f] = sum
     }
 }
+
+/// A filter's INT8 weight scale: max |w| / 127 over its `count` weights (1 for a filter of zeros).
+func int8WeightScale(_ w: UnsafePointer<Float>, count: Int) -> Float {
+    var largest: Float = 0
+    for i in 0..<count { largest = max(largest, abs(w[i])) }
+    return largest > 0 ? largest / 127 : 1
+}
+
+/// One weight quantized with its filter's scale: round(x / scale), to nearest even, in -127...127.
+@inline(__always)
+func int8Weight(_ x: Float, scale: Float) -> Float { max(-127, min(127, (x / scale).rounded(.toNearestOrEven))) }
 
 /// Groups of 4 channels of a tensor in the grouped layout (see above).
 @inlinable @inline(__always)

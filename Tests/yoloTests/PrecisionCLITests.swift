@@ -158,7 +158,12 @@ extension CLITests {
             return try XCTUnwrap(kib, "\(args): no VmHWM line written (\(text))") / 1024
         }
         let alone = try peakMiB(["--help"])
-        let detect = try peakMiB(["detect", "--precision", "int8", "--plan", "table", coffee, "--output", dir + "/out/"] + modelArgs)
+        // Address space layout randomization alone moves the same run's peak by up to 1.7 MiB
+        // (2026-12-03, Zen 3: 58.2-60.0 MiB in release; under `setarch -R` within 0.2 MiB): the
+        // lowest of three runs.
+        let detect = try (0..<3).map { _ in
+            try peakMiB(["detect", "--precision", "int8", "--plan", "table", coffee, "--output", dir + "/out/"] + modelArgs)
+        }.min()!
         print("peak RSS: yolo detect --precision int8 \(detect) MiB, yolo --help \(alone) MiB")
         XCTAssertLessThanOrEqual(detect - alone, 40, "yolo detect --precision int8: peak RSS \(detect) MiB, \(detect - alone) above yolo --help")
     }

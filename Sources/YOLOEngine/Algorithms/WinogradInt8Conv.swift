@@ -7,8 +7,9 @@
 //   quantized to 10 bits per (position, filter): where the CPU has no 8-bit dot product (AVX2), the
 //   INT8 form that can beat FP32 F(4x4); its kernels take 8 bytes per weight.
 // - F(2x2): 2.25x fewer products than INT8 im2col and exactly its integer sums (the s8 weights'
-//   transform is exact in int16); 3.6 bytes per weight, and on 13x13 maps 49 tiles to F(4x4)'s 16,
-//   so each kernel value read serves 3x the columns: for layers whose weights do not stay in cache.
+//   transform is exact in int16); 3.6 bytes per weight, and on 13x13 maps 49 tiles to F(4x4)'s 16.
+//   On a Zen 3 the two measured within noise of each other but on the largest layers, where F(4x4)
+//   won (README, Precision): the tuner picks per layer.
 import YOLOCore
 import YOLOKernels
 
