@@ -105,7 +105,8 @@ else
     say "build: Embedded Swift, aarch64-none-none-elf: Glibc stand-in, YOLOKernels (${#kernel_sources[@]} files), YOLOReference (${#reference_sources[@]} files), ${level_modules[*]:-no kernel levels}, ${engine_modules[*]} (${#engine_sources[@]} files), checks"
     t0=$SECONDS
     # The same kernel check for this machine, to compare output bits: built beside the aarch64
-    # objects (its own core; about a minute of CI saved).
+    # objects, on the other core (the build took 414-424 s with it, 393 s without on a less busy
+    # host: no saving shown).
     build_host() {
         host=(swiftc -O -wmo -parse-as-library -I Sources/CHints)
         mkdir -p "$out/host"
