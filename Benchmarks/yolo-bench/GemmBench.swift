@@ -8,7 +8,7 @@ import YOLOKernels
 /// shapes.
 enum GemmBench {
     static let usage = """
-    usage: yolo-bench gemm [--runs N] [--levels LIST] [--min-ms T] [--best]
+    usage: yolo-bench gemm [--runs N] [--levels LIST] [--shapes LIST] [--min-ms T] [--best] [--int8]
 
     Times C = A·B (row-major, A packed once, B packed per call) for each kernel level this CPU
     can run and for cblas_sgemm with one OpenBLAS thread, on yolov3-tiny's GEMM shapes (m x n x k).
@@ -19,7 +19,11 @@ enum GemmBench {
                      GEMM) and <level>-fp16-weights (a level's GEMM on FP16-stored weights)
                      (default: openblas + all this CPU runs)
       --min-ms T     minimum duration of one sample (default: 30)
+      --shapes LIST  comma-separated shape names from the table below (default: all)
       --best         the fastest sample instead of the median (on a busy shared machine)
+      --int8         each level's INT8 GEMMs against its own FP32 GEMM instead (GemmBenchInt8.swift):
+                     conv* shapes the u8 x s8 GEMM, wino* shapes the 16-bit pair GEMM of INT8
+                     Winograd (k = channels); --levels then names kernel levels only
     """
 
     /// yolov3-tiny's GEMMs at 416x416 (layer: m x n x k): im2col + GEMM (all 3x3 convs with
@@ -37,7 +41,8 @@ enum GemmBench {
     ]
 
     static func run(_ args: [String]) {
-        var runs = 7, minSeconds = 0.03, best = false
+        var runs = 7, minSeconds = 0.03, best = false, int8 = false, levelsGiven = false
+        var shapes = Self.shapes
         // The 16-bit GEMMs this CPU runs (BF16, FP16, FP16 weights), named by their level
         // ("avx512bf16", "dotprod-fp16", "avx2-fp16-weights").
         let half = KernelLevel.supported.flatMap {
@@ -50,12 +55,32 @@ enum GemmBench {
             switch args[i] {
             case "--runs": runs = max(1, Int(value) ?? runs); i += 1
             case "--min-ms": minSeconds = (Double(value) ?? 30) / 1000; i += 1
-            case "--levels": levels = value.split(separator: ",").map(String.init); i += 1
+            case "--levels": levels = value.split(separator: ",").map(String.init); levelsGiven = true; i += 1
+            case "--shapes":
+                let names = value.split(separator: ",").map(String.init)
+                for name in names where !Self.shapes.contains(where: { $0.name == name }) {
+                    fail("gemm: --shapes: no shape '\(name)' (the shapes: \(Self.shapes.map(\.name).joined(separator: ", ")))")
+                }
+                shapes = Self.shapes.filter { names.contains($0.name) }
+                i += 1
             case "--best": best = true
+            case "--int8": int8 = true
             case "-h", "--help": print(usage); return
             default: fail("gemm: unknown option '\(args[i])'")
             }
             i += 1
+        }
+        if int8 {
+            var chosen = KernelLevel.supported
+            if levelsGiven {
+                chosen = levels.map { name in
+                    guard let level = KernelLevel(rawValue: name) else { fail("gemm --int8: \(name) is not a kernel level") }
+                    guard KernelLevel.supported.contains(level) else { fail("gemm --int8: this CPU cannot run \(name)", code: 1) }
+                    return level
+                }
+            }
+            GemmBenchInt8.run(levels: chosen, shapes: shapes, runs: runs, minSeconds: minSeconds, best: best)
+            return
         }
         var kernels: [String: GemmFunctions] = [:]
         for name in levels where name != "openblas" {
@@ -72,8 +97,11 @@ enum GemmBench {
         print("levels this CPU runs: \(KernelLevel.supported.map(\.rawValue).joined(separator: ", ")); selected: \(KernelLevel.selected.rawValue)")
         print("OpenBLAS: core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)")")
         for (name, k) in kernels.sorted(by: { $0.key < $1.key }) { print("  \(name): \(k.mr) x \(k.nr) register tile") }
-        let header = pad("shape", 8) + pad("m x n x k", 20) + levels.map { lpad($0, 10) }.joined()
-            + (levels.contains("openblas") ? levels.filter { $0 != "openblas" }.map { lpad("\($0)/oblas", 16) }.joined() : "")
+        // Columns as wide as their names (with two spaces before), at least 10 (rates), 16 (ratios).
+        let width = Dictionary(uniqueKeysWithValues: levels.map { ($0, max(10, $0.count + 2)) })
+        let ratioWidth = Dictionary(uniqueKeysWithValues: levels.map { ($0, max(16, $0.count + 8)) })
+        let header = pad("shape", 8) + pad("m x n x k", 20) + levels.map { lpad($0, width[$0]!) }.joined()
+            + (levels.contains("openblas") ? levels.filter { $0 != "openblas" }.map { lpad("\($0)/oblas", ratioWidth[$0]!) }.joined() : "")
         print(header)
         var totals = [String: (flop: Double, seconds: Double)]()
         for s in shapes {
@@ -109,38 +137,46 @@ enum GemmBench {
             }
             var buffers = [UnsafeMutablePointer<Float>]()
             defer { buffers.forEach { $0.deallocate() } }
-            var calls = [(call: () -> Void, reps: Int)]()
-            for name in levels {
-                let call = makeCall(name)
-                call()  // warm-up
-                let t0 = nowSeconds(); call(); let once = max(1e-6, nowSeconds() - t0)
-                calls.append((call, max(1, Int(minSeconds / once))))
-            }
-            var samples = [[Double]](repeating: [], count: levels.count)
-            for _ in 0..<runs {
-                for (l, entry) in calls.enumerated() {
-                    let start = nowSeconds()
-                    for _ in 0..<entry.reps { entry.call() }
-                    samples[l].append((nowSeconds() - start) / Double(entry.reps))
-                }
-            }
+            let seconds = sample(levels.map(makeCall), runs: runs, minSeconds: minSeconds, best: best)
             var results = [String: Double]()
             for (l, name) in levels.enumerated() {
-                let median = best ? samples[l].min()! : samples[l].sorted()[runs / 2]
+                let median = seconds[l]
                 results[name] = flop / median / 1e9
                 totals[name, default: (0, 0)].flop += flop
                 totals[name, default: (0, 0)].seconds += median
-                row += lpad(fmt(flop / median / 1e9, 1), 10)
+                row += lpad(fmt(flop / median / 1e9, 1), width[name]!)
             }
             if let o = results["openblas"] {
-                for name in levels where name != "openblas" { row += lpad(fmt(results[name]! / o, 2) + "x", 16) }
+                for name in levels where name != "openblas" { row += lpad(fmt(results[name]! / o, 2) + "x", ratioWidth[name]!) }
             }
             print(row)
         }
-        var total = pad("all", 28) + levels.map { lpad(fmt(totals[$0]!.flop / totals[$0]!.seconds / 1e9, 1), 10) }.joined()
+        var total = pad("all", 28) + levels.map { lpad(fmt(totals[$0]!.flop / totals[$0]!.seconds / 1e9, 1), width[$0]!) }.joined()
         if let o = totals["openblas"] {
-            for name in levels where name != "openblas" { total += lpad(fmt(o.seconds / totals[name]!.seconds, 2) + "x", 16) }
+            for name in levels where name != "openblas" { total += lpad(fmt(o.seconds / totals[name]!.seconds, 2) + "x", ratioWidth[name]!) }
         }
         print(total + "   (time-weighted over all shapes)")
+    }
+
+    /// Seconds per call of each of `calls`: after a warm-up call, each is repeated for at least
+    /// `minSeconds` per sample; samples are taken round-robin over the calls, so that other
+    /// processes' load (the machine may be shared) falls on all alike; the median (or the
+    /// fastest, `best`) of `runs` samples.
+    static func sample(_ calls: [() -> Void], runs: Int, minSeconds: Double, best: Bool) -> [Double] {
+        var timed = [(call: () -> Void, reps: Int)]()
+        for call in calls {
+            call()  // warm-up
+            let t0 = nowSeconds(); call(); let once = max(1e-6, nowSeconds() - t0)
+            timed.append((call, max(1, Int(minSeconds / once))))
+        }
+        var samples = [[Double]](repeating: [], count: calls.count)
+        for _ in 0..<runs {
+            for (l, entry) in timed.enumerated() {
+                let start = nowSeconds()
+                for _ in 0..<entry.reps { entry.call() }
+                samples[l].append((nowSeconds() - start) / Double(entry.reps))
+            }
+        }
+        return samples.map { best ? $0.min()! : $0.sorted()[runs / 2] }
     }
 }

@@ -81,4 +81,40 @@ final class BenchTests: XCTestCase {
         XCTAssertTrue(warnings.contains { $0.contains("other processes used") && $0.contains("not quiet") }, "\(warnings)")
         XCTAssertTrue(r.stderr.contains("warning: the machine was not quiet"), r.stderr)
     }
+
+    /// `yolo-bench gemm` on two shapes: every column lines up with its heading (the 16-bit levels'
+    /// long names ran into each other), `--int8` gives each level's FP32 and INT8 rates and their
+    /// ratio, and an unknown shape is named.
+    func testGemmTablesLineUpAndInt8ComparesEachLevelWithItsFP32() throws {
+        func table(_ args: [String]) throws -> [String] {
+            let r = try bench(["gemm", "--shapes", "conv18,wino10", "--runs", "1", "--min-ms", "1"] + args, environment: [:])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            let lines = r.stdout.split(separator: "\n").map(String.init)
+            let header = try XCTUnwrap(lines.first { $0.hasPrefix("shape ") }, r.stdout)
+            for name in ["conv18", "wino10"] {
+                let row = try XCTUnwrap(lines.first { $0.hasPrefix(name + " ") }, r.stdout)
+                XCTAssertEqual(row.count, header.count, "\(name) row and heading differ in width:\n\(r.stdout)")
+                // Each column's value ends where its heading ends.
+                for (i, c) in header.enumerated() where c != " " && (i + 1 == header.count || Array(header)[i + 1] == " ") {
+                    XCTAssertNotEqual(Array(row)[i], " ", "column ending at \(i) of \(name):\n\(r.stdout)")
+                }
+            }
+            return lines
+        }
+        let fp32 = try table([])
+        XCTAssertTrue(fp32.contains { $0.contains("openblas") }, fp32.joined(separator: "\n"))
+        let int8 = try table(["--int8"])
+        let header = try XCTUnwrap(int8.first { $0.hasPrefix("shape ") })
+        XCTAssertTrue(header.contains("baseline-fp32") && header.contains("baseline-int8") && header.contains("int8/fp32"), header)
+        // Rates are positive numbers and the ratio is theirs.
+        let cells = try XCTUnwrap(int8.first { $0.hasPrefix("conv18 ") }).split(separator: " ").dropFirst(2)
+        let (f, q) = (Double(cells[cells.startIndex]) ?? 0, Double(cells[cells.startIndex + 1]) ?? 0)
+        XCTAssertGreaterThan(f, 0, header); XCTAssertGreaterThan(q, 0, header)
+        let ratio = try XCTUnwrap(Double(cells[cells.startIndex + 2].dropLast()))
+        XCTAssertEqual(ratio, q / f, accuracy: 0.01 + 0.01 * q / f)
+
+        let bad = try bench(["gemm", "--shapes", "conv18,conv99"], environment: [:])
+        XCTAssertEqual(bad.status, 64)
+        XCTAssertTrue(bad.stderr.contains("gemm: --shapes: no shape 'conv99' (the shapes: conv0, "), bad.stderr)
+    }
 }

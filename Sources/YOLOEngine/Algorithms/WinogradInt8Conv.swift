@@ -144,9 +144,19 @@ final class WinogradInt8Conv: ConvKernel {
         }
         if let pool { pool.parallelFor(c, inputPart); pool.parallelFor(tiles, pack) } else { inputPart(0..<c); pack(0..<tiles) }
         let v = UnsafeRawPointer(workspace).assumingMemoryBound(to: UInt32.self)
+        // The positions' products shared out whole among the threads, in one hand-off (as FP32
+        // Winograd's `Gemm.multiplyBatch`), not each split over them: 36 hand-offs a block cost
+        // more than the imbalance of 36 (or 16) equal products over 2 or 3 threads.
+        let product = { (xi: Int, part: Int) in
+            self.multiply(position: xi, v + xi * g * tiles, n: tiles, into: mo + xi * m * tiles, part: part, scratch: place.scratch)
+        }
         let elapsed = timed(place.timed) {
-            for xi in 0..<p { multiply(position: xi, v + xi * g * tiles, n: tiles, into: mo + xi * m * tiles, pool: pool,
-                                       scratch: place.scratch) }
+            if let pool, pool.threadCount > 1 {
+                let parts = pool.threadCount
+                pool.run { part in for xi in p * part / parts ..< p * (part + 1) / parts { product(xi, part) } }
+            } else {
+                for xi in 0..<p { product(xi, 0) }
+            }
         }
         if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
         applyEpilogue(epilogue, out, shape: conv.outputShape,
@@ -154,15 +164,13 @@ final class WinogradInt8Conv: ConvKernel {
         return elapsed
     }
 
-    /// M[xi] (filters x n floats) = U[xi] · V[xi] (pairs x n), shared out as `Gemm.split` says.
+    /// M[xi] (filters x n floats) = U[xi] · V[xi] (pairs x n) on the calling thread, with the
+    /// GEMM scratch of thread `part`.
     private func multiply(position xi: Int, _ b: UnsafePointer<UInt32>, n: Int, into c: UnsafeMutablePointer<Float>,
-                          pool: WorkerPool?, scratch: GemmScratch) {
-        let (m, k, pairs) = (conv.filters, 2 * conv.inputShape.c, pairs)
-        let (a, scale) = (packed[xi].base, scales.base + xi * m)
+                          part: Int, scratch: GemmScratch) {
+        let (m, k) = (conv.filters, 2 * conv.inputShape.c)
         let comp = self.comp.base.assumingMemoryBound(to: Int32.self)
-        Gemm.split(m: m, n: n, panel: pairs.mr, pool: pool) { rows, cols, part in
-            pairs.gemm(m: m, n: cols.count, k: k, packedA: a, b: b + cols.lowerBound, ldb: n, c: c + cols.lowerBound,
-                       ldc: n, comp: comp, scale: scale, scratch: UnsafeMutableRawPointer(scratch.part(part)), rows: rows)
-        }
+        pairs.gemm(m: m, n: n, k: k, packedA: packed[xi].base, b: b, ldb: n, c: c, ldc: n, comp: comp,
+                   scale: scales.base + xi * m, scratch: UnsafeMutableRawPointer(scratch.part(part)))
     }
 }
