@@ -36,6 +36,31 @@ final class Int8AccuracyTests: XCTestCase {
         }
     }
 
+    /// The issue's whole set, the samples and Darknet's images in ../shared/images (where this
+    /// checkout has them), at its threshold (0.25), with the fixed table's plan (what `yolo detect
+    /// --precision int8` runs on a machine without `yolo tune`). Not the issue's 0.97 yet: one box
+    /// crosses the threshold, person.jpg's sheep on the horse (FP32 0.216, INT8 0.261; 28 / 29 / 28,
+    /// precision 0.966, 2026-12-03). Held here so that no second one does.
+    func testInt8OnTheIssuesPhotoSet() throws {
+        let (cfg, weights, names) = try paths()
+        let darknet = try PrecisionAccuracy.darknetImages()
+        guard !darknet.isEmpty else { throw XCTSkip("no ../shared/images beside this checkout") }
+        let photos = try samples() + darknet
+        let options = DetectorOptions(threshold: 0.25)
+        let fp32 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2)
+        let int8 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2,
+                                modelOptions: ModelOptions(precision: .int8))
+        let results = try photos.map { p in
+            (try fp32.detect(rgb: p.pixels, width: p.width, height: p.height), try int8.detect(rgb: p.pixels, width: p.width, height: p.height))
+        }
+        let f = PrecisionAccuracy.compare(results, threshold: 0.25)
+        let summary = "INT8 on \(photos.count) photos at 0.25: \(f)"
+        XCTAssertGreaterThanOrEqual(f.reference, 20, summary)
+        XCTAssertGreaterThanOrEqual(f.recall, 0.97, summary)
+        XCTAssertLessThanOrEqual(f.found - f.matched, 1, summary + ": more than one INT8 box unmatched")
+        XCTAssertLessThan(f.meanDrift, 0.025, summary)
+    }
+
     /// yolov3-tiny's 3x3 convolutions of 32 or more input channels: where INT8 Winograd applies
     /// and pays (`yolo tune` picks it there on an AVX2 Zen 3).
     static let winogradLayers: [Int: ConvAlgorithm] = Dictionary(uniqueKeysWithValues: [4, 6, 8, 10, 12, 14, 21].map {
