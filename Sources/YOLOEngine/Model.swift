@@ -147,16 +147,16 @@ public final class Model: Sendable {
         usesOpenBLAS = openBLAS
         cfgFingerprint = config.fingerprint
         var warnings: [String] = []
-        let int8Inputs = try Model.int8Inputs(options, layers: layers, fingerprint: cfgFingerprint, cfg: config.file,
-                                              kernels: kernelSet.int8, warnings: &warnings)
+        let (int8Inputs, tenBitInputs) = try Model.int8Inputs(options, layers: layers, fingerprint: cfgFingerprint, cfg: config.file,
+                                                              kernels: kernelSet.int8, warnings: &warnings)
         let int8Scratch = int8Inputs.isEmpty ? 0 : [kernelSet.int8, kernelSet.int16Pairs].map {
             $0.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
         }.max()!
         let features = HostCPU.features.union(options.assumesFP16Arithmetic ? .fp16 : [])
         let half = try kernelSet.halfGemm(for: options.precision, on: features)
         gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, Gemm.scratchPerThread(half?.gemm))
-        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs, half: half,
-                              winogradInt8: kernelSet.int16Pairs != nil)
+        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs,
+                              tenBitInputs: tenBitInputs, half: half, winogradInt8: kernelSet.int16Pairs != nil)
         let order = layers.filter { $0.head == nil } + layers.filter { $0.head != nil }
         let bound = ActivationPlan(writes: order.map { ($0.index, $0.sources) }, deferred: Model.heads(layers).count,
                                    layers: layers, input: inputShape, keepingAll: false)
@@ -268,19 +268,24 @@ public final class Model: Sendable {
     /// covers (checked against the cfg), when the kernel set has INT8 kernels (else a warning: all
     /// FP32). Whichever library computes the FP32 GEMMs (ours or OpenBLAS).
     static func int8Inputs(_ options: ModelOptions, layers: [any Layer], fingerprint: String, cfg: String,
-                           kernels: Int8Functions?, warnings: inout [String]) throws(YOLOError) -> [Int: Int8Quantization] {
-        guard options.precision == .int8 else { return [:] }
+                           kernels: Int8Functions?, warnings: inout [String])
+        throws(YOLOError) -> (eightBit: [Int: Int8Quantization], tenBit: [Int: Int8Quantization]) {
+        guard options.precision == .int8 else { return ([:], [:]) }
         guard let table = options.calibration else {
             throw .invalidArgument("precision int8 needs a calibration table (ModelOptions.calibration; make one with 'yolo calibrate')")
         }
         try table.check(fingerprint: fingerprint, convolutions: Set(layers.compactMap { $0.convolution?.index }), cfg: cfg)
         guard kernels != nil else {
             warnings.append("precision int8: the kernel level has no INT8 kernels: every convolution runs in FP32")
-            return [:]
+            return ([:], [:])
         }
-        var inputs: [Int: Int8Quantization] = [:]
-        for l in layers { if let c = l.convolution, let q = table.quantization(ofLayer: c.index) { inputs[c.index] = q } }
-        return inputs
+        var (inputs, tenBit): ([Int: Int8Quantization], [Int: Int8Quantization]) = ([:], [:])
+        for l in layers {
+            guard let c = l.convolution else { continue }
+            inputs[c.index] = table.quantization(ofLayer: c.index)
+            tenBit[c.index] = table.tenBitQuantization(ofLayer: c.index)
+        }
+        return (inputs, tenBit)
     }
 
     /// The plan a session runs.

@@ -13,17 +13,18 @@
 //   im2col's, only the float output transform rounds differently. 16 positions of int16 kernels
 //   take 3.6 bytes per weight, F(4x4)'s 36 take 8.
 
-/// d = q - zeroPoint of `count` floats, as exact integers in floats (-255...255): q as
-/// `Int8Quantization.quantize` rounds it (the same float operations; the rounded value read back
-/// as a float, not from the mantissa bits). The FP32 input transform of F(4x4) is then exact on
-/// these planes: its sums of small integers stay below 2^24 (at most 100 x 255).
+/// d = q - zeroPoint of `count` floats, as exact integers in floats (-levels...levels: 255, or
+/// 1023 for 10-bit activations): q as `Int8Quantization.quantize` rounds it (the same float
+/// operations; the rounded value read back as a float, not from the mantissa bits). The FP32 input
+/// transforms are then exact on these planes: their sums of small integers stay below 2^24 (at
+/// most 100 x 255 for F(4x4), 4 x 1023 for F(2x2)).
 public func winogradIntegerPlanes(_ src: UnsafePointer<Float>, count: Int, quantization q: Int8Quantization,
                                   into dst: UnsafeMutablePointer<Float>) {
-    let (inverse, zero) = (q.inverseScale, Float(q.zeroPoint))
+    let (inverse, zero, top) = (q.inverseScale, Float(q.zeroPoint), Float(q.levels))
     for i in 0..<count {
         var t = src[i] * inverse + zero
         t = t < 0 ? 0 : t
-        t = t > 255 ? 255 : t
+        t = t > top ? top : t
         dst[i] = ((t + 12_582_912) - 12_582_912) - zero
     }
 }

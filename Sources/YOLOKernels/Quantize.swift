@@ -10,23 +10,29 @@
 // same way at load (`quantizeWeights`), so the products are the convolution's.
 
 /// How a tensor's floats map to u8: q = clamp(round(x / scale) + zeroPoint, 0, 255), with 0.0
-/// exactly representable (q = zeroPoint), so padding is the zero point.
+/// exactly representable (q = zeroPoint), so padding is the zero point. With `levels` 1023 the
+/// same over 0...1023 (10-bit activations): only INT8 Winograd F(2x2) takes those (its int16
+/// transform holds 4 x 1023; the u8 kernels, `quantize` included, are for 255 alone).
 public struct Int8Quantization: Sendable, Equatable {
     public let scale: Float
     public let inverseScale: Float
     public let zeroPoint: Int32
+    /// The largest q: 255 (u8), or 1023 (10 bits).
+    public let levels: Int32
 
-    /// For values clipped to [min, max] (widened to hold 0).
-    public init(min lo: Float, max hi: Float) {
+    /// For values clipped to [min, max] (widened to hold 0), in `levels` + 1 steps.
+    public init(min lo: Float, max hi: Float, levels: Int32 = 255) {
+        precondition(levels == 255 || levels == 1023, "Int8Quantization: levels must be 255 or 1023")
+        self.levels = levels
         let lo = Swift.min(lo, 0), hi = Swift.max(hi, 0)
         let range = hi - lo
         guard range.isFinite, range > 1e-30 else {
             (scale, inverseScale, zeroPoint) = (1, 1, 0)
             return
         }
-        scale = range / 255
+        scale = range / Float(levels)
         inverseScale = 1 / scale
-        zeroPoint = Int32(Swift.min(255, Swift.max(0, (-lo / scale).rounded(.toNearestOrEven))))
+        zeroPoint = Int32(Swift.min(Float(levels), Swift.max(0, (-lo / scale).rounded(.toNearestOrEven))))
     }
 
     /// One value's u8 (the scalar reference of `Int8Quantize`, bit for bit): t = x * inverseScale +

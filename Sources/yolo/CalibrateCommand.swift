@@ -7,7 +7,7 @@ import YOLOImage
 enum CalibrateCommand {
     static let usage = """
     usage: yolo calibrate IMAGE|DIR ... --out FILE [--method mse|percentile|minmax] [--percentile P]
-                          [--max-effect E|none] [--fp32 LIST|none] [--cfg F] [--weights F] [--size WxH] [--threads N]
+                          [--max-effect E|none] [--fp32 LIST|none] [--a10 LIST] [--cfg F] [--weights F] [--size WxH] [--threads N]
 
     Runs the FP32 network on the images (letterboxed as yolo detect does) and records, for each
     convolution, the values of its input; then runs each convolution alone in INT8 and measures its
@@ -32,6 +32,9 @@ enum CalibrateCommand {
       --fp32 LIST      convolutions (layer indices, comma-separated) that stay FP32 whatever
                        their effect; default: the first (it reads the image: the most sensitive
                        on the photos measured, and cheap in FP32); none: no such layer
+      --a10 LIST       convolutions (layer indices) whose input is quantized to 10 bits where
+                       INT8 Winograd F(2x2) runs them (marked a10; the shipped table: 2,4,6,
+                       the early layers, where 8 bits lose the most); default: none
       --cfg F          Darknet cfg (default: \(defaultCfg))
       --weights F      Darknet weights (default: \(defaultWeights))
       --size WxH       network input size instead of the cfg's (multiples of 32)
@@ -44,7 +47,7 @@ enum CalibrateCommand {
     static let defaultPercentile = 99.99
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: ["out", "method", "percentile", "max-effect", "fp32", "cfg", "weights", "size", "threads"],
+        let a = try Arguments(args, options: ["out", "method", "percentile", "max-effect", "fp32", "a10", "cfg", "weights", "size", "threads"],
                               flags: ["help"], short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard !a.positionals.isEmpty else { throw UsageError("calibrate needs at least one IMAGE or DIR") }
@@ -75,18 +78,20 @@ enum CalibrateCommand {
             options.inputSize = size
             return try Model(cfgPath: cfgPath, weightsPath: weightsPath, options: options)
         }
-        var fp32: Set<Int>? = nil
-        if let list = a.string("fp32") {
-            fp32 = []
+        func layers(_ option: String, example: String) throws -> Set<Int>? {
+            guard let list = a.string(option) else { return nil }
+            var set: Set<Int> = []
             for item in list == "none" ? [] : list.split(separator: ",", omittingEmptySubsequences: false) {
                 guard let n = Int(item.trimmingCharacters(in: .whitespaces)), n >= 0 else {
-                    throw UsageError("--fp32 \(list): expected layer indices, e.g. 0,13, or none")
+                    throw UsageError("--\(option) \(list): expected layer indices, e.g. \(example), or none")
                 }
-                fp32!.insert(n)
+                set.insert(n)
             }
+            return set
         }
+        let fp32 = try layers("fp32", example: "0,13"), tenBit = try layers("a10", example: "2,4,6") ?? []
         let detector = try Detector(model: try load(ModelOptions()), threads: 1)
-        let table = try Int8Calibrator.calibrate(inputs: inputs.count, method: method, threads: threads, maxEffect: maxEffect, fp32: fp32,
+        var table = try Int8Calibrator.calibrate(inputs: inputs.count, method: method, threads: threads, maxEffect: maxEffect, fp32: fp32,
                                                  load: load) { i, buffer throws(YOLOError) in
             let path = inputs[i].path
             do {
@@ -97,6 +102,10 @@ enum CalibrateCommand {
             }
             _ = buffer.update(fromContentsOf: detector.session.input)
         }
+        if let stray = tenBit.subtracting(table.ranges.keys).min() {
+            throw UsageError("--a10: layer \(stray) is not a convolution of \(cfgPath)")
+        }
+        table.tenBitLayers = tenBit
         removeTemporaryFilesOnSignals()
         try writeOutputFile(Array(table.text.utf8), to: out)
         let fp32Text = table.fp32Layers.sorted().map { "\($0)" }.joined(separator: ", ")

@@ -38,9 +38,10 @@ final class Int8AccuracyTests: XCTestCase {
 
     /// The issue's whole set, the samples and Darknet's images in ../shared/images (where this
     /// checkout has them), at its threshold (0.25), with the fixed table's plan (what `yolo detect
-    /// --precision int8` runs on a machine without `yolo tune`). Not the issue's 0.97 yet: one box
-    /// crosses the threshold, person.jpg's sheep on the horse (FP32 0.216, INT8 0.261; 28 / 29 / 28,
-    /// precision 0.966, 2026-12-03). Held here so that no second one does.
+    /// --precision int8` runs on a machine without `yolo tune`): the issue's 0.97. With 8-bit inputs
+    /// everywhere one box crossed the threshold, person.jpg's sheep on the horse (FP32 0.216, INT8
+    /// 0.261: 28 / 29 / 28, precision 0.966); the shipped table's 10-bit inputs of layers 2-8 (`a10`)
+    /// keep it under (28 / 28 / 28, drift 0.0143, 2026-12-03).
     func testInt8OnTheIssuesPhotoSet() throws {
         let (cfg, weights, names) = try paths()
         let darknet = try PrecisionAccuracy.darknetImages()
@@ -57,8 +58,8 @@ final class Int8AccuracyTests: XCTestCase {
         let summary = "INT8 on \(photos.count) photos at 0.25: \(f)"
         XCTAssertGreaterThanOrEqual(f.reference, 20, summary)
         XCTAssertGreaterThanOrEqual(f.recall, 0.97, summary)
-        XCTAssertLessThanOrEqual(f.found - f.matched, 1, summary + ": more than one INT8 box unmatched")
-        XCTAssertLessThan(f.meanDrift, 0.025, summary)
+        XCTAssertGreaterThanOrEqual(f.precision, 0.97, summary)
+        XCTAssertLessThan(f.meanDrift, 0.02, summary)
     }
 
     /// yolov3-tiny's 3x3 convolutions of 32 or more input channels: where INT8 Winograd applies
@@ -67,14 +68,17 @@ final class Int8AccuracyTests: XCTestCase {
         ($0, .winograd4Int8)
     })
 
-    /// The same with INT8 Winograd F(4x4) on those layers, at the issue's threshold (0.25).
+    /// The same with INT8 Winograd F(4x4) on those layers (8-bit inputs: the shipped table without
+    /// its `a10` marks, which F(4x4) cannot take), at the issue's threshold (0.25).
     func testInt8WinogradDetectionsMatchFP32OnTheSamples() throws {
         let (cfg, weights, names) = try paths()
         let photos = try samples()
         let options = DetectorOptions(threshold: 0.1)
+        var table = try Int8Calibration(path: Int8Calibration.defaultPath(weights: weights))
+        table.tenBitLayers = []
         let fp32 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2)
         let int8 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: options, threads: 2,
-                                modelOptions: ModelOptions(algorithms: Self.winogradLayers, precision: .int8))
+                                modelOptions: ModelOptions(algorithms: Self.winogradLayers, precision: .int8, calibration: table))
         XCTAssertEqual(int8.model.plan.entries.filter { $0.algorithm == "winograd4-int8" }.count, 7, int8.model.plan.description)
         let results = try photos.map { p in
             (try fp32.detect(rgb: p.pixels, width: p.width, height: p.height), try int8.detect(rgb: p.pixels, width: p.width, height: p.height))
@@ -96,6 +100,8 @@ final class Int8AccuracyTests: XCTestCase {
         let shipped = try Int8Calibration(path: Int8Calibration.defaultPath(weights: weights))
         var allInt8 = shipped
         allInt8.fp32Layers = []
+        let tenBit = allInt8   // (its layers 2-8 with 10-bit inputs, as F(2x2))
+        allInt8.tenBitLayers = []
         func heads(_ level: KernelLevel, _ table: Int8Calibration, algorithms: [Int: ConvAlgorithm] = [:]) throws -> [[Float]] {
             // (At 160x160: the same kernels, partial tiles and panels as at 416x416, a seventh of the work.)
             let model = try Model(cfgPath: cfg, weightsPath: weights,
@@ -117,9 +123,17 @@ final class Int8AccuracyTests: XCTestCase {
         for level in levels.dropFirst() {
             XCTAssertEqual(differ(reference, try heads(level, allInt8)).count, 0, "\(level) vs \(levels[0]): every convolution INT8")
         }
+        // With the shipped table's 10-bit inputs (F(2x2) on layers 2-8, which every level has): the
+        // same bits at every level too, and not those of 8 bits.
+        let tenBitReference = try heads(levels[0], tenBit)
+        XCTAssertGreaterThan(differ(tenBitReference, reference).count, 0, "10-bit inputs are not 8-bit ones")
+        for level in levels.dropFirst() {
+            XCTAssertEqual(differ(tenBitReference, try heads(level, tenBit)).count, 0, "\(level) vs \(levels[0]): 10-bit inputs")
+        }
         // INT8 Winograd where it applies: exact int32 sums per block of 128 channels, the same
         // float operations after them, so the same bits at every level with the pair GEMM.
-        // (A level without the pair GEMM refuses the forced algorithm: it is left out.)
+        // (A level without the pair GEMM would refuse the forced algorithm: it is left out. Every
+        // level has one today: the vpdpbusd and sdot levels take the level below's.)
         let winograd = levels.compactMap { level in (try? heads(level, allInt8, algorithms: Self.winogradLayers)).map { (level, $0) } }
         XCTAssertFalse(winograd.isEmpty, "some level runs INT8 Winograd")
         for (level, h) in winograd {

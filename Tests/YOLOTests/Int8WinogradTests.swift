@@ -200,7 +200,8 @@ final class Int8WinogradTests: XCTestCase {
     func testConvolutionMatchesNaiveInt8WinogradAndFP32() throws {
         var rng = SeededRandom(seed: 41)
         for (s, filters, act) in [(Shape(c: 3, h: 13, w: 13), 5, Activation.leaky), (Shape(c: 17, h: 9, w: 22), 9, .linear),
-                                  (Shape(c: 130, h: 8, w: 8), 4, .leaky), (Shape(c: 8, h: 40, w: 30), 6, .mish)] {
+                                  (Shape(c: 130, h: 8, w: 8), 4, .leaky), (Shape(c: 8, h: 40, w: 30), 6, .mish),
+                                  (Shape(c: 16, h: 72, w: 128), 8, .leaky)] {   // (18 tile rows in 2 blocks)
             let bias = rng.floats(filters), w = rng.floats(filters * s.c * 9)
             let input = rng.floats(s.count, -0.3, 2.5)   // in the range: FP32 comparable (clamping: above)
             let range: ClosedRange<Float> = -0.3...2.5
@@ -239,7 +240,8 @@ final class Int8WinogradTests: XCTestCase {
     func testF2x2ComputesInt8Im2colsSums() throws {
         var rng = SeededRandom(seed: 43)
         for (s, filters, act) in [(Shape(c: 3, h: 13, w: 13), 5, Activation.leaky), (Shape(c: 17, h: 9, w: 22), 9, .linear),
-                                  (Shape(c: 300, h: 7, w: 7), 4, .leaky), (Shape(c: 8, h: 40, w: 30), 6, .mish)] {
+                                  (Shape(c: 300, h: 7, w: 7), 4, .leaky), (Shape(c: 8, h: 40, w: 30), 6, .mish),
+                                  (Shape(c: 16, h: 72, w: 128), 8, .leaky)] {   // (36 tile rows in 3 blocks)
             let bias = rng.floats(filters)
             var w = rng.floats(filters * s.c * 9)
             for t in 0..<9 { w[t] = 1; w[9 + t] = -1 }   // filter 0: +-127 taps in channels 0 and 1

@@ -91,6 +91,13 @@ extension CLITests {
         XCTAssertTrue(table.hasPrefix("yolo-swift int8 1\ncfg "), table)
         XCTAssertEqual(table.split(separator: "\n").filter { $0.hasPrefix("layer ") }.count, 13)
         XCTAssertTrue(table.contains("\nlayer 0 min 0 max 1.00000000e+00 fp32\n"), table)
+        // --a10 marks layers for 10-bit inputs; the rest of the table is the same.
+        let marked = try yolo(["calibrate", coffee, motorbike, "--out", dir + "/a.int8", "--method", "minmax", "--max-effect", "none",
+                               "--a10", "2,4"] + modelArgs.prefix(4))
+        XCTAssertEqual(marked.status, 0, marked.stderr)
+        let tenBit = try String(contentsOfFile: dir + "/a.int8", encoding: .utf8)
+        XCTAssertEqual(tenBit.split(separator: "\n").filter { $0.hasSuffix(" a10") }.map { $0.split(separator: " ")[1] }, ["2", "4"])
+        XCTAssertEqual(tenBit.replacingOccurrences(of: " a10\n", with: "\n"), table)
         let int8 = try yolo(["detect", "--json", "--no-draw", "--precision", "int8", "--int8-table", dir + "/t.int8", coffee] + modelArgs)
         XCTAssertEqual(int8.status, 0, int8.stderr)
         XCTAssertTrue(int8.stdout.contains("\"cup\""), int8.stdout)
@@ -109,6 +116,9 @@ extension CLITests {
                                 ([coffee, "--out", dir + "/x.int8", "--method", "kl"], "--method kl: expected mse, percentile or minmax"),
                                 ([coffee, "--out", dir + "/x.int8", "--percentile", "20"], "--percentile is for --method percentile"),
                                 ([coffee, "--out", dir + "/x.int8", "--fp32", "a"], "--fp32 a: expected layer indices"),
+                                ([coffee, "--out", dir + "/x.int8", "--a10", "2,x"], "--a10 2,x: expected layer indices"),
+                                ([coffee, "--out", dir + "/x.int8", "--max-effect", "none", "--a10", "3"],
+                                 "--a10: layer 3 is not a convolution of "),
                                 ([coffee, "--out", coffee], "refusing to write the calibration table there")] {
             let r = try yolo(["calibrate"] + args + modelArgs.prefix(4))
             XCTAssertEqual(r.status, 64, "\(args): \(r.stderr)")

@@ -114,9 +114,10 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     ///   it beat every FP32 algorithm on every yolov3-tiny layer, F(4x4) Winograd and the direct
     ///   conv + pool included (ms, FP32 best / INT8: layer 0 + pool 1.03 / 0.81, layer 2 + pool
     ///   1.41 / 0.83, 4: 0.88 / 0.54, 8: 0.68 / 0.51, 12: 5.9 / 1.95, 21: 3.5 / 1.50, 13: 0.38 / 0.12);
-    ///   never `.winograd4Int8` or `.winograd2Int8`, whose int16 kernels take 4x and 1.8x the memory
-    ///   of INT8 im2col's (on an AVX2 Zen 3 they are the faster INT8 forms of the 3x3 layers of 32 or
-    ///   more channels: `yolo tune`);
+    ///   never `.winograd4Int8`, whose int16 kernels take 4x the memory of INT8 im2col's (on an AVX2
+    ///   Zen 3 it is the faster INT8 form of the 3x3 layers of 32 or more channels: `yolo tune`),
+    ///   and `.winograd2Int8` (1.8x) only where the calibration table gives a layer 10-bit input
+    ///   (`a10`), which INT8 im2col cannot take;
     /// - direct+pool for 3x3 layers with at most 16 input channels before a 2x2/2 pool (3 channels
     ///   at 416x416: 2.1 ms im2col + pool, 1.1 ms direct; 16 at 208x208: 2.6 ms im2col + pool,
     ///   1.9 F(4x4) + pool, 1.97 direct, which needs no full-size buffer);
@@ -133,6 +134,8 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     ///   candidates (precision .fp16) and their FP16 forms, F(4x4) in FP16 where it is a candidate
     ///   (FP16-stored weights, FP32 arithmetic).
     static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm]) -> ConvAlgorithm {
+        // (F(2x2) INT8 without INT8 im2col beside it: a 10-bit input, which only it takes.)
+        if candidates.contains(.winograd2Int8) && !candidates.contains(.int8) { return .winograd2Int8 }
         if candidates.contains(.int8) { return .int8 }
         if let half = candidates.first(where: { $0.isHalfGemm })?.precision {
             let choice = table(for: conv, candidates: candidates.filter { $0.precision == .fp32 })

@@ -1,6 +1,7 @@
 // 3x3 stride-1 convolutions as INT8 Winograd F(4x4, 3x3) or F(2x2, 3x3) (`ConvAlgorithm.winograd4Int8`,
-// `.winograd2Int8`): the input quantized once into planes of integers (q - zero point, as floats);
-// per block of tile rows, their transform (the level's FP32 one: exact on them) packed as int16
+// `.winograd2Int8`): per block of tile rows, the input rows it reads quantized into planes of
+// integers (q - zero point, as floats; 10 bits for F(2x2) where the table marks the layer `a10`),
+// their transform (the level's FP32 one: exact on them) packed as int16
 // pairs (Int8Winograd.swift), one 16-bit pair GEMM per position of the transform (36 or 16: U[xi],
 // packed at load; float outputs), then WinogradConv's FP32 output transform and the epilogue.
 // - F(4x4): 4x fewer products than INT8 im2col, each a 16 x 16-bit multiply-add, with kernels
@@ -37,6 +38,8 @@ final class WinogradInt8Conv: ConvKernel {
         precondition(conv.is3x3Same && [.winograd2Int8, .winograd4Int8].contains(algorithm),
                      "WinogradInt8Conv: layer \(conv.index) is not 3x3 stride 1 pad 1, or \(algorithm) is not INT8 Winograd")
         let tile = algorithm == .winograd4Int8 ? 4 : 2
+        // (F(4x4)'s int16 transform holds 100 x 255, not 100 x 1023: 10-bit inputs are F(2x2)'s.)
+        precondition(tile == 2 || input.levels == 255, "winograd4-int8 for layer \(conv.index) with a 10-bit input")
         (self.conv, self.algorithm, self.tile, self.input, self.pairs) = (conv, algorithm, tile, input, pairs)
         transforms = kernelSet.winograd(tile: tile)
         let storage = ModelStorage()
@@ -100,8 +103,9 @@ final class WinogradInt8Conv: ConvKernel {
         return max(1, min(tilesHigh, max(cached, wide)))
     }
     var blockCount: Int { (tilesHigh + blockTileRows - 1) / blockTileRows }
-    /// The input's integer planes (shared by the threads: in thread 0's scratch).
-    var planeFloats: Int { (conv.inputShape.count + 15) & ~15 }
+    /// The integer planes of a block's input rows (all channels; rows tile x (block + 1) + 1 at
+    /// most: its tiles' and the halo), at the start of the block's workspace.
+    var planeFloats: Int { (conv.inputShape.c * (tile * (blockTileRows + 1) + 1) * conv.inputShape.w + 15) & ~15 }
     var workspaceFloats: Int {
         planeFloats + positions * (conv.inputShape.c + conv.filters) * blockTileRows * tilesWide
     }
@@ -109,46 +113,50 @@ final class WinogradInt8Conv: ConvKernel {
 
     func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
              context: StepContext) -> UInt64 {
-        let (planes, plane, quantization) = (context.workspace, conv.inputShape.h * conv.inputShape.w, input)
-        context.pool.parallelFor(conv.inputShape.c) { channels in
-            winogradIntegerPlanes(src + channels.lowerBound * plane, count: channels.count * plane, quantization: quantization,
-                                  into: planes + channels.lowerBound * plane)
-        }
-        let planeFloats = planeFloats
-        return runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
-            block(planes, out, tileRows: tileRows, epilogue: epilogue, workspace: place.workspace + planeFloats, place)
+        runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
+            block(src, out, tileRows: tileRows, epilogue: epilogue, workspace: place.workspace, place)
         }
     }
 
-    /// Input transform of the integer planes (exact) -> int16 pairs -> pair GEMMs -> output
-    /// transform -> epilogue for tile rows `tileRows`, spread over the place's pool or on the
-    /// calling thread.
-    private func block(_ planes: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, tileRows: Range<Int>,
+    /// The input rows of tile rows `tileRows` quantized to integer planes (exact) -> their input
+    /// transform -> int16 pairs -> pair GEMMs -> output transform -> epilogue, spread over the
+    /// place's pool or on the calling thread. The planes hold input rows y0 ..< y1 only: those the
+    /// tiles read (tile row r reads rows tile·r - 1 ... tile·r + tile), from one tile row before the
+    /// first, so that the transform, given them as an image of y1 - y0 rows and the tile rows
+    /// shifted by that one, reads what it reads in the whole input (and pads where it does).
+    private func block(_ src: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, tileRows: Range<Int>,
                        epilogue: Epilogue?, workspace: UnsafeMutablePointer<Float>, _ place: BlockPlace) -> UInt64 {
         let pool = place.pool
         let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)
         let (oh, ow, g, p) = (conv.outputShape.h, conv.outputShape.w, pairCount, positions)
         let tiles = tileRows.count * tw
-        let mo = workspace + p * c * tiles
-        let transforms = transforms
+        let shift = max(0, tileRows.lowerBound - 1)
+        let (y0, y1) = (tile * shift, min(h, tile * tileRows.upperBound + 1))
+        let (planes, v) = (workspace, workspace + planeFloats)
+        let mo = v + p * c * tiles
+        let (transforms, quantization, local) = (transforms, input, tileRows.lowerBound - shift ..< tileRows.upperBound - shift)
         let inputPart = { (channels: Range<Int>) in
-            transforms.input(planes, height: h, width: w, channelCount: c, channels: channels, tileRows: tileRows,
-                             tilesWide: tw, into: workspace)
+            for ch in channels {
+                winogradIntegerPlanes(src + (ch * h + y0) * w, count: (y1 - y0) * w, quantization: quantization,
+                                      into: planes + ch * (y1 - y0) * w)
+            }
+            transforms.input(planes, height: y1 - y0, width: w, channelCount: c, channels: channels, tileRows: local,
+                             tilesWide: tw, into: v)
         }
         let output = { (fs: Range<Int>) in
             transforms.output(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
                               outWidth: ow, into: out)
         }
         let pack = { (columns: Range<Int>) in
-            packWinogradPairs(workspace, positions: p, channels: c, tiles: tiles, columns: columns)
+            packWinogradPairs(v, positions: p, channels: c, tiles: tiles, columns: columns)
         }
         if let pool { pool.parallelFor(c, inputPart); pool.parallelFor(tiles, pack) } else { inputPart(0..<c); pack(0..<tiles) }
-        let v = UnsafeRawPointer(workspace).assumingMemoryBound(to: UInt32.self)
+        let words = UnsafeRawPointer(v).assumingMemoryBound(to: UInt32.self)
         // The positions' products shared out whole among the threads, in one hand-off (as FP32
         // Winograd's `Gemm.multiplyBatch`), not each split over them: 36 hand-offs a block cost
         // more than the imbalance of 36 (or 16) equal products over 2 or 3 threads.
         let product = { (xi: Int, part: Int) in
-            self.multiply(position: xi, v + xi * g * tiles, n: tiles, into: mo + xi * m * tiles, part: part, scratch: place.scratch)
+            self.multiply(position: xi, words + xi * g * tiles, n: tiles, into: mo + xi * m * tiles, part: part, scratch: place.scratch)
         }
         let elapsed = timed(place.timed) {
             if let pool, pool.threadCount > 1 {

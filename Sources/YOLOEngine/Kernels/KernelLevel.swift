@@ -17,14 +17,21 @@ import YOLOKernelsDotProd
 enum KernelRegistry {
     static let all: [KernelSet] = {
         var sets = [KernelsBaseline.kernelSet]
+        // The levels with an 8-bit dot product (vpdpbusd, sdot) take the 16-bit pair GEMM of INT8
+        // Winograd from the level below them (vpmaddwd zmm; NEON lane arithmetic): the same exact
+        // sums, so INT8 Winograd and 10-bit inputs (`a10`) run, with the same bits, at every level.
         #if arch(x86_64)
         sets.append(KernelsAVX2.kernelSet)
-        sets.append(KernelsAVX512.kernelSet)
+        let avx512 = KernelsAVX512.kernelSet
+        sets.append(avx512)
         // + the BF16 GEMM, which needs AVX-512 BF16 besides (`BF16Kernels.requires`, checked apart).
-        let vnni = KernelsAVX512VNNI.kernelSet
+        var vnni = KernelsAVX512VNNI.kernelSet
+        if let pairs = avx512.int16Pairs { vnni = vnni.adding(int16Pairs: pairs) }
         sets.append(KernelsAVX512BF16.bf16.map { vnni.adding(bf16: $0) } ?? vnni)
         #elseif arch(arm64) || arch(aarch64)
-        sets.append(KernelsDotProd.kernelSet)
+        var dotprod = KernelsDotProd.kernelSet
+        if let pairs = sets[0].int16Pairs { dotprod = dotprod.adding(int16Pairs: pairs) }
+        sets.append(dotprod)
         #endif
         return sets
     }()

@@ -88,11 +88,14 @@ struct PlanBuilder {
         epilogues[i] = Epilogue(bias: bias, activation: conv.activation)
         var prepared: [ConvAlgorithm: any ConvKernel] = [:]
         let (kernelSet, gemm, loadPool, int8Input, half) = (kernelSet, gemm, loadPool, planner.int8Inputs[i], planner.half)
+        let tenBitInput = planner.tenBitInputs[i]
         let prepare = { (a: ConvAlgorithm) throws(YOLOError) -> any ConvKernel in
             if let refusal = checkDataSizeLimit(a.loadBytes(conv), for: "preparing layer \(i) (\(a.rawValue))") {
                 throw .invalidArgument(refusal)
             }
-            return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: int8Input, half: half)
+            // (F(2x2) takes a layer's 10-bit input where the table marks it; the rest 8 bits.)
+            let input = a == .winograd2Int8 ? tenBitInput ?? int8Input : int8Input
+            return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: input, half: half)
         }
         guard let node = inferenceNode[i] else { return }
         let options = planner.options

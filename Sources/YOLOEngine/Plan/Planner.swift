@@ -48,6 +48,9 @@ struct Planner {
     /// The quantization of each convolution's input that may run in INT8 (precision .int8, our
     /// kernels with INT8 ones, and a calibrated range), by layer.
     let int8Inputs: [Int: Int8Quantization]
+    /// The 10-bit quantization of the inputs the calibration table marks `a10` (INT8 Winograd
+    /// F(2x2) takes them; where the level has it, the other INT8 forms are not offered there).
+    let tenBitInputs: [Int: Int8Quantization]
     /// The BF16 or FP16 GEMM (precision .bf16 or .fp16 on a CPU that runs it), else nil: no
     /// candidates in those precisions.
     let half: BF16Kernels?
@@ -55,7 +58,8 @@ struct Planner {
     let winogradInt8: Bool
 
     init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:],
-         half: BF16Kernels? = nil, winogradInt8: Bool = false) {
+         tenBitInputs: [Int: Int8Quantization] = [:], half: BF16Kernels? = nil, winogradInt8: Bool = false) {
+        self.tenBitInputs = tenBitInputs
         self.layers = layers
         self.winogradInt8 = winogradInt8
         self.options = options
@@ -70,11 +74,15 @@ struct Planner {
 
     /// The algorithms that can compute `conv` on its own under the model's options.
     func standaloneCandidates(_ conv: ConvolutionalLayer) -> [ConvAlgorithm] {
-        ConvAlgorithm.allCases.filter {
+        let all = ConvAlgorithm.allCases.filter {
             $0 != .directPool && (($0 != .winograd4Int8 && $0 != .winograd2Int8) || winogradInt8) && ($0 != .winograd4FP16 || half?.weightsOnly == true)
                 && $0.applies(to: conv, pooledBy: nil, ourKernels: ourKernels)
                 && $0.allowed(by: options.convolution) && offers($0.precision, for: conv)
         }
+        // A 10-bit input: its INT8 form is F(2x2) where that is a candidate (the others quantize
+        // to 8 bits); FP32 forms stay (more exact still).
+        guard tenBitInputs[conv.index] != nil, all.contains(.winograd2Int8) else { return all }
+        return all.filter { $0 != .int8 && $0 != .winograd4Int8 }
     }
 
     /// Whether `conv` may compute in `precision`: FP32 always, INT8 where calibrated, BF16 or FP16

@@ -8,14 +8,17 @@
 //   method percentile 99.99
 //   images 9
 //   layer 0 min 0 max 9.99511719e-01 effect 1.21e-02 fp32
-//   layer 2 min -2.62817955e+00 max 5.80167847e+01 effect 4.60e-03
+//   layer 2 min -2.62817955e+00 max 5.80167847e+01 effect 4.60e-03 a10
 //
 // The cfg line is the fingerprint of the cfg the table was made for (its sections, keys and
 // values): a table made for another cfg is refused, as is anything that does not parse. `effect`
 // is what running that convolution alone in INT8 did to the detections' confidences (mean
 // absolute change where the FP32 confidence exceeds 0.05) on the calibration images; `fp32`
 // marks a convolution whose effect was too large: it stays in FP32, as does one without a line.
-// (Delete `fp32` to let it run in INT8 anyway.)
+// (Delete `fp32` to let it run in INT8 anyway.) `a10` marks a convolution whose input is
+// quantized to 10 bits (0...1023) instead of 8 where it runs as INT8 Winograd F(2x2), whose int16
+// transform holds them (the planner then offers no other INT8 form for it where the level has that
+// form; elsewhere, e.g. `--conv im2col`, it runs INT8 im2col on 8 bits of the same range).
 import YOLOCore
 import YOLOKernels
 
@@ -33,19 +36,28 @@ public struct Int8Calibration: Sendable, Equatable {
     public var effects: [Int: Float]
     /// The convolutions that stay in FP32 (their effect was too large).
     public var fp32Layers: Set<Int>
+    /// The convolutions whose input is quantized to 10 bits where INT8 Winograd F(2x2) runs them.
+    public var tenBitLayers: Set<Int>
     /// Where the table came from (its file), for messages.
     public var source = "the INT8 calibration table"
 
     public init(ranges: [Int: ClosedRange<Float>], method: String, imageCount: Int, cfgFingerprint: String,
-                effects: [Int: Float] = [:], fp32Layers: Set<Int> = []) {
+                effects: [Int: Float] = [:], fp32Layers: Set<Int> = [], tenBitLayers: Set<Int> = []) {
         (self.ranges, self.method, self.imageCount, self.cfgFingerprint) = (ranges, method, imageCount, cfgFingerprint)
-        (self.effects, self.fp32Layers) = (effects, fp32Layers)
+        (self.effects, self.fp32Layers, self.tenBitLayers) = (effects, fp32Layers, tenBitLayers)
     }
 
     /// The quantization of layer `index`'s input, if the table has it and lets it run in INT8.
     func quantization(ofLayer index: Int) -> Int8Quantization? {
         guard !fp32Layers.contains(index) else { return nil }
         return ranges[index].map { Int8Quantization(min: $0.lowerBound, max: $0.upperBound) }
+    }
+
+    /// The 10-bit quantization of layer `index`'s input, if the table marks it `a10` and lets it
+    /// run in INT8.
+    func tenBitQuantization(ofLayer index: Int) -> Int8Quantization? {
+        guard !fp32Layers.contains(index), tenBitLayers.contains(index) else { return nil }
+        return ranges[index].map { Int8Quantization(min: $0.lowerBound, max: $0.upperBound, levels: 1023) }
     }
 
     /// This table with only layer `index` in INT8 (for measuring its effect).
@@ -71,6 +83,7 @@ public struct Int8Calibration: Sendable, Equatable {
             var line = "layer \(layer) min \(Int8Calibration.decimal(range.lowerBound)) max \(Int8Calibration.decimal(range.upperBound))"
             if let e = effects[layer] { line += " effect \(Int8Calibration.decimal(e, digits: 3))" }
             if fp32Layers.contains(layer) { line += " fp32" }
+            if tenBitLayers.contains(layer) { line += " a10" }
             lines.append(line)
         }
         return lines.joined(separator: "\n") + "\n"
@@ -93,7 +106,7 @@ public struct Int8Calibration: Sendable, Equatable {
             throw bad(1, "expected 'yolo-swift int8 \(Int8Calibration.formatVersion)'")
         }
         var (ranges, method, images, cfg): ([Int: ClosedRange<Float>], String?, Int?, String?) = ([:], nil, nil, nil)
-        var (effects, fp32): ([Int: Float], Set<Int>) = ([:], [])
+        var (effects, fp32, tenBit): ([Int: Float], Set<Int>, Set<Int>) = ([:], [], [])
         for (i, words) in lines.enumerated().dropFirst() where !words.isEmpty {
             switch words[0] {
             case "cfg" where words.count == 2 && cfg == nil: cfg = words[1]
@@ -118,13 +131,15 @@ public struct Int8Calibration: Sendable, Equatable {
                     rest = rest.dropFirst(2)
                 }
                 if rest.first == "fp32" { fp32.insert(layer); rest = rest.dropFirst() }
+                if rest.first == "a10" { tenBit.insert(layer); rest = rest.dropFirst() }
                 guard rest.isEmpty else { throw bad(i + 1, "layer \(layer): unexpected '\(rest.joined(separator: " "))'") }
             default:
                 throw bad(i + 1, "unexpected '\(words.joined(separator: " "))'")
             }
         }
         guard let cfg, let method, let images else { throw bad(lines.count, "the cfg, method and images lines are required") }
-        self.init(ranges: ranges, method: method, imageCount: images, cfgFingerprint: cfg, effects: effects, fp32Layers: fp32)
+        self.init(ranges: ranges, method: method, imageCount: images, cfgFingerprint: cfg, effects: effects, fp32Layers: fp32,
+                  tenBitLayers: tenBit)
         source = name
     }
 
