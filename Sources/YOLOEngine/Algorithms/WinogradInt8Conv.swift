@@ -153,8 +153,8 @@ final class WinogradInt8Conv: ConvKernel {
         if let pool { pool.parallelFor(c, inputPart); pool.parallelFor(tiles, pack) } else { inputPart(0..<c); pack(0..<tiles) }
         let words = UnsafeRawPointer(v).assumingMemoryBound(to: UInt32.self)
         // The positions' products shared out whole among the threads, in one hand-off (as FP32
-        // Winograd's `Gemm.multiplyBatch`), not each split over them: 36 hand-offs a block cost
-        // more than the imbalance of 36 (or 16) equal products over 2 or 3 threads.
+        // Winograd's `Gemm.multiplyBatch`), not each split over them: one hand-off a block instead
+        // of 36 (or 16). (No change in time showed on a 2-core Zen 3: README, Precision.)
         let product = { (xi: Int, part: Int) in
             self.multiply(position: xi, words + xi * g * tiles, n: tiles, into: mo + xi * m * tiles, part: part, scratch: place.scratch)
         }
