@@ -43,9 +43,9 @@ final class Int8PlanTests: XCTestCase {
     func testInt8WhereTheTableAllowsFP32Elsewhere() throws {
         // Layers 0, 2, 4, 5 are convolutions; 4 has no range, 2 is marked fp32.
         let mixed = try model(ModelOptions(precision: .int8, calibration: table([0, 2, 5], fp32: [2])))
-        XCTAssertEqual(mixed.inference.steps.map(\.algorithm), ["int8", "maxpool+epilogue", "winograd4", "maxpool+epilogue", "winograd2", "int8"])
-        XCTAssertEqual(mixed.plan.entries.map(\.precision), [.int8, .fp32, .fp32, .fp32, .fp32, .int8])
-        XCTAssertEqual(mixed.plan.entries.map(\.source), [.table, nil, .table, nil, .table, .table])
+        XCTAssertEqual(mixed.inference.steps.map(\.algorithm), ["int8", "maxpool+epilogue", "winograd4+pool", "winograd2", "int8"])
+        XCTAssertEqual(mixed.plan.entries.map(\.precision), [.int8, .fp32, .fp32, .fp32, .int8])
+        XCTAssertEqual(mixed.plan.entries.map(\.source), [.table, nil, .table, .table, .table])
         XCTAssertTrue(mixed.plan.description.contains("0 conv 3x3/1 3x64x64 -> 32x64x64: int8 (table)"), mixed.plan.description)
         // The plan that keeps every output computes the same layers in INT8.
         XCTAssertEqual(mixed.inspection.steps.map(\.algorithm), ["int8", "maxpool", "winograd4", "maxpool", "winograd2", "int8"])
@@ -115,7 +115,7 @@ final class Int8PlanTests: XCTestCase {
         }
         try table([0, 5]).text.write(toFile: directory + "/net.int8", atomically: true, encoding: .utf8)
         let found = try Model(cfgPath: cfg, weightsPath: weights, options: ModelOptions(precision: .int8))
-        XCTAssertEqual(found.plan.entries.map(\.precision), [.int8, .fp32, .fp32, .fp32, .fp32, .int8])
+        XCTAssertEqual(found.plan.entries.map(\.precision), [.int8, .fp32, .fp32, .fp32, .int8])
         try "yolo-swift int8 1\ncfg x\n".write(toFile: directory + "/net.int8", atomically: true, encoding: .utf8)
         XCTAssertThrowsError(try Model(cfgPath: cfg, weightsPath: weights, options: ModelOptions(precision: .int8))) {
             XCTAssertTrue("\($0)".contains("net.int8: line 3: the cfg, method and images lines are required"), "\($0)")

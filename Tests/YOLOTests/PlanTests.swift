@@ -80,11 +80,11 @@ final class PlanTests: XCTestCase {
 
     func testRewritesAndTable() throws {
         let model = try smallModel(ModelOptions())
-        XCTAssertEqual(model.inference.steps.map(\.algorithm), ["direct+pool", "winograd4", "maxpool+epilogue", "winograd2", "gemm1x1"])
-        XCTAssertEqual(model.inference.steps.map(\.layers), [0...1, 2...2, 3...3, 4...4, 5...5])
+        XCTAssertEqual(model.inference.steps.map(\.algorithm), ["direct+pool", "winograd4+pool", "winograd2", "gemm1x1"])
+        XCTAssertEqual(model.inference.steps.map(\.layers), [0...1, 2...3, 4...4, 5...5])
         XCTAssertEqual(model.inference.deferred.map(\.layers), [6...6], "the [yolo] activation runs on demand")
         XCTAssertEqual(model.inspection.steps.map(\.algorithm), ["im2col", "maxpool", "winograd4", "maxpool", "winograd2", "gemm1x1"])
-        XCTAssertEqual(model.plan.entries.map(\.source), [.table, .table, nil, .table, .table])
+        XCTAssertEqual(model.plan.entries.map(\.source), [.table, .table, .table, .table])
         let unfused = try smallModel(ModelOptions(fusesLayers: false))
         XCTAssertEqual(unfused.inference.steps.map(\.algorithm), ["im2col", "maxpool", "winograd4", "maxpool", "winograd2", "gemm1x1"])
         let low = try smallModel(ModelOptions(convolution: .im2col))
@@ -101,7 +101,7 @@ final class PlanTests: XCTestCase {
 
     func testOverridesAreChecked() throws {
         let forced = try smallModel(ModelOptions(algorithms: [0: .im2col, 2: .winograd2, 4: .im2col]))
-        XCTAssertEqual(forced.inference.steps.map(\.algorithm), ["im2col", "maxpool+epilogue", "winograd2", "maxpool+epilogue", "im2col", "gemm1x1"])
+        XCTAssertEqual(forced.inference.steps.map(\.algorithm), ["im2col", "maxpool+epilogue", "winograd2+pool", "im2col", "gemm1x1"])
         XCTAssertEqual(forced.plan.entries.first?.source, .override)
         for (options, message) in [(ModelOptions(algorithms: [5: .winograd2]), "winograd2 cannot compute layer 5"),
                                    (ModelOptions(algorithms: [1: .im2col]), "layer 1 is not a convolution"),

@@ -7,7 +7,7 @@
 import YOLOCore
 import YOLOKernels
 
-final class WinogradConv: ConvKernel {
+final class WinogradConv: PoolFusingConvKernel {
     let algorithm: ConvAlgorithm
     let conv: ConvolutionalLayer
     /// Output tile size: 2 or 4.
@@ -62,20 +62,38 @@ final class WinogradConv: ConvKernel {
     var workspaceFloats: Int { positions * (conv.inputShape.c + conv.filters) * blockTileRows * tilesWide }
     var parameterBytes: Int { 4 * storage.floats }
 
+    /// With the pool: the block's rows of every filter, after the transforms.
+    var pooledWorkspaceFloats: Int {
+        workspaceFloats + WinogradOutput.imageFloats(filters: conv.filters, tile: tile, blockTileRows: blockTileRows,
+                                                     width: conv.outputShape.w)
+    }
+
     func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
              context: StepContext) -> UInt64 {
         runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
-            block(src, out, tileRows: tileRows, epilogue: epilogue, place)
+            block(src, tileRows: tileRows, place, output(out, image: nil, epilogue: epilogue))
         }
     }
 
-    /// Input transform -> GEMMs -> output transform -> epilogue for tile rows `tileRows`, spread
-    /// over the place's pool or on the calling thread.
-    private func block(_ src: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, tileRows: Range<Int>,
-                       epilogue: Epilogue?, _ place: BlockPlace) -> UInt64 {
+    func run(_ src: UnsafePointer<Float>, pooledInto dst: UnsafeMutablePointer<Float>, epilogue: Epilogue,
+             context: StepContext) -> UInt64 {
+        runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
+            block(src, tileRows: tileRows, place, output(dst, image: place.workspace + workspaceFloats, epilogue: epilogue))
+        }
+    }
+
+    private func output(_ out: UnsafeMutablePointer<Float>, image: UnsafeMutablePointer<Float>?,
+                        epilogue: Epilogue?) -> WinogradOutput {
+        WinogradOutput(transforms: transforms, tile: tile, shape: conv.outputShape, tilesWide: tilesWide, out: out,
+                       image: image, epilogue: epilogue)
+    }
+
+    /// Input transform -> GEMMs -> output transform -> epilogue (or pool and epilogue) for tile
+    /// rows `tileRows`, spread over the place's pool or on the calling thread.
+    private func block(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace,
+                       _ output: WinogradOutput) -> UInt64 {
         let (workspace, pool) = (place.workspace, place.pool)
         let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)
-        let (oh, ow) = (conv.outputShape.h, conv.outputShape.w)
         let tiles = tileRows.count * tw
         let v = workspace, mo = workspace + positions * c * tiles
         let transforms = transforms
@@ -83,18 +101,12 @@ final class WinogradConv: ConvKernel {
             transforms.input(src, height: h, width: w, channelCount: c, channels: ch, tileRows: tileRows, tilesWide: tw,
                              into: v)
         }
-        let output = { (fs: Range<Int>) in
-            transforms.output(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
-                              outWidth: ow, into: out)
-        }
         if let pool { pool.parallelFor(c, input) } else { input(0..<c) }
         let elapsed = timed(place.timed) {
             Gemm.multiplyBatch(kernels, v, bStride: c * tiles, n: tiles, into: mo, cStride: m * tiles, pool: pool,
                                scratch: place.scratch)
         }
-        if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
-        applyEpilogue(epilogue, out, shape: conv.outputShape,
-                      rows: tile * tileRows.lowerBound ..< min(oh, tile * tileRows.upperBound), pool: pool)
+        output.write(mo, tileRows: tileRows, pool: pool)
         return elapsed
     }
 }

@@ -14,7 +14,7 @@
 import YOLOCore
 import YOLOKernels
 
-final class WinogradInt8Conv: ConvKernel {
+final class WinogradInt8Conv: PoolFusingConvKernel {
     let algorithm: ConvAlgorithm
     let conv: ConvolutionalLayer
     /// Output tile size: 2 or 4.
@@ -114,21 +114,40 @@ final class WinogradInt8Conv: ConvKernel {
     func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
              context: StepContext) -> UInt64 {
         runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
-            block(src, out, tileRows: tileRows, epilogue: epilogue, workspace: place.workspace, place)
+            block(src, tileRows: tileRows, place, output(out, image: nil, epilogue: epilogue))
         }
     }
 
+    /// With the pool: the block's rows of every filter, after the planes and transforms.
+    var pooledWorkspaceFloats: Int {
+        workspaceFloats + WinogradOutput.imageFloats(filters: conv.filters, tile: tile, blockTileRows: blockTileRows,
+                                                     width: conv.outputShape.w)
+    }
+
+    func run(_ src: UnsafePointer<Float>, pooledInto dst: UnsafeMutablePointer<Float>, epilogue: Epilogue,
+             context: StepContext) -> UInt64 {
+        runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
+            block(src, tileRows: tileRows, place, output(dst, image: place.workspace + workspaceFloats, epilogue: epilogue))
+        }
+    }
+
+    private func output(_ out: UnsafeMutablePointer<Float>, image: UnsafeMutablePointer<Float>?,
+                        epilogue: Epilogue?) -> WinogradOutput {
+        WinogradOutput(transforms: transforms, tile: tile, shape: conv.outputShape, tilesWide: tilesWide, out: out,
+                       image: image, epilogue: epilogue)
+    }
+
     /// The input rows of tile rows `tileRows` quantized to integer planes (exact) -> their input
-    /// transform -> int16 pairs -> pair GEMMs -> output transform -> epilogue, spread over the
+    /// transform -> int16 pairs -> pair GEMMs -> output transform -> epilogue (or pool), spread over the
     /// place's pool or on the calling thread. The planes hold input rows y0 ..< y1 only: those the
     /// tiles read (tile row r reads rows tile·r - 1 ... tile·r + tile), from one tile row before the
     /// first, so that the transform, given them as an image of y1 - y0 rows and the tile rows
     /// shifted by that one, reads what it reads in the whole input (and pads where it does).
-    private func block(_ src: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, tileRows: Range<Int>,
-                       epilogue: Epilogue?, workspace: UnsafeMutablePointer<Float>, _ place: BlockPlace) -> UInt64 {
-        let pool = place.pool
+    private func block(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace,
+                       _ output: WinogradOutput) -> UInt64 {
+        let (pool, workspace) = (place.pool, place.workspace)
         let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)
-        let (oh, ow, g, p) = (conv.outputShape.h, conv.outputShape.w, pairCount, positions)
+        let (g, p) = (pairCount, positions)
         let tiles = tileRows.count * tw
         let shift = max(0, tileRows.lowerBound - 1)
         let (y0, y1) = (tile * shift, min(h, tile * tileRows.upperBound + 1))
@@ -142,10 +161,6 @@ final class WinogradInt8Conv: ConvKernel {
             }
             transforms.input(planes, height: y1 - y0, width: w, channelCount: c, channels: channels, tileRows: local,
                              tilesWide: tw, into: v)
-        }
-        let output = { (fs: Range<Int>) in
-            transforms.output(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
-                              outWidth: ow, into: out)
         }
         let pack = { (columns: Range<Int>) in
             packWinogradPairs(v, positions: p, channels: c, tiles: tiles, columns: columns)
@@ -166,9 +181,7 @@ final class WinogradInt8Conv: ConvKernel {
                 for xi in 0..<p { product(xi, 0) }
             }
         }
-        if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
-        applyEpilogue(epilogue, out, shape: conv.outputShape,
-                      rows: tile * tileRows.lowerBound ..< min(oh, tile * tileRows.upperBound), pool: pool)
+        output.write(mo, tileRows: tileRows, pool: pool)
         return elapsed
     }
 

@@ -39,6 +39,8 @@ struct PlanBuilder {
     /// Per convolution: the prepared kernels and the epilogue.
     private var kernels: [Int: [ConvAlgorithm: any ConvKernel]] = [:]
     private var epilogues: [Int: Epilogue] = [:]
+    /// Per convolution whose epilogue the max pool after it applies: that pool.
+    private var poolAfter: [Int: MaxPoolLayer] = [:]
     /// Per convolution: the inference choice, its source and measured times.
     private var chosen: [Int: (ConvAlgorithm, PlanReport.Source, [PlanReport.Timing])] = [:]
     private(set) var tuningNanoseconds: UInt64 = 0
@@ -56,7 +58,10 @@ struct PlanBuilder {
         var byLayer: [Int: CachedChoice] = [:]
         for c in cached where byLayer[c.layers.lowerBound] == nil { byLayer[c.layers.lowerBound] = c }
         self.cached = byLayer
-        for n in inference { if let c = n.conv { inferenceNode[c.index] = n } }
+        for n in inference {
+            if let c = n.conv { inferenceNode[c.index] = n }
+            if case .poolEpilogue(let p, let c) = n { poolAfter[c.index] = p }
+        }
         for n in inspection { if let c = n.conv { inspectionNode[c.index] = n } }
         for (layer, algorithm) in planner.options.algorithms.sorted(by: { $0.key < $1.key }) {
             guard let node = inferenceNode[layer] else {
@@ -106,7 +111,8 @@ struct PlanBuilder {
         } else if let tuner {
             let candidates = try node.choices.map(prepare)
             let start = monotonicNanoseconds()
-            let times = tuner.measure(node, candidates: candidates, bias: bias, layerCount: planner.layers.count)
+            let times = tuner.measure(node, candidates: candidates, bias: bias, layerCount: planner.layers.count,
+                                      poolAfter: poolAfter[i])
             tuningNanoseconds &+= monotonicNanoseconds() - start
             let best = Tuner.choose(times: times, parameterBytes: candidates.map { $0.parameterBytes })
             prepared[node.choices[best]] = candidates[best]
@@ -136,26 +142,42 @@ struct PlanBuilder {
     /// The steps of `nodes`, deferred ([yolo]) ones apart.
     private func steps(_ nodes: [PlanNode], inspection: Bool) -> (steps: [any Step], deferred: [any Step]) {
         var steps: [any Step] = [], deferred: [any Step] = []
-        for node in nodes {
+        var skip: Int? = nil   // a pool node whose convolution pools its own output
+        for (n, node) in nodes.enumerated() where n != skip {
             switch node {
             case .layer(let l):
                 if l.head != nil { deferred.append(LayerStep(l)) } else { steps.append(LayerStep(l)) }
             case .conv(let c, let withEpilogue, _):
                 let a = inspection ? inspectionAlgorithm(c) : chosen[c.index]!.0
-                steps.append(ConvStep(c, kernel: kernels[c.index]![a]!, epilogue: withEpilogue ? epilogues[c.index] : nil))
+                if !withEpilogue, n + 1 < nodes.count, case .poolEpilogue(let p, _) = nodes[n + 1],
+                   let fused = poolFused(c, p, kernels[c.index]![a]!) {
+                    steps.append(fused)
+                    skip = n + 1
+                } else {
+                    steps.append(ConvStep(c, kernel: kernels[c.index]![a]!, epilogue: withEpilogue ? epilogues[c.index] : nil))
+                }
             case .poolEpilogue(let p, let c):
                 steps.append(PoolEpilogueStep(p, epilogue: epilogues[c.index]!))
             case .convPool(let c, let p, _):
-                let a = chosen[c.index]!.0
-                if a == .directPool {
-                    steps.append(ConvStep(c, kernel: kernels[c.index]![a]!, epilogue: epilogues[c.index]))
+                let kernel = kernels[c.index]![chosen[c.index]!.0]!
+                if kernel.algorithm == .directPool {
+                    steps.append(ConvStep(c, kernel: kernel, epilogue: epilogues[c.index]))
+                } else if let fused = poolFused(c, p, kernel) {
+                    steps.append(fused)
                 } else {
-                    steps.append(ConvStep(c, kernel: kernels[c.index]![a]!, epilogue: nil))
+                    steps.append(ConvStep(c, kernel: kernel, epilogue: nil))
                     steps.append(PoolEpilogueStep(p, epilogue: epilogues[c.index]!))
                 }
             }
         }
         return (steps, deferred)
+    }
+
+    /// The convolution and the max pool after it (which applies its epilogue) as one step, where
+    /// the kernel pools its own output (Winograd) and the pool's geometry allows.
+    private func poolFused(_ conv: ConvolutionalLayer, _ pool: MaxPoolLayer, _ kernel: any ConvKernel) -> ConvPoolStep? {
+        guard let fusing = kernel as? any PoolFusingConvKernel, WinogradConv.fuses(conv, with: pool) else { return nil }
+        return ConvPoolStep(conv, pool, kernel: fusing, epilogue: epilogues[conv.index]!)
     }
 
     /// Both plans, with the report of the inference plan and the choices to cache.

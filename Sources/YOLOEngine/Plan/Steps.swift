@@ -1,6 +1,7 @@
 // The kinds of plan steps: a layer computed on its own, a convolution by a prepared algorithm
 // (with or without its epilogue; fused with the max pool after it for `.directPool`), and a max
-// pool that applies the epilogue of the convolution before it.
+// pool that applies the epilogue of the convolution before it; a Winograd convolution that pools
+// its own output (`ConvPoolStep`).
 import YOLOCore
 
 /// A layer with one way of computing it (route, upsample, shortcut, max pool, [yolo]).
@@ -50,4 +51,28 @@ final class PoolEpilogueStep: Step {
     var algorithm: String { "maxpool+epilogue" }
     var workspaceFloats: Int { 0 }
     func run(_ context: StepContext) -> UInt64 { pool.pool(context, epilogue: epilogue); return 0 }
+}
+
+/// A convolution whose kernel also computes the 2x2 stride-2 max pool after it and applies the
+/// epilogue to the pooled map (Winograd: WinogradPool.swift): the convolution's map is never made.
+final class ConvPoolStep: Step {
+    let conv: ConvolutionalLayer
+    let kernel: any PoolFusingConvKernel
+    let epilogue: Epilogue
+    let layers: ClosedRange<Int>
+
+    init(_ conv: ConvolutionalLayer, _ pool: MaxPoolLayer, kernel: any PoolFusingConvKernel, epilogue: Epilogue) {
+        self.conv = conv
+        self.kernel = kernel
+        self.epilogue = epilogue
+        layers = conv.index...pool.index
+    }
+
+    var inputs: [Int] { conv.sources }
+    var convKernel: (any ConvKernel)? { kernel }
+    var algorithm: String { kernel.algorithm.rawValue + "+pool" }
+    var workspaceFloats: Int { kernel.pooledWorkspaceFloats }
+    func run(_ context: StepContext) -> UInt64 {
+        kernel.run(context.buffer(conv.sources[0]), pooledInto: context.buffer(output), epilogue: epilogue, context: context)
+    }
 }

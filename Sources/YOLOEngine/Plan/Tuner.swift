@@ -13,12 +13,14 @@ struct Tuner {
 
     /// Milliseconds of each candidate of `node` (in `candidates`' order): their runs interleave
     /// (round-robin, so a burst of load from elsewhere hits them alike) and each keeps its
-    /// fastest, the least disturbed by other processes. `bias` is the convolution's.
+    /// fastest, the least disturbed by other processes. `bias` is the convolution's. With the
+    /// max pool that applies the convolution's epilogue (`poolAfter`, or the node's own), each
+    /// runs as the plan will run it: pooled by its own kernel where it can, else then the pool.
     func measure(_ node: PlanNode, candidates: [any ConvKernel], bias: UnsafePointer<Float>,
-                 layerCount: Int) -> [Double] {
+                 layerCount: Int, poolAfter: MaxPoolLayer? = nil) -> [Double] {
         guard let conv = node.conv, !candidates.isEmpty else { return [] }
         let pooled: MaxPoolLayer?
-        if case .convPool(_, let p, _) = node { pooled = p } else { pooled = nil }
+        if case .convPool(_, let p, _) = node { pooled = p } else { pooled = poolAfter }
         let epilogue = Epilogue(bias: bias, activation: conv.activation)
         var convEpilogue: Epilogue? = epilogue
         if case .conv(_, false, _) = node { convEpilogue = nil }
@@ -29,7 +31,12 @@ struct Tuner {
         let pooledFloats = pooled.map { aligned($0.outputShape.count) } ?? 0
         let arenaFloats = inputFloats + convFloats + pooledFloats
         let threads = pool.threadCount
-        let workspacePerThread = max(1, candidates.map { $0.workspaceFloats }.max() ?? 0)
+        // Those that pool their own output (Winograd) are timed so, as the plan will run them.
+        let fused = candidates.map { k -> (any PoolFusingConvKernel)? in
+            guard let pooled, let f = k as? any PoolFusingConvKernel, WinogradConv.fuses(conv, with: pooled) else { return nil }
+            return f
+        }
+        let workspacePerThread = max(1, zip(candidates, fused).map { $1?.pooledWorkspaceFloats ?? $0.workspaceFloats }.max() ?? 0)
         let arena = UnsafeMutablePointer<Float>.allocate(capacity: arenaFloats)
         let scratch = UnsafeMutablePointer<Float>.allocate(capacity: threads * (workspacePerThread + gemmScratchPerThread))
         let offsets = UnsafeMutablePointer<Int>.allocate(capacity: max(1, layerCount))
@@ -48,8 +55,10 @@ struct Tuner {
                                                            perThread: gemmScratchPerThread),
                                   pool: pool)
         let src = UnsafePointer(context.buffer(conv.sources[0]))
-        let run = { (kernel: any ConvKernel) in
-            if let pooled, kernel.algorithm == .directPool {
+        let run = { (kernel: any ConvKernel, fused: (any PoolFusingConvKernel)?) in
+            if let pooled, let fused {
+                _ = fused.run(src, pooledInto: context.buffer(pooled.index), epilogue: epilogue, context: context)
+            } else if let pooled, kernel.algorithm == .directPool {
                 _ = kernel.run(src, into: context.buffer(pooled.index), epilogue: epilogue, context: context)
             } else if let pooled {
                 _ = kernel.run(src, into: context.buffer(conv.index), epilogue: nil, context: context)
@@ -58,12 +67,12 @@ struct Tuner {
                 _ = kernel.run(src, into: context.buffer(conv.index), epilogue: convEpilogue, context: context)
             }
         }
-        for kernel in candidates { run(kernel) }
+        for (kernel, f) in zip(candidates, fused) { run(kernel, f) }
         var best = [UInt64](repeating: .max, count: candidates.count)
         for _ in 0..<rounds {
             for (i, kernel) in candidates.enumerated() {
                 let start = monotonicNanoseconds()
-                run(kernel)
+                run(kernel, fused[i])
                 best[i] = min(best[i], monotonicNanoseconds() - start)
             }
         }

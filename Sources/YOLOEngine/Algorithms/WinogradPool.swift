@@ -1,0 +1,83 @@
+// The output stage of a Winograd block (FP32, BF16/FP16 and INT8 forms alike): the output
+// transform into the convolution's map, then the epilogue; or, fused with the 2x2 stride-2 max
+// pool after the convolution, the output transform into a compact image of the block's rows in
+// the workspace, pooled at once (the rows still in cache) into the pool's map, then the epilogue
+// on the pooled rows. So the convolution's full-size map is neither written nor read back, and
+// the plan gives it no buffer. Bit-identical to the unfused pair of steps: the same transform,
+// the same max, the epilogue after the max as the pool step applies it (exact for a monotonic
+// activation: max(act(x + b)) == act(max(x) + b)).
+import YOLOCore
+import YOLOKernels
+
+/// A convolution that can also compute the 2x2 stride-2 max pool after it (`ConvPoolStep`).
+protocol PoolFusingConvKernel: ConvKernel {
+    /// Floats of per-thread scratch `run(_:pooledInto:...)` needs.
+    var pooledWorkspaceFloats: Int { get }
+    /// Computes the convolution of `src`, pools it 2x2 / 2 into `dst` (the pool's map) and applies
+    /// `epilogue` there. Returns GEMM nanoseconds when timed.
+    func run(_ src: UnsafePointer<Float>, pooledInto dst: UnsafeMutablePointer<Float>, epilogue: Epilogue,
+             context: StepContext) -> UInt64
+}
+
+extension PoolFusingConvKernel {
+    /// Whether the fused form computes `conv` + `pool`: a 2x2 stride-2 pool of this convolution
+    /// alone, no padding before, even output sides (so every window lies in one block of tile rows:
+    /// blocks start at a multiple of the tile, 2 or 4), a monotonic activation.
+    static func fuses(_ conv: ConvolutionalLayer, with pool: MaxPoolLayer) -> Bool {
+        let out = conv.outputShape
+        return pool.geometry == (2, 2) && pool.padding < 2 && pool.sources == [conv.index] && conv.activation.isMonotonic
+            && out.h % 2 == 0 && out.w % 2 == 0 && pool.outputShape == Shape(c: out.c, h: out.h / 2, w: out.w / 2)
+    }
+}
+
+/// Where a Winograd block's outputs go.
+struct WinogradOutput {
+    let transforms: WinogradFunctions
+    let tile: Int
+    /// The convolution's output shape.
+    let shape: Shape
+    let tilesWide: Int
+    /// The convolution's map; or, fused with the pool, the pool's map.
+    let out: UnsafeMutablePointer<Float>
+    /// Fused with the pool: scratch for the block's rows of every filter (`imageFloats`).
+    let image: UnsafeMutablePointer<Float>?
+    let epilogue: Epilogue?
+
+    /// Floats of the compact image of `blockTileRows` tile rows.
+    static func imageFloats(filters: Int, tile: Int, blockTileRows: Int, width: Int) -> Int {
+        filters * tile * blockTileRows * width
+    }
+
+    /// The transformed products `mo` (positions x filters x the block's tiles) of tile rows
+    /// `tileRows` -> outputs, spread over `pool`'s threads (nil: the calling thread).
+    func write(_ mo: UnsafePointer<Float>, tileRows: Range<Int>, pool: WorkerPool?) {
+        let (m, oh, ow, tw, tile, transforms) = (shape.c, shape.h, shape.w, tilesWide, tile, transforms)
+        let rows = tile * tileRows.lowerBound ..< min(oh, tile * tileRows.upperBound)
+        guard let image, let epilogue else {
+            let out = out
+            let output = { (fs: Range<Int>) in
+                transforms.output(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
+                                  outWidth: ow, into: out)
+            }
+            if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
+            applyEpilogue(epilogue, out, shape: shape, rows: rows, pool: pool)
+            return
+        }
+        // The block's rows as an image of rows.count rows (tile rows from 0), pooled per filter.
+        let (h, ph, pw) = (rows.count, oh / 2, ow / 2)
+        let pooledRows = rows.lowerBound / 2 ..< rows.upperBound / 2
+        let (dst, bias, act) = (out + pooledRows.lowerBound * pw, epilogue.bias, epilogue.activation)
+        let local = 0..<tileRows.count
+        let output = { (fs: Range<Int>) in
+            transforms.output(mo, filterCount: m, filters: fs, tileRows: local, tilesWide: tw, outHeight: h,
+                              outWidth: ow, into: image)
+            for f in fs {
+                maxPool2x2(image + f * h * ow, height: h, width: ow, outHeight: h / 2, outWidth: pw, channels: 0..<1,
+                           into: dst + f * ph * pw)
+            }
+            biasActivate(dst, bias: bias, channels: fs, spatial: pooledRows.count * pw, channelStride: ph * pw,
+                         activation: act, exp: exp)
+        }
+        if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
+    }
+}
