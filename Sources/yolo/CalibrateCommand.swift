@@ -91,6 +91,13 @@ enum CalibrateCommand {
         }
         let fp32 = try layers("fp32", example: "0,13"), tenBit = try layers("a10", example: "2,4,6") ?? []
         let detector = try Detector(model: try load(ModelOptions()), threads: 1)
+        // Checked before the images are run, not after.
+        let convolutions = Set(detector.model.layers.filter { $0.kind == .convolutional }.map(\.index))
+        for (option, set) in [("fp32", fp32 ?? []), ("a10", tenBit)] {
+            if let stray = set.subtracting(convolutions).min() {
+                throw UsageError("--\(option): layer \(stray) is not a convolution of \(cfgPath)")
+            }
+        }
         var table = try Int8Calibrator.calibrate(inputs: inputs.count, method: method, threads: threads, maxEffect: maxEffect, fp32: fp32,
                                                  load: load) { i, buffer throws(YOLOError) in
             let path = inputs[i].path
@@ -101,9 +108,6 @@ enum CalibrateCommand {
                 throw .invalidArgument("\(DetectCommand.describe(error, path: path))")
             }
             _ = buffer.update(fromContentsOf: detector.session.input)
-        }
-        if let stray = tenBit.subtracting(table.ranges.keys).min() {
-            throw UsageError("--a10: layer \(stray) is not a convolution of \(cfgPath)")
         }
         table.tenBitLayers = tenBit
         removeTemporaryFilesOnSignals()

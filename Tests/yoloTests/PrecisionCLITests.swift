@@ -108,10 +108,13 @@ extension CLITests {
         let lines = tune.stdout.split(separator: "\n")
         XCTAssertTrue(lines.first { $0.hasPrefix("0 conv") || $0.hasPrefix("0-1 conv") }.map { !$0.contains(" int8 ") } == true,
                       tune.stdout)
-        // Layers 0 and 2 read "0-1 conv" / "2-3 conv" when the measured winner is direct+pool
-        // (fused with the pool), "0 conv" / "2 conv" otherwise: which wins depends on the timing.
+        // Layers 0 and 2 read "0-1 conv" / "2-3 conv" when the measured winner computes the pool
+        // too (direct+pool, or Winograd pooling its own output), "0 conv" / "2 conv" otherwise:
+        // which wins depends on the timing.
         XCTAssertTrue(lines.first { $0.hasPrefix("2 conv") || $0.hasPrefix("2-3 conv") }?.contains(" int8 ") == true, tune.stdout)
         XCTAssertEqual(lines.filter { $0.contains("conv") && $0.contains(", int8 ") }.count, 12, tune.stdout)
+        let corrupt = dir + "/corrupt.png"
+        try Data("not a PNG".utf8).write(to: URL(fileURLWithPath: corrupt))
         for (args, message) in [([coffee], "calibrate needs --out FILE"), (["--out", dir + "/x.int8"], "at least one IMAGE or DIR"),
                                 ([coffee, "--out", dir + "/x.int8", "--method", "kl"], "--method kl: expected mse, percentile or minmax"),
                                 ([coffee, "--out", dir + "/x.int8", "--percentile", "20"], "--percentile is for --method percentile"),
@@ -119,6 +122,9 @@ extension CLITests {
                                 ([coffee, "--out", dir + "/x.int8", "--a10", "2,x"], "--a10 2,x: expected layer indices"),
                                 ([coffee, "--out", dir + "/x.int8", "--max-effect", "none", "--a10", "3"],
                                  "--a10: layer 3 is not a convolution of "),
+                                ([coffee, "--out", dir + "/x.int8", "--fp32", "0,1"], "--fp32: layer 1 is not a convolution of "),
+                                // Checked before any image is run: this one would fail to decode.
+                                ([corrupt, "--out", dir + "/x.int8", "--a10", "3"], "--a10: layer 3 is not a convolution of "),
                                 ([coffee, "--out", coffee], "refusing to write the calibration table there")] {
             let r = try yolo(["calibrate"] + args + modelArgs.prefix(4))
             XCTAssertEqual(r.status, 64, "\(args): \(r.stderr)")
