@@ -181,6 +181,9 @@ extension CLITests {
             try peakMiB(["detect", "--precision", "int8", "--plan", "table", coffee, "--output", dir + "/out/"] + modelArgs)
         }.min()!
         print("peak RSS: yolo detect --precision int8 \(detect) MiB, yolo --help \(alone) MiB")
-        XCTAssertLessThanOrEqual(detect - alone, 40, "yolo detect --precision int8: peak RSS \(detect) MiB, \(detect - alone) above yolo --help")
+        // 36.2-36.5 (debug build, Zen 3) since Winograd convolutions pool their own output (the
+        // table's layers 2-7: their full maps, 5.3 MiB for layer 2's, have no buffer); about 3.4
+        // MiB more before (release, dog.jpg: 59.0-59.3 MiB against 55.6-55.9).
+        XCTAssertLessThanOrEqual(detect - alone, 38.5, "yolo detect --precision int8: peak RSS \(detect) MiB, \(detect - alone) above yolo --help")
     }
 }
