@@ -7,7 +7,7 @@
 import YOLOCore
 import YOLOKernels
 
-final class WinogradConv: PoolFusingConvKernel {
+final class WinogradConv: WinogradBlocks {
     let algorithm: ConvAlgorithm
     let conv: ConvolutionalLayer
     /// Output tile size: 2 or 4.
@@ -47,10 +47,6 @@ final class WinogradConv: PoolFusingConvKernel {
         }
     }
 
-    /// Positions of the tile transform: (tile + 2)².
-    var positions: Int { (tile + 2) * (tile + 2) }
-    var tilesHigh: Int { (conv.outputShape.h + tile - 1) / tile }
-    var tilesWide: Int { (conv.outputShape.w + tile - 1) / tile }
     /// Tile rows per block: about 256K floats of transforms, at least 128 tiles per GEMM.
     var blockTileRows: Int {
         let perRow = positions * (conv.inputShape.c + conv.filters) * tilesWide
@@ -58,39 +54,12 @@ final class WinogradConv: PoolFusingConvKernel {
         let wide = (128 + tilesWide - 1) / tilesWide
         return max(1, min(tilesHigh, max(cached, wide)))
     }
-    var blockCount: Int { (tilesHigh + blockTileRows - 1) / blockTileRows }
     var workspaceFloats: Int { positions * (conv.inputShape.c + conv.filters) * blockTileRows * tilesWide }
     var parameterBytes: Int { 4 * storage.floats }
 
-    /// With the pool: the block's rows of every filter, after the transforms.
-    var pooledWorkspaceFloats: Int {
-        workspaceFloats + WinogradOutput.imageFloats(filters: conv.filters, tile: tile, blockTileRows: blockTileRows,
-                                                     width: conv.outputShape.w)
-    }
-
-    func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
-             context: StepContext) -> UInt64 {
-        runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
-            block(src, tileRows: tileRows, place, output(out, image: nil, epilogue: epilogue))
-        }
-    }
-
-    func run(_ src: UnsafePointer<Float>, pooledInto dst: UnsafeMutablePointer<Float>, epilogue: Epilogue,
-             context: StepContext) -> UInt64 {
-        runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
-            block(src, tileRows: tileRows, place, output(dst, image: place.workspace + workspaceFloats, epilogue: epilogue))
-        }
-    }
-
-    private func output(_ out: UnsafeMutablePointer<Float>, image: UnsafeMutablePointer<Float>?,
-                        epilogue: Epilogue?) -> WinogradOutput {
-        WinogradOutput(transforms: transforms, tile: tile, shape: conv.outputShape, tilesWide: tilesWide, out: out,
-                       image: image, epilogue: epilogue)
-    }
-
     /// Input transform -> GEMMs -> output transform -> epilogue (or pool and epilogue) for tile
     /// rows `tileRows`, spread over the place's pool or on the calling thread.
-    private func block(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace,
+    func block(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace,
                        _ output: WinogradOutput) -> UInt64 {
         let (workspace, pool) = (place.workspace, place.pool)
         let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)

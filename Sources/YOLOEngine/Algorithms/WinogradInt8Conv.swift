@@ -14,7 +14,7 @@
 import YOLOCore
 import YOLOKernels
 
-final class WinogradInt8Conv: PoolFusingConvKernel {
+final class WinogradInt8Conv: WinogradBlocks {
     let algorithm: ConvAlgorithm
     let conv: ConvolutionalLayer
     /// Output tile size: 2 or 4.
@@ -87,11 +87,7 @@ final class WinogradInt8Conv: PoolFusingConvKernel {
         comp = RawParameterPointer(base: zeros)
     }
 
-    /// Positions of the tile transform: (tile + 2)².
-    var positions: Int { (tile + 2) * (tile + 2) }
     var pairCount: Int { (conv.inputShape.c + 1) / 2 }
-    var tilesHigh: Int { (conv.outputShape.h + tile - 1) / tile }
-    var tilesWide: Int { (conv.outputShape.w + tile - 1) / tile }
     /// Tile rows per block: about 256K words of int16 pairs and outputs, at least 128 tiles per
     /// GEMM. (The block's float transforms, which the pairs overwrite in place, hold every channel:
     /// `workspaceFloats` counts them, and the block is up to 1.5x those 256K words. Sizing it by the
@@ -102,7 +98,6 @@ final class WinogradInt8Conv: PoolFusingConvKernel {
         let wide = (128 + tilesWide - 1) / tilesWide
         return max(1, min(tilesHigh, max(cached, wide)))
     }
-    var blockCount: Int { (tilesHigh + blockTileRows - 1) / blockTileRows }
     /// The integer planes of a block's input rows (all channels; rows tile x (block + 1) + 1 at
     /// most: its tiles' and the halo), at the start of the block's workspace.
     var planeFloats: Int { (conv.inputShape.c * (tile * (blockTileRows + 1) + 1) * conv.inputShape.w + 15) & ~15 }
@@ -111,39 +106,13 @@ final class WinogradInt8Conv: PoolFusingConvKernel {
     }
     var parameterBytes: Int { 4 * storage.floats }
 
-    func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
-             context: StepContext) -> UInt64 {
-        runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
-            block(src, tileRows: tileRows, place, output(out, image: nil, epilogue: epilogue))
-        }
-    }
-
-    /// With the pool: the block's rows of every filter, after the planes and transforms.
-    var pooledWorkspaceFloats: Int {
-        workspaceFloats + WinogradOutput.imageFloats(filters: conv.filters, tile: tile, blockTileRows: blockTileRows,
-                                                     width: conv.outputShape.w)
-    }
-
-    func run(_ src: UnsafePointer<Float>, pooledInto dst: UnsafeMutablePointer<Float>, epilogue: Epilogue,
-             context: StepContext) -> UInt64 {
-        runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
-            block(src, tileRows: tileRows, place, output(dst, image: place.workspace + workspaceFloats, epilogue: epilogue))
-        }
-    }
-
-    private func output(_ out: UnsafeMutablePointer<Float>, image: UnsafeMutablePointer<Float>?,
-                        epilogue: Epilogue?) -> WinogradOutput {
-        WinogradOutput(transforms: transforms, tile: tile, shape: conv.outputShape, tilesWide: tilesWide, out: out,
-                       image: image, epilogue: epilogue)
-    }
-
     /// The input rows of tile rows `tileRows` quantized to integer planes (exact) -> their input
     /// transform -> int16 pairs -> pair GEMMs -> output transform -> epilogue (or pool), spread over the
     /// place's pool or on the calling thread. The planes hold input rows y0 ..< y1 only: those the
     /// tiles read (tile row r reads rows tile·r - 1 ... tile·r + tile), from one tile row before the
     /// first, so that the transform, given them as an image of y1 - y0 rows and the tile rows
     /// shifted by that one, reads what it reads in the whole input (and pads where it does).
-    private func block(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace,
+    func block(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace,
                        _ output: WinogradOutput) -> UInt64 {
         let (pool, workspace) = (place.pool, place.workspace)
         let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)

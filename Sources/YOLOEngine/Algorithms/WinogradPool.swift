@@ -1,4 +1,5 @@
-// The output stage of a Winograd block (FP32, BF16/FP16 and INT8 forms alike): the output
+// What the Winograd convolutions (FP32, BF16/FP16 and INT8 forms) share: running in blocks of
+// tile rows (`WinogradBlocks`), and the output stage of a block (`WinogradOutput`): the output
 // transform into the convolution's map, then the epilogue; or, fused with the 2x2 stride-2 max
 // pool after the convolution, the output transform into a compact image of the block's rows in
 // the workspace, pooled at once (the rows still in cache) into the pool's map, then the epilogue
@@ -27,6 +28,54 @@ extension PoolFusingConvKernel {
         let out = conv.outputShape
         return pool.geometry == (2, 2) && pool.padding < 2 && pool.sources == [conv.index] && conv.activation.isMonotonic
             && out.h % 2 == 0 && out.w % 2 == 0 && pool.outputShape == Shape(c: out.c, h: out.h / 2, w: out.w / 2)
+    }
+}
+
+/// A Winograd convolution computed in blocks of tile rows (WinogradConv, WinogradInt8Conv): each
+/// gives its tile, transforms, block size, workspace and how it computes one block; the rest,
+/// with or without the pool after it, is theirs in common.
+protocol WinogradBlocks: PoolFusingConvKernel {
+    var conv: ConvolutionalLayer { get }
+    /// Output tile size: 2 or 4.
+    var tile: Int { get }
+    var transforms: WinogradFunctions { get }
+    /// Tile rows per block.
+    var blockTileRows: Int { get }
+    /// Input transform -> products -> `output` for tile rows `tileRows`, spread over the place's
+    /// pool or on the calling thread; returns GEMM nanoseconds when timed.
+    func block(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace, _ output: WinogradOutput) -> UInt64
+}
+
+extension WinogradBlocks {
+    /// Positions of the tile transform: (tile + 2)².
+    var positions: Int { (tile + 2) * (tile + 2) }
+    var tilesHigh: Int { (conv.outputShape.h + tile - 1) / tile }
+    var tilesWide: Int { (conv.outputShape.w + tile - 1) / tile }
+    var blockCount: Int { (tilesHigh + blockTileRows - 1) / blockTileRows }
+    /// With the pool: the block's rows of every filter, after what the block itself uses.
+    var pooledWorkspaceFloats: Int {
+        workspaceFloats + WinogradOutput.imageFloats(filters: conv.filters, tile: tile, blockTileRows: blockTileRows,
+                                                     width: conv.outputShape.w)
+    }
+
+    func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
+             context: StepContext) -> UInt64 {
+        runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
+            block(src, tileRows: tileRows, place, output(out, image: nil, epilogue: epilogue))
+        }
+    }
+
+    func run(_ src: UnsafePointer<Float>, pooledInto dst: UnsafeMutablePointer<Float>, epilogue: Epilogue,
+             context: StepContext) -> UInt64 {
+        runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
+            block(src, tileRows: tileRows, place, output(dst, image: place.workspace + workspaceFloats, epilogue: epilogue))
+        }
+    }
+
+    private func output(_ out: UnsafeMutablePointer<Float>, image: UnsafeMutablePointer<Float>?,
+                        epilogue: Epilogue?) -> WinogradOutput {
+        WinogradOutput(transforms: transforms, tile: tile, shape: conv.outputShape, tilesWide: tilesWide, out: out,
+                       image: image, epilogue: epilogue)
     }
 }
 
