@@ -1,7 +1,8 @@
 // 3x3 stride-1 convolutions as Winograd F(2x2, 3x3) or F(4x4, 3x3): per block of tile rows, the
 // input transform (V = Bᵀ d B per channel and tile), one GEMM per position of the transformed tile
 // (16 or 36: M[xi] = U[xi] · V[xi], U the transformed kernels, packed at load), and the output
-// transform (Aᵀ m A) into the output rows, then the epilogue. The transforms are the kernel set's
+// transform (Aᵀ m A) into the output rows, then the epilogue (or the max pool after it, then the
+// epilogue: the blocks and the output stage are WinogradPool.swift's). The transforms are the kernel set's
 // SIMD ones, bit-identical to the scalar references of YOLOKernels. The GEMMs in FP32 or, for the
 // BF16 forms, in BF16 (the transforms stay FP32).
 import YOLOCore
@@ -59,8 +60,7 @@ final class WinogradConv: WinogradBlocks {
 
     /// Input transform -> GEMMs -> output transform -> epilogue (or pool and epilogue) for tile
     /// rows `tileRows`, spread over the place's pool or on the calling thread.
-    func block(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace,
-                       _ output: WinogradOutput) -> UInt64 {
+    func block(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace, _ output: WinogradOutput) -> UInt64 {
         let (workspace, pool) = (place.workspace, place.pool)
         let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)
         let tiles = tileRows.count * tw

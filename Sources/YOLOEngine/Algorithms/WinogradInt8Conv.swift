@@ -107,13 +107,13 @@ final class WinogradInt8Conv: WinogradBlocks {
     var parameterBytes: Int { 4 * storage.floats }
 
     /// The input rows of tile rows `tileRows` quantized to integer planes (exact) -> their input
-    /// transform -> int16 pairs -> pair GEMMs -> output transform -> epilogue (or pool), spread over the
-    /// place's pool or on the calling thread. The planes hold input rows y0 ..< y1 only: those the
-    /// tiles read (tile row r reads rows tile·r - 1 ... tile·r + tile), from one tile row before the
-    /// first, so that the transform, given them as an image of y1 - y0 rows and the tile rows
-    /// shifted by that one, reads what it reads in the whole input (and pads where it does).
-    func block(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace,
-                       _ output: WinogradOutput) -> UInt64 {
+    /// transform -> int16 pairs -> pair GEMMs -> `output` (the output transform, the epilogue,
+    /// perhaps the pool), spread over the place's pool or on the calling thread. The planes hold
+    /// input rows y0 ..< y1 only: those the tiles read (tile row r reads rows tile·r - 1 ...
+    /// tile·r + tile), from one tile row before the first, so that the transform, given them as an
+    /// image of y1 - y0 rows and the tile rows shifted by that one, reads what it reads in the
+    /// whole input (and pads where it does).
+    func block(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace, _ output: WinogradOutput) -> UInt64 {
         let (pool, workspace) = (place.pool, place.workspace)
         let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)
         let (g, p) = (pairCount, positions)

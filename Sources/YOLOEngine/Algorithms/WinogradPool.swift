@@ -20,15 +20,13 @@ protocol PoolFusingConvKernel: ConvKernel {
              context: StepContext) -> UInt64
 }
 
-extension PoolFusingConvKernel {
-    /// Whether the fused form computes `conv` + `pool`: a 2x2 stride-2 pool of this convolution
-    /// alone, no padding before, even output sides (so every window lies in one block of tile rows:
-    /// blocks start at a multiple of the tile, 2 or 4), a monotonic activation.
-    static func fuses(_ conv: ConvolutionalLayer, with pool: MaxPoolLayer) -> Bool {
-        let out = conv.outputShape
-        return pool.geometry == (2, 2) && pool.padding < 2 && pool.sources == [conv.index] && conv.activation.isMonotonic
-            && out.h % 2 == 0 && out.w % 2 == 0 && pool.outputShape == Shape(c: out.c, h: out.h / 2, w: out.w / 2)
-    }
+/// Whether a `PoolFusingConvKernel` of `conv` can compute `pool` after it: a 2x2 stride-2 pool of
+/// this convolution alone, no padding before, even output sides (so every window lies in one block
+/// of tile rows: blocks start at a multiple of the tile, 2 or 4), a monotonic activation.
+func poolFusingFits(_ conv: ConvolutionalLayer, _ pool: MaxPoolLayer) -> Bool {
+    let out = conv.outputShape
+    return pool.geometry == (2, 2) && pool.padding < 2 && pool.sources == [conv.index] && conv.activation.isMonotonic
+        && out.h % 2 == 0 && out.w % 2 == 0 && pool.outputShape == Shape(c: out.c, h: out.h / 2, w: out.w / 2)
 }
 
 /// A Winograd convolution computed in blocks of tile rows (WinogradConv, WinogradInt8Conv): each
@@ -61,21 +59,22 @@ extension WinogradBlocks {
     func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
              context: StepContext) -> UInt64 {
         runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
-            block(src, tileRows: tileRows, place, output(out, image: nil, epilogue: epilogue))
+            block(src, tileRows: tileRows, place, output(out, epilogue: epilogue, pooling: nil))
         }
     }
 
     func run(_ src: UnsafePointer<Float>, pooledInto dst: UnsafeMutablePointer<Float>, epilogue: Epilogue,
              context: StepContext) -> UInt64 {
         runInBlocks(total: tilesHigh, size: blockTileRows, count: blockCount, context: context) { tileRows, place in
-            block(src, tileRows: tileRows, place, output(dst, image: place.workspace + workspaceFloats, epilogue: epilogue))
+            block(src, tileRows: tileRows, place,
+                  output(dst, epilogue: epilogue, pooling: WinogradOutput.Pooling(image: place.workspace + workspaceFloats)))
         }
     }
 
-    private func output(_ out: UnsafeMutablePointer<Float>, image: UnsafeMutablePointer<Float>?,
-                        epilogue: Epilogue?) -> WinogradOutput {
+    private func output(_ out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
+                        pooling: WinogradOutput.Pooling?) -> WinogradOutput {
         WinogradOutput(transforms: transforms, tile: tile, shape: conv.outputShape, tilesWide: tilesWide, out: out,
-                       image: image, epilogue: epilogue)
+                       epilogue: epilogue, pooling: pooling)
     }
 }
 
@@ -88,9 +87,12 @@ struct WinogradOutput {
     let tilesWide: Int
     /// The convolution's map; or, fused with the pool, the pool's map.
     let out: UnsafeMutablePointer<Float>
-    /// Fused with the pool: scratch for the block's rows of every filter (`imageFloats`).
-    let image: UnsafeMutablePointer<Float>?
+    /// Nil: raw sums, whose bias + activation a later step applies (never when pooling).
     let epilogue: Epilogue?
+    let pooling: Pooling?
+
+    /// Fused with the pool: scratch for the block's rows of every filter (`imageFloats`).
+    struct Pooling { let image: UnsafeMutablePointer<Float> }
 
     /// Floats of the compact image of `blockTileRows` tile rows.
     static func imageFloats(filters: Int, tile: Int, blockTileRows: Int, width: Int) -> Int {
@@ -102,7 +104,7 @@ struct WinogradOutput {
     func write(_ mo: UnsafePointer<Float>, tileRows: Range<Int>, pool: WorkerPool?) {
         let (m, oh, ow, tw, tile, transforms) = (shape.c, shape.h, shape.w, tilesWide, tile, transforms)
         let rows = tile * tileRows.lowerBound ..< min(oh, tile * tileRows.upperBound)
-        guard let image, let epilogue else {
+        guard let image = pooling?.image else {
             let out = out
             let output = { (fs: Range<Int>) in
                 transforms.output(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
@@ -113,6 +115,7 @@ struct WinogradOutput {
             return
         }
         // The block's rows as an image of rows.count rows (tile rows from 0), pooled per filter.
+        guard let epilogue else { preconditionFailure("WinogradOutput: pooling without the epilogue") }
         let (h, ph, pw) = (rows.count, oh / 2, ow / 2)
         let pooledRows = rows.lowerBound / 2 ..< rows.upperBound / 2
         let (dst, bias, act) = (out + pooledRows.lowerBound * pw, epilogue.bias, epilogue.activation)
