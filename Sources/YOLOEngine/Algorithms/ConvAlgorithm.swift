@@ -215,6 +215,13 @@ protocol ConvKernel: AnyObject, Sendable {
     /// bias + activation a later step applies). Returns GEMM nanoseconds when timed.
     func run(_ src: UnsafePointer<Float>, into dst: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
              context: StepContext) -> UInt64
+    /// Itself, where it can also compute the max pool after it (Winograd), else nil. (A
+    /// requirement, not a dynamic cast: Embedded Swift has none.)
+    var poolFusing: (any PoolFusingConvKernel)? { get }
+}
+
+extension ConvKernel {
+    var poolFusing: (any PoolFusingConvKernel)? { nil }
 }
 
 /// Bias + activation over output rows `rows` of every channel of a `shape` output, spread over

@@ -45,6 +45,7 @@ protocol WinogradBlocks: PoolFusingConvKernel {
 }
 
 extension WinogradBlocks {
+    var poolFusing: (any PoolFusingConvKernel)? { self }
     /// Positions of the tile transform: (tile + 2)².
     var positions: Int { (tile + 2) * (tile + 2) }
     var tilesHigh: Int { (conv.outputShape.h + tile - 1) / tile }

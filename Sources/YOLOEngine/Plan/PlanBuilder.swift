@@ -176,7 +176,7 @@ struct PlanBuilder {
     /// The convolution and the max pool after it (which applies its epilogue) as one step, where
     /// the kernel pools its own output (Winograd) and the pool's geometry allows.
     private func poolFused(_ conv: ConvolutionalLayer, _ pool: MaxPoolLayer, _ kernel: any ConvKernel) -> ConvPoolStep? {
-        guard let fusing = kernel as? any PoolFusingConvKernel, poolFusingFits(conv, pool) else { return nil }
+        guard let fusing = kernel.poolFusing, poolFusingFits(conv, pool) else { return nil }
         return ConvPoolStep(conv, pool, kernel: fusing, epilogue: epilogues[conv.index]!)
     }
 

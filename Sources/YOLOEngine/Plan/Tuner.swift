@@ -33,7 +33,7 @@ struct Tuner {
         let threads = pool.threadCount
         // Those that pool their own output (Winograd) are timed so, as the plan will run them.
         let fused = candidates.map { k -> (any PoolFusingConvKernel)? in
-            guard let pooled, let f = k as? any PoolFusingConvKernel, poolFusingFits(conv, pooled) else { return nil }
+            guard let pooled, let f = k.poolFusing, poolFusingFits(conv, pooled) else { return nil }
             return f
         }
         let workspacePerThread = max(1, zip(candidates, fused).map { $1?.pooledWorkspaceFloats ?? $0.workspaceFloats }.max() ?? 0)
