@@ -70,6 +70,12 @@ static inline __attribute__((always_inline)) yolo_i32x16 yolo_madd16_512(yolo_i3
 static inline __attribute__((always_inline)) yolo_i32x16 yolo_dpbusd_512(yolo_i32x16 acc, yolo_i32x16 u, yolo_i32x16 s) {
     return (yolo_i32x16)_mm512_dpbusd_epi32((__m512i)acc, (__m512i)u, (__m512i)s);
 }
+
+/// vpdpwssd (zmm): acc + per 32-bit lane a.lo16 * b.lo16 + a.hi16 * b.hi16 (signed, wrapping:
+/// the bits of vpmaddwd + vpaddd).
+static inline __attribute__((always_inline)) yolo_i32x16 yolo_dpwssd_512(yolo_i32x16 acc, yolo_i32x16 a, yolo_i32x16 b) {
+    return (yolo_i32x16)_mm512_dpwssd_epi32((__m512i)acc, (__m512i)a, (__m512i)b);
+}
 #endif
 
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)

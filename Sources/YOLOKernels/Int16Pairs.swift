@@ -20,7 +20,7 @@ public enum Int16Pairs {
     public static let kernelLimit: Int32 = 511
 }
 
-/// Pairs of int16 with a 16-bit multiply-add (vpmaddwd): one instruction per dot, exact.
+/// Pairs of int16 with a 16-bit multiply-add (vpmaddwd + vpaddd, or vpdpwssd): exact.
 public enum Int16PairDot<L: Int16MultiplyAdd>: Int8DotISA {
     public typealias Acc = L.Acc
     public typealias Floats = L.Floats
@@ -41,7 +41,7 @@ public enum Int16PairDot<L: Int16MultiplyAdd>: Int8DotISA {
     @inlinable @inline(__always)
     public static func loadA(_ p: UnsafeRawPointer) -> L.Acc { L.Acc(repeating: p.loadUnaligned(as: Int32.self)) }
     @inlinable @inline(__always)
-    public static func dot(_ acc: L.Acc, _ b: L.Acc, _ a: L.Acc) -> L.Acc { acc &+ L.multiplyAdd16(b, a) }
+    public static func dot(_ acc: L.Acc, _ b: L.Acc, _ a: L.Acc) -> L.Acc { L.multiplyAccumulate16(acc, b, a) }
     @inlinable @inline(__always) public static func floats(_ v: L.Acc) -> L.Floats { L.floats(v) }
     @inlinable @inline(__always)
     public static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> L.Acc {

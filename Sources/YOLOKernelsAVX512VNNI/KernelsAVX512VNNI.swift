@@ -1,7 +1,7 @@
 // The AVX-512 VNNI level (AVX-512 F/CD/BW/DQ/VL + VNNI: Cascade Lake, Ice Lake and later, Zen 4
 // and later), built with -target-cpu cascadelake (Package.swift): the FP32 kernels as the avx512
 // level has them, and INT8 GEMMs whose dot product is vpdpbusd (64 u8 x s8 products a
-// zmm instruction), as one KernelSet.
+// zmm instruction) and, for INT8 Winograd's 16-bit pairs, vpdpwssd, as one KernelSet.
 #if arch(x86_64)
 import YOLOKernels
 import CHints
@@ -36,13 +36,31 @@ enum VNNITag: GemmISA, WinogradISA, Int8DotISA {
     }
 }
 
+/// The 16-bit pair GEMM of INT8 Winograd with vpdpwssd: one instruction where the avx512 level
+/// has two (vpmaddwd + vpaddd), the same exact sums.
+enum VNNIPairTag: Int16MultiplyAdd {
+    typealias Acc = SIMD16<Int32>
+    typealias Floats = SIMD16<Float>
+    @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
+    @inline(__always) static func floats(_ v: SIMD16<Int32>) -> SIMD16<Float> { yolo_float_512(v) }
+    @inline(__always) static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> SIMD16<Int32> {
+        yolo_quantize_512(p, inverseScale, zeroPoint)
+    }
+    @inline(__always) static func multiplyAdd16(_ a: SIMD16<Int32>, _ b: SIMD16<Int32>) -> SIMD16<Int32> { yolo_madd16_512(a, b) }
+    @inline(__always) static func multiplyAccumulate16(_ acc: SIMD16<Int32>, _ a: SIMD16<Int32>, _ b: SIMD16<Int32>) -> SIMD16<Int32> {
+        yolo_dpwssd_512(acc, a, b)
+    }
+}
+
 public enum KernelsAVX512VNNI {
     /// FP32: GEMM tiles of 8 x 48, Winograd and direct convolution 16 lanes wide (as avx512).
-    /// INT8: tiles of 8 x 48 int32 sums (8 x 3 zmm accumulators), 4 steps of k per vpdpbusd.
+    /// INT8: tiles of 8 x 48 int32 sums (8 x 3 zmm accumulators), 4 steps of k per vpdpbusd; INT8
+    /// Winograd's 16-bit pairs the same tiles, 2 steps per vpdpwssd.
     public static var kernelSet: KernelSet {
         KernelSet.make(name: "avx512vnni", requires: [.avx2, .avx512, .avx512VNNI], gemm: GemmKernel8x3<SIMD16<Float>, VNNITag>.self,
                        kc: 256, nc: 480, winograd: VNNITag.self, direct: SIMD16<Float>.self, VNNITag.self)
             .adding(int8: .make(dot: "vpdpbusd", kernel: Int8Kernel8x3<VNNITag>.self, kc: 256, nc: 480))
+            .adding(int16Pairs: .make(dot: "vpdpwssd", kernel: Int8Kernel8x3<Int16PairDot<VNNIPairTag>>.self, kc: 64, nc: 512))
     }
 }
 #endif

@@ -17,16 +17,14 @@ import YOLOKernelsDotProd
 enum KernelRegistry {
     static let all: [KernelSet] = {
         var sets = [KernelsBaseline.kernelSet]
-        // The levels with an 8-bit dot product (vpdpbusd, sdot) take the 16-bit pair GEMM of INT8
-        // Winograd from the level below them (vpmaddwd zmm; NEON lane arithmetic): the same exact
-        // sums, so INT8 Winograd and 10-bit inputs (`a10`) run, with the same bits, at every level.
+        // Every level has the 16-bit pair GEMM of INT8 Winograd (avx512vnni its own, vpdpwssd;
+        // dotprod takes NEON's lane arithmetic from the level below): the same exact sums, so INT8
+        // Winograd and 10-bit inputs (`a10`) run, with the same bits, at every level.
         #if arch(x86_64)
         sets.append(KernelsAVX2.kernelSet)
-        let avx512 = KernelsAVX512.kernelSet
-        sets.append(avx512)
+        sets.append(KernelsAVX512.kernelSet)
         // + the BF16 GEMM, which needs AVX-512 BF16 besides (`BF16Kernels.requires`, checked apart).
-        var vnni = KernelsAVX512VNNI.kernelSet
-        if let pairs = avx512.int16Pairs { vnni = vnni.adding(int16Pairs: pairs) }
+        let vnni = KernelsAVX512VNNI.kernelSet
         sets.append(KernelsAVX512BF16.bf16.map { vnni.adding(bf16: $0) } ?? vnni)
         #elseif arch(arm64) || arch(aarch64)
         var dotprod = KernelsDotProd.kernelSet
