@@ -39,6 +39,9 @@ func levelSettings(_ cpu: String, when: Bool) -> [SwiftSetting] {
     [optimized] + (when ? [.unsafeFlags(["-target-cpu", cpu])] : [])
 }
 let avx2Settings = levelSettings("haswell", when: targetIsX86)
+// AVX2 + AVX-VNNI (VEX vpdpbusd/vpdpwssd on ymm): Alder Lake and later client cores, Gracemont
+// (N100), Sierra Forest, Zen 5.
+let avxVNNISettings = levelSettings("alderlake", when: targetIsX86)
 // Any AVX-512 CPU with F/CD/BW/DQ/VL (Skylake-SP and later, Zen 4 and later); not znver4/5.
 let avx512Settings = levelSettings("skylake-avx512", when: targetIsX86)
 // The same + AVX-512 VNNI (vpdpbusd): Cascade Lake, Ice Lake and later, Zen 4 and later.
@@ -78,6 +81,7 @@ let package = Package(
         // 8- and 16-bit dot-product instructions for the INT8 kernels (header only: x86 and ARM intrinsics).
         .systemLibrary(name: "CDot"),
         .target(name: "YOLOKernelsAVX2", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx2Settings),
+        .target(name: "YOLOKernelsAVXVNNI", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avxVNNISettings),
         .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512Settings),
         .target(name: "YOLOKernelsAVX512VNNI", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512VNNISettings),
         .target(name: "YOLOKernelsDotProd", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: dotProdSettings),
@@ -89,7 +93,7 @@ let package = Package(
         .target(name: "YOLOCore", swiftSettings: engineSettings),
         // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
         .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2",
-                                                   "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "YOLOKernelsAVX512BF16", "CCPUID", "CHints", "COpenBLAS"],
+                                                   "YOLOKernelsAVXVNNI", "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "YOLOKernelsAVX512BF16", "CCPUID", "CHints", "COpenBLAS"],
                 swiftSettings: engineSettings),
         // Detection: letterbox, decoding, NMS, Detector.
         .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),

@@ -57,6 +57,19 @@ static inline __attribute__((always_inline)) yolo_i32x8 yolo_madd16_256(yolo_i32
 }
 #endif
 
+#if defined(__AVXVNNI__)
+/// vpdpbusd (ymm, VEX: AVX-VNNI): acc + per 32-bit lane the 4 products of u8 bytes of `u` and s8
+/// bytes of `s`, summed without saturation.
+static inline __attribute__((always_inline)) yolo_i32x8 yolo_dpbusd_256(yolo_i32x8 acc, yolo_i32x8 u, yolo_i32x8 s) {
+    return (yolo_i32x8)_mm256_dpbusd_avx_epi32((__m256i)acc, (__m256i)u, (__m256i)s);
+}
+
+/// vpdpwssd (ymm, VEX): acc + per 32-bit lane a.lo16 * b.lo16 + a.hi16 * b.hi16 (signed, wrapping).
+static inline __attribute__((always_inline)) yolo_i32x8 yolo_dpwssd_256(yolo_i32x8 acc, yolo_i32x8 a, yolo_i32x8 b) {
+    return (yolo_i32x8)_mm256_dpwssd_avx_epi32((__m256i)acc, (__m256i)a, (__m256i)b);
+}
+#endif
+
 #if defined(__AVX512BW__)
 /// vpmaddwd (zmm).
 static inline __attribute__((always_inline)) yolo_i32x16 yolo_madd16_512(yolo_i32x16 a, yolo_i32x16 b) {

@@ -5,6 +5,7 @@ import YOLOKernels
 import YOLOKernelsBaseline
 #if arch(x86_64)
 import YOLOKernelsAVX2
+import YOLOKernelsAVXVNNI
 import YOLOKernelsAVX512
 import YOLOKernelsAVX512VNNI
 import YOLOKernelsAVX512BF16
@@ -17,11 +18,12 @@ import YOLOKernelsDotProd
 enum KernelRegistry {
     static let all: [KernelSet] = {
         var sets = [KernelsBaseline.kernelSet]
-        // Every level has the 16-bit pair GEMM of INT8 Winograd (avx512vnni its own, vpdpwssd;
+        // Every level has the 16-bit pair GEMM of INT8 Winograd (avxvnni and avx512vnni their own, vpdpwssd;
         // dotprod takes NEON's lane arithmetic from the level below): the same exact sums, so INT8
         // Winograd and 10-bit inputs (`a10`) run, with the same bits, at every level.
         #if arch(x86_64)
         sets.append(KernelsAVX2.kernelSet)
+        sets.append(KernelsAVXVNNI.kernelSet)
         sets.append(KernelsAVX512.kernelSet)
         // + the BF16 GEMM, which needs AVX-512 BF16 besides (`BF16Kernels.requires`, checked apart).
         let vnni = KernelsAVX512VNNI.kernelSet
@@ -36,8 +38,9 @@ enum KernelRegistry {
 }
 
 /// A level of the engine's own kernels, named as YOLO_KERNEL_LEVEL spells it: `baseline` (x86-64
-/// SSE2), `avx2` (AVX2 + FMA), `avx512` (AVX-512 F/CD/BW/DQ/VL), `avx512vnni` (+ VNNI: INT8 dot
-/// products), `neon` (arm64), `dotprod` (arm64 with the ARMv8.2 dot product: sdot). Which levels
+/// SSE2), `avx2` (AVX2 + FMA), `avxvnni` (+ AVX-VNNI: INT8 dot products on ymm), `avx512`
+/// (AVX-512 F/CD/BW/DQ/VL), `avx512vnni` (+ VNNI: INT8 dot products on zmm), `neon` (arm64),
+/// `dotprod` (arm64 with the ARMv8.2 dot product: sdot). Which levels
 /// exist is data (`KernelRegistry`); the static members are conveniences.
 public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String
@@ -51,6 +54,7 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
 
     public static let baseline = KernelLevel("baseline")
     public static let avx2 = KernelLevel("avx2")
+    public static let avxVNNI = KernelLevel("avxvnni")
     public static let avx512 = KernelLevel("avx512")
     public static let avx512VNNI = KernelLevel("avx512vnni")
     public static let neon = KernelLevel("neon")
@@ -97,7 +101,7 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
         let name = request.lowercased()
         if let level = supported.first(where: { $0.rawValue == name }) { return (level, nil) }
         guard allCases.contains(where: { $0.rawValue == name })
-                || [KernelLevel.baseline, .avx2, .avx512, .avx512VNNI, .neon, .dotProduct].contains(where: { $0.rawValue == name }) else {
+                || [KernelLevel.baseline, .avx2, .avxVNNI, .avx512, .avx512VNNI, .neon, .dotProduct].contains(where: { $0.rawValue == name }) else {
             let names = allCases.map { $0.rawValue }.joined(separator: ", ")
             return (best, "YOLO_KERNEL_LEVEL=\(request) is not a kernel level (\(names)); using \(best.rawValue)")
         }
