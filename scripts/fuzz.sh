@@ -44,10 +44,11 @@ kernelLevels=(YOLOKernelsBaseline)
 module YOLOKernelsBaseline
 if [ "$(uname -m)" = x86_64 ]; then
     module YOLOKernelsAVX2 -target-cpu haswell
+    module YOLOKernelsAVXVNNI -target-cpu alderlake
     module YOLOKernelsAVX512 -target-cpu skylake-avx512
     module YOLOKernelsAVX512VNNI -target-cpu cascadelake
     module YOLOKernelsAVX512BF16 -target-cpu cooperlake
-    kernelLevels+=(YOLOKernelsAVX2 YOLOKernelsAVX512 YOLOKernelsAVX512VNNI YOLOKernelsAVX512BF16)
+    kernelLevels+=(YOLOKernelsAVX2 YOLOKernelsAVXVNNI YOLOKernelsAVX512 YOLOKernelsAVX512VNNI YOLOKernelsAVX512BF16)
 fi
 for m in YOLOCore YOLOEngine YOLODetection YOLO; do module "$m"; done
 module YOLOImage -enable-testing   # the image harness calls the internal EXIF parsers
