@@ -36,16 +36,9 @@ enum VNNITag: GemmISA, WinogradISA, Int8DotISA {
     }
 }
 
-/// The 16-bit pair GEMM of INT8 Winograd with vpdpwssd: one instruction where the avx512 level
-/// has two (vpmaddwd + vpaddd), the same exact sums.
-enum VNNIPairTag: Int16MultiplyAdd {
-    typealias Acc = SIMD16<Int32>
-    typealias Floats = SIMD16<Float>
-    @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
-    @inline(__always) static func floats(_ v: SIMD16<Int32>) -> SIMD16<Float> { yolo_float_512(v) }
-    @inline(__always) static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> SIMD16<Int32> {
-        yolo_quantize_512(p, inverseScale, zeroPoint)
-    }
+/// The 16-bit pair GEMM of INT8 Winograd (`Int16PairDot<VNNITag>`) with vpdpwssd: one instruction
+/// where the level below has two (vpmaddwd + vpaddd), the same exact sums.
+extension VNNITag: Int16MultiplyAdd {
     @inline(__always) static func multiplyAdd16(_ a: SIMD16<Int32>, _ b: SIMD16<Int32>) -> SIMD16<Int32> { yolo_madd16_512(a, b) }
     @inline(__always) static func multiplyAccumulate16(_ acc: SIMD16<Int32>, _ a: SIMD16<Int32>, _ b: SIMD16<Int32>) -> SIMD16<Int32> {
         yolo_dpwssd_512(acc, a, b)
@@ -60,7 +53,7 @@ public enum KernelsAVX512VNNI {
         KernelSet.make(name: "avx512vnni", requires: [.avx2, .avx512, .avx512VNNI], gemm: GemmKernel8x3<SIMD16<Float>, VNNITag>.self,
                        kc: 256, nc: 480, winograd: VNNITag.self, direct: SIMD16<Float>.self, VNNITag.self)
             .adding(int8: .make(dot: "vpdpbusd", kernel: Int8Kernel8x3<VNNITag>.self, kc: 256, nc: 480))
-            .adding(int16Pairs: .make(dot: "vpdpwssd", kernel: Int8Kernel8x3<Int16PairDot<VNNIPairTag>>.self, kc: 64, nc: 512))
+            .adding(int16Pairs: .make(dot: "vpdpwssd", kernel: Int8Kernel8x3<Int16PairDot<VNNITag>>.self, kc: 64, nc: 512))
     }
 }
 #endif

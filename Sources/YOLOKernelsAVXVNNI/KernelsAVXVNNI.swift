@@ -38,16 +38,9 @@ enum AVXVNNITag: GemmISA, WinogradISA, Int8DotISA {
     }
 }
 
-/// The 16-bit pair GEMM of INT8 Winograd with vpdpwssd (ymm): the same exact sums as avx2's
-/// vpmaddwd + vpaddd.
-enum AVXVNNIPairTag: Int16MultiplyAdd {
-    typealias Acc = SIMD8<Int32>
-    typealias Floats = SIMD8<Float>
-    @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
-    @inline(__always) static func floats(_ v: SIMD8<Int32>) -> SIMD8<Float> { yolo_float_256(v) }
-    @inline(__always) static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> SIMD8<Int32> {
-        yolo_quantize_256(p, inverseScale, zeroPoint)
-    }
+/// The 16-bit pair GEMM of INT8 Winograd (`Int16PairDot<AVXVNNITag>`) with vpdpwssd: one instruction
+/// where the level below has two (vpmaddwd + vpaddd), the same exact sums.
+extension AVXVNNITag: Int16MultiplyAdd {
     @inline(__always) static func multiplyAdd16(_ a: SIMD8<Int32>, _ b: SIMD8<Int32>) -> SIMD8<Int32> { yolo_madd16_256(a, b) }
     @inline(__always) static func multiplyAccumulate16(_ acc: SIMD8<Int32>, _ a: SIMD8<Int32>, _ b: SIMD8<Int32>) -> SIMD8<Int32> {
         yolo_dpwssd_256(acc, a, b)
@@ -62,7 +55,7 @@ public enum KernelsAVXVNNI {
         .make(name: "avxvnni", requires: [.avx2, .avxVNNI], gemm: GemmKernel4x3<SIMD8<Float>, AVXVNNITag>.self,
               kc: 256, nc: 504, winograd: AVXVNNITag.self, direct: SIMD8<Float>.self, AVXVNNITag.self)
             .adding(int8: .make(dot: "vpdpbusd", kernel: Int16PairKernel6x2<AVXVNNITag>.self, kc: 256, nc: 512))
-            .adding(int16Pairs: .make(dot: "vpdpwssd", kernel: Int16PairKernel6x2<Int16PairDot<AVXVNNIPairTag>>.self, kc: 64, nc: 512))
+            .adding(int16Pairs: .make(dot: "vpdpwssd", kernel: Int16PairKernel6x2<Int16PairDot<AVXVNNITag>>.self, kc: 64, nc: 512))
     }
 }
 #endif

@@ -18,9 +18,9 @@ import YOLOKernelsDotProd
 enum KernelRegistry {
     static let all: [KernelSet] = {
         var sets = [KernelsBaseline.kernelSet]
-        // Every level has the 16-bit pair GEMM of INT8 Winograd (avxvnni and avx512vnni their own, vpdpwssd;
-        // dotprod takes NEON's lane arithmetic from the level below): the same exact sums, so INT8
-        // Winograd and 10-bit inputs (`a10`) run, with the same bits, at every level.
+        // Every level has the 16-bit pair GEMM of INT8 Winograd (avxvnni and avx512vnni their own,
+        // vpdpwssd; dotprod takes NEON's lane arithmetic from the level below): the same exact
+        // sums, so INT8 Winograd and 10-bit inputs (`a10`) run, with the same bits, at every level.
         #if arch(x86_64)
         sets.append(KernelsAVX2.kernelSet)
         sets.append(KernelsAVXVNNI.kernelSet)
