@@ -150,6 +150,8 @@ final class PlanTests: XCTestCase {
         let variants: [(String, String)] = [
             ("garbage \u{0}\u{1}", "not a plan"),
             (good.replacingOccurrences(of: "key engine", with: "key other-engine"), "another CPU, cfg or setting"),
+            (good.replacingOccurrences(of: PlanCache.buildField + BuildIdentity.current, with: PlanCache.buildField + "0badc0de"),
+             "measured by another build of the engine"),
             (good.replacingOccurrences(of: "node 5 gemm1x1", with: "node 5 winograd4"), "winograd4 cannot compute layer 5"),
             (lines.dropLast().joined(separator: "\n"), "3 choices for 4 convolutions"),
             (good.replacingOccurrences(of: "node 0-1", with: "node x"), "bad layer range"),

@@ -7,9 +7,10 @@
 //   node 0-1 direct+pool | direct+pool 1.130 im2col 2.104 winograd2 2.050 winograd4 1.912
 //   node 4 winograd4 | im2col 1.530 winograd2 1.210 winograd4 0.910
 //
-// An entry is trusted only when it parses, its key equals the model's, and it names one of the
-// current candidates for every node that has a choice: anything else is ignored with a warning
-// and measured again.
+// An entry is trusted only when it parses, its key equals the model's (the key ends with the
+// engine's build, BuildIdentity.swift, which does not name the file: another build finds the entry
+// and says so), and it names one of the current candidates for every node that has a choice:
+// anything else is ignored with a warning and measured again.
 import YOLOCore
 
 /// One measured node: the algorithm chosen and every candidate's milliseconds.
@@ -33,17 +34,31 @@ public enum PlanCache {
 
     /// What the measurements depend on, as text.
     static func key(config: DarknetConfig, input: Shape, kernelSet: String, openBLAS: Bool, threads: Int,
-                    options: ModelOptions) -> String {
+                    options: ModelOptions, build: String = BuildIdentity.current) -> String {
         return "engine plan \(formatVersion); cpu \(HostCPU.identity); level \(kernelSet)\(openBLAS ? " + OpenBLAS" : ""); "
             + "threads \(threads); cfg \(config.fingerprint); input \(input); convolution \(options.convolution.rawValue); "
             + "fuses \(options.fusesLayers)" + (options.precision == .fp32 ? "" : "; precision \(options.precision.rawValue)")
-            + (options.calibration.map { "; int8 table \($0.fingerprint)" } ?? "")
+            + (options.calibration.map { "; int8 table \($0.fingerprint)" } ?? "") + buildField + build
+    }
+
+    /// The key's last field: the engine's build (`BuildIdentity`).
+    static let buildField = "; build "
+
+    /// The key without its build: what names the file, so that another build of the engine finds
+    /// the entry, says it was made by another build, and (measuring) replaces it.
+    static func withoutBuild(_ key: String) -> Substring {
+        var i = key.endIndex
+        while i > key.startIndex {
+            i = key.index(before: i)
+            if key[i...].hasPrefix(buildField) { return key[..<i] }
+        }
+        return key[...]
     }
 
     /// The file for `key` in `directory`.
     static func path(directory: String, key: String) -> String {
         var h = FNV64()
-        h.add(key)
+        h.add(String(withoutBuild(key)))
         return directory + "/" + h.hex + ".plan"
     }
 
@@ -61,7 +76,12 @@ public enum PlanCache {
     static func decode(_ text: String, key: String) -> Result<[CachedChoice], PlanCacheProblem> {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
         guard lines.first == "yolo-swift plan \(formatVersion)" else { return .failure(.init("not a plan of format \(formatVersion)")) }
-        guard lines.count >= 2, lines[1] == "key " + key else { return .failure(.init("made for another CPU, cfg or setting")) }
+        guard lines.count >= 2, lines[1] == "key " + key else {
+            if lines.count >= 2, lines[1].hasPrefix("key "), withoutBuild(String(lines[1].dropFirst(4))) == withoutBuild(key) {
+                return .failure(.init("measured by another build of the engine (its kernels may rank differently); 'yolo tune' measures this one"))
+            }
+            return .failure(.init("made for another CPU, cfg or setting"))
+        }
         var choices: [CachedChoice] = []
         for line in lines.dropFirst(2) {
             let halves = line.split(separator: "|", maxSplits: 1).map { $0.split(separator: " ").map(String.init) }
