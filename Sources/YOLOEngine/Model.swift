@@ -175,7 +175,7 @@ public final class Model: Sendable {
         }
         var cacheFile: String? = nil, cacheKey = ""
         if let directory = options.planning.cacheDirectory {
-            cacheKey = PlanCache.key(config: config, input: inputShape, kernelSet: kernelSet.name, openBLAS: openBLAS,
+            cacheKey = PlanCache.key(config: config, input: inputShape, kernelSet: kernelSet.name, openBLAS: openBLAS, kernels: kernelSet.signature,
                                      threads: tuningThreads, options: options)
             cacheFile = PlanCache.path(directory: directory, key: cacheKey)
             switch reads ? PlanCache.read(directory: directory, key: cacheKey) : nil {

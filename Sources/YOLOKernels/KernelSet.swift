@@ -130,6 +130,16 @@ public struct KernelSet: Sendable {
         (self.winograd2, self.winograd4, self.direct, self.fp16Weights) = (winograd2, winograd4, direct, fp16Weights)
     }
 
+    /// What the set's kernels are, as text: the level and, per kind, its instruction and blocking
+    /// (a plan measured with one set is not trusted with another: PlanCache).
+    public var signature: String {
+        func blocks(_ g: GemmFunctions) -> String { "\(g.mr)x\(g.nr)x\(g.width) kc \(g.kc) nc \(g.nc)" }
+        func integers(_ f: Int8Functions?) -> String { f.map { "\($0.dot) \($0.mr)x\($0.nr)x\($0.lanes) kc \($0.kc) nc \($0.nc)" } ?? "none" }
+        func half(_ h: BF16Kernels?) -> String { h.map { "\($0.dot) \(blocks($0.gemm))" } ?? "none" }
+        return "\(name): fp32 \(blocks(gemm)), int8 \(integers(int8)), pairs \(integers(int16Pairs)), bf16 \(half(bf16)), "
+            + "fp16 \(half(fp16)), fp16 weights \(half(fp16Weights))"
+    }
+
     /// This set with `int8` as its INT8 kernels.
     public func adding(int8: Int8Functions) -> KernelSet {
         var set = self

@@ -1,6 +1,6 @@
 import Foundation
 import XCTest
-@testable import YOLOEngine
+@_spi(Kernels) @testable import YOLOEngine
 @testable import YOLODetection
 @testable import YOLOCore
 import YOLOReference
@@ -150,8 +150,9 @@ final class PlanTests: XCTestCase {
         let variants: [(String, String)] = [
             ("garbage \u{0}\u{1}", "not a plan"),
             (good.replacingOccurrences(of: "key engine", with: "key other-engine"), "another CPU, cfg or setting"),
-            (good.replacingOccurrences(of: PlanCache.buildField + BuildIdentity.current, with: PlanCache.buildField + "0badc0de"),
+            (good.replacingOccurrences(of: PlanCache.buildField + PlanCache.build, with: PlanCache.buildField + "0.0.9 revision 1"),
              "measured by another build of the engine"),
+            (good.replacingOccurrences(of: "; kernels ", with: "; kernels other "), "measured by another build of the engine"),
             (good.replacingOccurrences(of: "node 5 gemm1x1", with: "node 5 winograd4"), "winograd4 cannot compute layer 5"),
             (lines.dropLast().joined(separator: "\n"), "3 choices for 4 convolutions"),
             (good.replacingOccurrences(of: "node 0-1", with: "node x"), "bad layer range"),
@@ -173,6 +174,18 @@ final class PlanTests: XCTestCase {
         let unstored = try smallModel(ModelOptions(planning: .measure(cacheDirectory: blocked + "/plans"), tuningThreads: 1))
         XCTAssertEqual(unstored.plan.entries.first?.source, .measured)
         XCTAssertTrue(unstored.plan.warnings.first?.contains("could not store the measured plan") == true, "\(unstored.plan.warnings)")
+    }
+
+    func testTheKeyEndsWithTheBuildWhichDoesNotNameTheFile() {
+        let set = try! XCTUnwrap(KernelLevel.baseline.kernelSet)
+        XCTAssertTrue(set.signature.hasPrefix("baseline: fp32 "), set.signature)
+        let key = "a; b" + PlanCache.buildField + PlanCache.build + "; kernels " + set.signature
+        XCTAssertEqual(PlanCache.withoutBuild(key), "a; b")
+        XCTAssertEqual(PlanCache.path(directory: "/d", key: key), PlanCache.path(directory: "/d", key: "a; b" + PlanCache.buildField + "x"))
+        XCTAssertNotEqual(PlanCache.path(directory: "/d", key: key), PlanCache.path(directory: "/d", key: "a; c" + PlanCache.buildField + "x"))
+        // The levels' signatures differ (each names its level and instructions).
+        let levels = KernelLevel.supported.map { $0.kernelSet!.signature }
+        XCTAssertEqual(Set(levels).count, levels.count, "\(levels)")
     }
 
     func testChoiceAndEncoding() {

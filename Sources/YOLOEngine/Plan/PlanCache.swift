@@ -23,6 +23,10 @@ struct CachedChoice: Equatable {
 public enum PlanCache {
     /// The plan format; bumped when what is measured or how it is chosen changes.
     static let formatVersion = 1
+    /// Bumped when a kernel or an algorithm changes its speed in a way the kernel set's signature
+    /// does not show (an inner loop, a transform): plans measured before are measured again.
+    /// 2: vpdpwssd in the VNNI levels' pair GEMM, the avxvnni level.
+    static let kernelRevision = 2
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
     /// variable is set).
@@ -33,16 +37,17 @@ public enum PlanCache {
     }
 
     /// What the measurements depend on, as text.
-    static func key(config: DarknetConfig, input: Shape, kernelSet: String, openBLAS: Bool, threads: Int,
-                    options: ModelOptions, build: String = BuildIdentity.current) -> String {
+    static func key(config: DarknetConfig, input: Shape, kernelSet: String, openBLAS: Bool, kernels: String, threads: Int,
+                    options: ModelOptions, build: String = PlanCache.build) -> String {
         return "engine plan \(formatVersion); cpu \(HostCPU.identity); level \(kernelSet)\(openBLAS ? " + OpenBLAS" : ""); "
             + "threads \(threads); cfg \(config.fingerprint); input \(input); convolution \(options.convolution.rawValue); "
             + "fuses \(options.fusesLayers)" + (options.precision == .fp32 ? "" : "; precision \(options.precision.rawValue)")
-            + (options.calibration.map { "; int8 table \($0.fingerprint)" } ?? "") + buildField + build
+            + (options.calibration.map { "; int8 table \($0.fingerprint)" } ?? "") + buildField + build + "; kernels " + kernels
     }
 
-    /// The key's last field: the engine's build (`BuildIdentity`).
+    /// The key's last field, the engine's build: its version, kernel revision and kernel set.
     static let buildField = "; build "
+    static var build: String { "\(BuildInfo.version) revision \(kernelRevision)" }
 
     /// The key without its build: what names the file, so that another build of the engine finds
     /// the entry, says it was made by another build, and (measuring) replaces it.
