@@ -197,6 +197,13 @@ public final class Model: Sendable {
                                       rounds: 5, gemmScratchPerThread: gemmScratchPerThread) : nil
         var builder = try PlanBuilder(planner: planner, kernelSet: kernelSet, gemm: gemm, loadPool: loadPool, tuner: tuner,
                                       cached: cached)
+        if case .cached = options.planning, cached.isEmpty, let half, !half.weightsOnly, let gemm {
+            let t = HalfProbe.measure(half: half.gemm, fp32: gemm)
+            if !HalfProbe.pays(half: t.half, fp32: t.fp32) {
+                builder.tableKeepsFP32 = true
+                warnings.append(HalfProbe.note(options.precision, dot: half.dot, half: t.half, fp32: t.fp32))
+            }
+        }
 
         // 4. Parameters: the weights file after its header, checked against the cfg, then handed
         //    to the layers in order: each convolution folds batch norm and the planner prepares

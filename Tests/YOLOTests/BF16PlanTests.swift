@@ -76,6 +76,42 @@ final class BF16PlanTests: XCTestCase {
         XCTAssertEqual(again.inference.steps.map(\.algorithm), measured.inference.steps.map(\.algorithm))
     }
 
+    /// `.cached` without a stored plan (the tools' default before `yolo tune`): the table, with
+    /// BF16 forms only where one probe GEMM measured BF16 clearly faster than FP32 on this CPU
+    /// (HalfProbe; on an Emerald Rapids vdpbf16ps runs at half FP32's rate and it keeps FP32 on
+    /// every layer, saying why); `.table` probes nothing.
+    func testTheCachedPlansTableTakesBF16OnlyWhereItPays() throws {
+        try requireBF16()
+        XCTAssertTrue(HalfProbe.pays(half: 90, fp32: 100))
+        XCTAssertFalse(HalfProbe.pays(half: 91, fp32: 100))
+        XCTAssertFalse(HalfProbe.pays(half: 200, fp32: 100))
+        XCTAssertTrue(HalfProbe.note(.bf16, dot: "vdpbf16ps", half: 161, fp32: 100)
+            .contains("bf16: the table keeps FP32 on every layer: on this CPU the bf16 GEMM (vdpbf16ps) took 1.61x the FP32 GEMM's time"))
+        let set = KernelLevel.selected.kernelSet!
+        let t = HalfProbe.measure(half: try XCTUnwrap(KernelLevel.selected.bf16Kernels).gemm, fp32: set.gemm, rounds: 2)
+        XCTAssertGreaterThan(t.half, 0)
+        XCTAssertGreaterThan(t.fp32, 0)
+
+        let directory = NSTemporaryDirectory() + "yolo-bf16-probe-\(getpid())-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let table = try model(ModelOptions(precision: .bf16))
+        XCTAssertFalse(table.plan.warnings.contains { $0.contains("keeps FP32") }, "\(table.plan.warnings)")
+        let fp32 = try model(ModelOptions(planning: .cached(cacheDirectory: directory), tuningThreads: 1))
+        let cached = try model(ModelOptions(planning: .cached(cacheDirectory: directory), tuningThreads: 1, precision: .bf16))
+        XCTAssertEqual(cached.plan.entries.first?.source, .table)
+        let kept = cached.plan.warnings.filter { $0.contains("bf16: the table keeps FP32 on every layer") }
+        if kept.isEmpty {
+            XCTAssertEqual(cached.inference.steps.map(\.algorithm), table.inference.steps.map(\.algorithm))
+            XCTAssertEqual(cached.plan.warnings, [])
+        } else {
+            XCTAssertEqual(kept.count, 1)
+            XCTAssertEqual(cached.inference.steps.map(\.algorithm), fp32.inference.steps.map(\.algorithm))
+            XCTAssertEqual(cached.inspection.steps.map(\.algorithm), fp32.inspection.steps.map(\.algorithm))
+            XCTAssertTrue(cached.plan.entries.allSatisfy { $0.precision == .fp32 }, "\(cached.plan)")
+        }
+        print("BF16 probe on this CPU: \(t); cached plan: \(cached.inference.steps.map(\.algorithm)) \(kept)")
+    }
+
     /// Without a BF16 GEMM, `precision bf16` is refused at load with one line naming what is
     /// missing: here a kernel level without BF16 kernels (any x86 CPU with AVX2), and on a CPU
     /// without AVX-512 BF16 the feature (`GemmKernelTests.testBF16NeedsTheFeature` fakes that CPU).

@@ -44,6 +44,8 @@ struct PlanBuilder {
     /// Per convolution: the inference choice, its source and measured times.
     private var chosen: [Int: (ConvAlgorithm, PlanReport.Source, [PlanReport.Timing])] = [:]
     private(set) var tuningNanoseconds: UInt64 = 0
+    /// Whether the table takes only FP32 forms (HalfProbe: the 16-bit GEMM does not pay here).
+    var tableKeepsFP32 = false
 
     init(planner: Planner, kernelSet: KernelSet, gemm: GemmFunctions?, loadPool: WorkerPool, tuner: Tuner?,
          cached: [CachedChoice]) throws(YOLOError) {
@@ -119,14 +121,14 @@ struct PlanBuilder {
             chosen[i] = (node.choices[best], .measured,
                          zip(node.choices, times).map { PlanReport.Timing(algorithm: $0.0.rawValue, milliseconds: $0.1) })
         } else {
-            chosen[i] = (ConvAlgorithm.table(for: conv, candidates: node.choices), .table, [])
+            chosen[i] = (table(conv, node.choices), .table, [])
         }
         let algorithm = chosen[i]!.0
         if prepared[algorithm] == nil { prepared[algorithm] = try prepare(algorithm) }
         // The plan that keeps every output computes each layer on its own: the same algorithm
         // unless that one is fused with the pool.
         if let standalone = inspectionNode[i]?.choices, !standalone.contains(algorithm) {
-            let own = ConvAlgorithm.table(for: conv, candidates: standalone)
+            let own = table(conv, standalone)
             if prepared[own] == nil { prepared[own] = try prepare(own) }
         }
         kernels[i] = prepared
@@ -136,7 +138,12 @@ struct PlanBuilder {
     private func inspectionAlgorithm(_ conv: ConvolutionalLayer) -> ConvAlgorithm {
         let a = chosen[conv.index]!.0
         let standalone = inspectionNode[conv.index]!.choices
-        return standalone.contains(a) ? a : ConvAlgorithm.table(for: conv, candidates: standalone)
+        return standalone.contains(a) ? a : table(conv, standalone)
+    }
+
+    /// The fixed table's choice among `candidates` (their FP32 ones where `tableKeepsFP32`).
+    private func table(_ conv: ConvolutionalLayer, _ candidates: [ConvAlgorithm]) -> ConvAlgorithm {
+        ConvAlgorithm.table(for: conv, candidates: tableKeepsFP32 ? candidates.filter { $0.precision == .fp32 } : candidates)
     }
 
     /// The steps of `nodes`, deferred ([yolo]) ones apart.

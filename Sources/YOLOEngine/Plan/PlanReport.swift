@@ -13,7 +13,8 @@ public enum Planning: Sendable, Equatable {
     case measure(cacheDirectory: String?)
     /// The plan stored in the cache directory by an earlier measurement (`yolo tune`) when there
     /// is one for this CPU, kernel level, threads, cfg and input size; else the table. Never
-    /// measures, so loading stays fast and predictable.
+    /// measures (but for `HalfProbe`: one GEMM timed in 16 bits and FP32 for a BF16 or FP16 model
+    /// without a stored plan), so loading stays fast and predictable.
     case cached(cacheDirectory: String)
     /// Measures, whatever the cache holds, and stores the new plan there (`yolo tune`).
     case remeasure(cacheDirectory: String?)
