@@ -48,6 +48,8 @@ let avx512Settings = levelSettings("skylake-avx512", when: targetIsX86)
 let avx512VNNISettings = levelSettings("cascadelake", when: targetIsX86)
 // The BF16 GEMM: the same + AVX-512 BF16 (vdpbf16ps): Cooper Lake, Sapphire Rapids, Zen 4 and later.
 let avx512BF16Settings = levelSettings("cooperlake", when: targetIsX86)
+// The FP16 GEMM: + AVX-512 FP16 (vfmadd231ph): Sapphire Rapids, Emerald Rapids and later Xeons.
+let avx512FP16Settings = levelSettings("sapphirerapids", when: targetIsX86)
 // ARMv8.2 + dot product (sdot): Cortex-A55, A76 (Raspberry Pi 5), Neoverse N1 and later.
 let dotProdSettings = levelSettings("cortex-a76", when: targetIsARM64)
 
@@ -86,6 +88,7 @@ let package = Package(
         .target(name: "YOLOKernelsAVX512VNNI", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512VNNISettings),
         .target(name: "YOLOKernelsDotProd", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: dotProdSettings),
         .target(name: "YOLOKernelsAVX512BF16", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512BF16Settings),
+        .target(name: "YOLOKernelsAVX512FP16", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512FP16Settings),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
         // Shared types and the platform: detections, pixel formats, hardened file access, locks,
@@ -93,7 +96,7 @@ let package = Package(
         .target(name: "YOLOCore", swiftSettings: engineSettings),
         // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
         .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2",
-                                                   "YOLOKernelsAVXVNNI", "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "YOLOKernelsAVX512BF16", "CCPUID", "CHints", "COpenBLAS"],
+                                                   "YOLOKernelsAVXVNNI", "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "YOLOKernelsAVX512BF16", "YOLOKernelsAVX512FP16", "CCPUID", "CHints", "COpenBLAS"],
                 swiftSettings: engineSettings),
         // Detection: letterbox, decoding, NMS, Detector.
         .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),

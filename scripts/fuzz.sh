@@ -48,7 +48,8 @@ if [ "$(uname -m)" = x86_64 ]; then
     module YOLOKernelsAVX512 -target-cpu skylake-avx512
     module YOLOKernelsAVX512VNNI -target-cpu cascadelake
     module YOLOKernelsAVX512BF16 -target-cpu cooperlake
-    kernelLevels+=(YOLOKernelsAVX2 YOLOKernelsAVXVNNI YOLOKernelsAVX512 YOLOKernelsAVX512VNNI YOLOKernelsAVX512BF16)
+    module YOLOKernelsAVX512FP16 -target-cpu sapphirerapids
+    kernelLevels+=(YOLOKernelsAVX2 YOLOKernelsAVXVNNI YOLOKernelsAVX512 YOLOKernelsAVX512VNNI YOLOKernelsAVX512BF16 YOLOKernelsAVX512FP16)
 fi
 for m in YOLOCore YOLOEngine YOLODetection YOLO; do module "$m"; done
 module YOLOImage -enable-testing   # the image harness calls the internal EXIF parsers

@@ -112,6 +112,33 @@ static inline __attribute__((always_inline)) yolo_f32x16 yolo_dpbf16_512(yolo_f3
 
 #endif  // __x86_64__
 
+#if defined(__x86_64__) && defined(__AVX512FP16__) && defined(__AVX512BW__)
+/// vfmadd231ph (zmm): c + b * x per lane (32 halves), one rounding; x broadcast from memory.
+static inline __attribute__((always_inline)) __m512h yolo_fmadd_ph_512(__m512h c, __m512h b, const _Float16 *x) {
+    return _mm512_fmadd_ph(b, _mm512_set1_ph(*x), c);
+}
+
+/// 32 floats at p -> 32 halves (vcvtps2phx: round to nearest even, infinity past 65504).
+static inline __attribute__((always_inline)) __m512h yolo_halves_512(const float *p) {
+    __m256i lo = _mm256_castph_si256(_mm512_cvtxps_ph(_mm512_loadu_ps(p)));
+    __m256i hi = _mm256_castph_si256(_mm512_cvtxps_ph(_mm512_loadu_ps(p + 16)));
+    return _mm512_castsi512_ph(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+}
+
+/// 32 halves -> FP32 at p (exact), added to the floats there when `accumulate`.
+static inline __attribute__((always_inline)) void yolo_store_halves_512(__m512h h, float *p, int accumulate) {
+    __m512i bits = _mm512_castph_si512(h);
+    __m512 lo = _mm512_cvtxph_ps(_mm256_castsi256_ph(_mm512_castsi512_si256(bits)));
+    __m512 hi = _mm512_cvtxph_ps(_mm256_castsi256_ph(_mm512_extracti64x4_epi64(bits, 1)));
+    if (accumulate) {
+        lo = _mm512_add_ps(lo, _mm512_loadu_ps(p));
+        hi = _mm512_add_ps(hi, _mm512_loadu_ps(p + 16));
+    }
+    _mm512_storeu_ps(p, lo);
+    _mm512_storeu_ps(p + 16, hi);
+}
+#endif
+
 #if defined(__aarch64__)
 #include <arm_neon.h>
 

@@ -55,8 +55,9 @@ public struct ModelOptions: Sendable, Equatable {
     /// The arithmetic of the convolutions: `.fp32` (the default and the reference); `.int8`,
     /// where each convolution whose input the calibration table covers may run in INT8; or
     /// `.bf16` (CPUs with AVX-512 BF16 only: a load error elsewhere), where each convolution whose
-    /// algorithm has a BF16 form may run in BF16; or `.fp16` (64-bit ARM CPUs with FP16
-    /// arithmetic only), the same with the FP16 forms. The planner picks per layer, as for algorithms:
+    /// algorithm has a BF16 form may run in BF16; or `.fp16`, the same with the FP16 forms (FP16
+    /// arithmetic on 64-bit ARM CPUs that have it and x86 CPUs with AVX-512 FP16; elsewhere FP32
+    /// arithmetic on FP16-stored weights). The planner picks per layer, as for algorithms:
     /// the table's choice, or the faster when measured; the others stay FP32, and `Model.plan`
     /// says which is which.
     public var precision: Precision

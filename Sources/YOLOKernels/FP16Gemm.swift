@@ -20,10 +20,23 @@
 // it; other CPUs compute the same sums lane by lane in software (tests only).
 #if !(os(macOS) && arch(x86_64))
 
-/// One level's FP16 arithmetic: the prefetch hint (the arithmetic itself is Swift's Float16 SIMD,
-/// which the level's -target-cpu turns into instructions).
+/// One level's FP16 arithmetic: its vector of halves and how it multiplies, converts and stores
+/// them. The defaults are ARM's q registers (8 halves; Swift's Float16 SIMD, which the level's
+/// -target-cpu turns into fmla .8h by element); AVX-512 FP16 gives zmm vectors of 32 through
+/// intrinsics (x86 does not vectorize Swift's Float16 SIMD).
 public protocol FP16ISA: KernelMetatype {
+    /// One vector of halves.
+    associatedtype Halves: SIMD = SIMD8<Float16> where Halves.Scalar == Float16
+    /// One step of packed A (its 8 rows' halves) as `fma` takes it.
+    associatedtype Rows = SIMD8<Float16>
     static func prefetch(_ p: UnsafeRawPointer)
+    static func rows(_ p: UnsafePointer<Float16>) -> Rows
+    /// c + b · (row r of `rows`) per lane, one rounding.
+    static func fma(_ c: Halves, _ b: Halves, _ rows: Rows, _ r: Int) -> Halves
+    /// One vector of halves from the floats at p (rounded to nearest even).
+    static func halves(_ p: UnsafePointer<Float>) -> Halves
+    /// The halves h as FP32 at p (added to what is there when `accumulate`).
+    static func store(_ h: Halves, _ p: UnsafeMutablePointer<Float>, accumulate: Bool)
 }
 
 extension FP16ISA {
@@ -31,26 +44,32 @@ extension FP16ISA {
     public static func prefetch(_ p: UnsafeRawPointer) {}
 }
 
-/// 8 x 24 tiles of FP16 sums: 24 accumulators + 3 B vectors + the 8 rows of A in one register.
+extension FP16ISA where Halves == SIMD8<Float16>, Rows == SIMD8<Float16> {
+    @inlinable @inline(__always)
+    public static func rows(_ p: UnsafePointer<Float16>) -> SIMD8<Float16> { UnsafeRawPointer(p).loadUnaligned(as: SIMD8<Float16>.self) }
+    @inlinable @inline(__always)
+    public static func fma(_ c: SIMD8<Float16>, _ b: SIMD8<Float16>, _ rows: SIMD8<Float16>, _ r: Int) -> SIMD8<Float16> {
+        c.addingProduct(b, rows[r])
+    }
+    @inlinable @inline(__always)
+    public static func halves(_ p: UnsafePointer<Float>) -> SIMD8<Float16> { SIMD8<Float16>(gemmLoad(p) as SIMD8<Float>) }
+    @inlinable @inline(__always)
+    public static func store(_ h: SIMD8<Float16>, _ p: UnsafeMutablePointer<Float>, accumulate: Bool) {
+        gemmStore(SIMD8<Float>(h), p, accumulate: accumulate)
+    }
+}
+
+/// 8 x 3 vectors of FP16 sums (8 x 24 on ARM: 24 accumulators + 3 B vectors + the 8 rows of A in
+/// one register; 8 x 96 with AVX-512 FP16's zmm, A's rows broadcast from memory).
 public enum FP16Kernel8x3<D: FP16ISA> {
-    public typealias H = SIMD8<Float16>
+    public typealias H = D.Halves
     @inlinable public static var mr: Int { 8 }
-    @inlinable public static var nr: Int { 24 }
+    @inlinable public static var nr: Int { 3 * H.scalarCount }
 
     @inlinable @inline(__always)
     static func load(_ p: UnsafePointer<Float16>) -> H { UnsafeRawPointer(p).loadUnaligned(as: H.self) }
 
-    /// c + b · x, lane by lane, one rounding.
-    @inlinable @inline(__always)
-    static func fma(_ c: H, _ b: H, _ x: Float16) -> H { c.addingProduct(b, x) }
-
-    /// The 8 sums `h` as FP32 at p (added to what is there when `accumulate`).
-    @inlinable @inline(__always)
-    static func store(_ h: H, _ p: UnsafeMutablePointer<Float>, accumulate: Bool) {
-        gemmStore(SIMD8<Float>(h), p, accumulate: accumulate)
-    }
-
-    /// C[8 x 24] (row stride ldc) = (or +=) the product of `steps` steps of the packed panels.
+    /// C[8 x nr] (row stride ldc) = (or +=) the product of `steps` steps of the packed panels.
     @inlinable @inline(__always)
     static func run(_ steps: Int, _ a: UnsafePointer<Float16>, _ b: UnsafePointer<Float16>, _ c: UnsafeMutablePointer<Float>,
                     _ ldc: Int, accumulate: Bool) {
@@ -59,48 +78,48 @@ public enum FP16Kernel8x3<D: FP16ISA> {
         var c40 = H(), c41 = H(), c42 = H(), c50 = H(), c51 = H(), c52 = H()
         var c60 = H(), c61 = H(), c62 = H(), c70 = H(), c71 = H(), c72 = H()
         var pa = a, pb = b
-        let ahead = gemmPrefetchSteps * 8
+        let ahead = gemmPrefetchSteps * 8, w = H.scalarCount
         for _ in 0..<steps {
             D.prefetch(pa + ahead)
-            let b0 = load(pb), b1 = load(pb + 8), b2 = load(pb + 16), x = load(pa)
-            c00 = fma(c00, b0, x[0]); c01 = fma(c01, b1, x[0]); c02 = fma(c02, b2, x[0])
-            c10 = fma(c10, b0, x[1]); c11 = fma(c11, b1, x[1]); c12 = fma(c12, b2, x[1])
-            c20 = fma(c20, b0, x[2]); c21 = fma(c21, b1, x[2]); c22 = fma(c22, b2, x[2])
-            c30 = fma(c30, b0, x[3]); c31 = fma(c31, b1, x[3]); c32 = fma(c32, b2, x[3])
-            c40 = fma(c40, b0, x[4]); c41 = fma(c41, b1, x[4]); c42 = fma(c42, b2, x[4])
-            c50 = fma(c50, b0, x[5]); c51 = fma(c51, b1, x[5]); c52 = fma(c52, b2, x[5])
-            c60 = fma(c60, b0, x[6]); c61 = fma(c61, b1, x[6]); c62 = fma(c62, b2, x[6])
-            c70 = fma(c70, b0, x[7]); c71 = fma(c71, b1, x[7]); c72 = fma(c72, b2, x[7])
+            let b0 = load(pb), b1 = load(pb + w), b2 = load(pb + 2 * w), x = D.rows(pa)
+            c00 = D.fma(c00, b0, x, 0); c01 = D.fma(c01, b1, x, 0); c02 = D.fma(c02, b2, x, 0)
+            c10 = D.fma(c10, b0, x, 1); c11 = D.fma(c11, b1, x, 1); c12 = D.fma(c12, b2, x, 1)
+            c20 = D.fma(c20, b0, x, 2); c21 = D.fma(c21, b1, x, 2); c22 = D.fma(c22, b2, x, 2)
+            c30 = D.fma(c30, b0, x, 3); c31 = D.fma(c31, b1, x, 3); c32 = D.fma(c32, b2, x, 3)
+            c40 = D.fma(c40, b0, x, 4); c41 = D.fma(c41, b1, x, 4); c42 = D.fma(c42, b2, x, 4)
+            c50 = D.fma(c50, b0, x, 5); c51 = D.fma(c51, b1, x, 5); c52 = D.fma(c52, b2, x, 5)
+            c60 = D.fma(c60, b0, x, 6); c61 = D.fma(c61, b1, x, 6); c62 = D.fma(c62, b2, x, 6)
+            c70 = D.fma(c70, b0, x, 7); c71 = D.fma(c71, b1, x, 7); c72 = D.fma(c72, b2, x, 7)
             pa += 8
-            pb += 24
+            pb += 3 * w
         }
         @inline(__always) func row(_ r: Int, _ x0: H, _ x1: H, _ x2: H) {
             let pc = c + r * ldc
-            store(x0, pc, accumulate: accumulate)
-            store(x1, pc + 8, accumulate: accumulate)
-            store(x2, pc + 16, accumulate: accumulate)
+            D.store(x0, pc, accumulate: accumulate)
+            D.store(x1, pc + w, accumulate: accumulate)
+            D.store(x2, pc + 2 * w, accumulate: accumulate)
         }
         row(0, c00, c01, c02); row(1, c10, c11, c12); row(2, c20, c21, c22); row(3, c30, c31, c32)
         row(4, c40, c41, c42); row(5, c50, c51, c52); row(6, c60, c61, c62); row(7, c70, c71, c72)
     }
 
-    /// C[8 x 8] = (or +=) one vector of a panel's columns, b read with row stride `bStride`.
+    /// C[8 x w] = (or +=) one vector of a panel's columns, b read with row stride `bStride`.
     @inlinable @inline(__always)
     static func runVector(_ steps: Int, _ a: UnsafePointer<Float16>, _ b: UnsafePointer<Float16>, bStride: Int,
                           _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
         var c0 = H(), c1 = H(), c2 = H(), c3 = H(), c4 = H(), c5 = H(), c6 = H(), c7 = H()
         var pa = a, pb = b
         for _ in 0..<steps {
-            let v = load(pb), x = load(pa)
-            c0 = fma(c0, v, x[0]); c1 = fma(c1, v, x[1]); c2 = fma(c2, v, x[2]); c3 = fma(c3, v, x[3])
-            c4 = fma(c4, v, x[4]); c5 = fma(c5, v, x[5]); c6 = fma(c6, v, x[6]); c7 = fma(c7, v, x[7])
+            let v = load(pb), x = D.rows(pa)
+            c0 = D.fma(c0, v, x, 0); c1 = D.fma(c1, v, x, 1); c2 = D.fma(c2, v, x, 2); c3 = D.fma(c3, v, x, 3)
+            c4 = D.fma(c4, v, x, 4); c5 = D.fma(c5, v, x, 5); c6 = D.fma(c6, v, x, 6); c7 = D.fma(c7, v, x, 7)
             pa += 8
             pb += bStride
         }
-        store(c0, c, accumulate: accumulate); store(c1, c + ldc, accumulate: accumulate)
-        store(c2, c + 2 * ldc, accumulate: accumulate); store(c3, c + 3 * ldc, accumulate: accumulate)
-        store(c4, c + 4 * ldc, accumulate: accumulate); store(c5, c + 5 * ldc, accumulate: accumulate)
-        store(c6, c + 6 * ldc, accumulate: accumulate); store(c7, c + 7 * ldc, accumulate: accumulate)
+        D.store(c0, c, accumulate: accumulate); D.store(c1, c + ldc, accumulate: accumulate)
+        D.store(c2, c + 2 * ldc, accumulate: accumulate); D.store(c3, c + 3 * ldc, accumulate: accumulate)
+        D.store(c4, c + 4 * ldc, accumulate: accumulate); D.store(c5, c + 5 * ldc, accumulate: accumulate)
+        D.store(c6, c + 6 * ldc, accumulate: accumulate); D.store(c7, c + 7 * ldc, accumulate: accumulate)
     }
 }
 
@@ -145,9 +164,8 @@ public enum FP16PackedGemm<D: FP16ISA> {
             for _ in 0..<full {
                 var v = 0
                 while v < nr {
-                    let x: SIMD8<Float> = gemmLoad(src + j + v)
-                    UnsafeMutableRawPointer(dst + v).storeBytes(of: SIMD8<Float16>(x), as: SIMD8<Float16>.self)
-                    v += 8
+                    UnsafeMutableRawPointer(dst + v).storeBytes(of: D.halves(src + j + v), as: D.Halves.self)
+                    v += D.Halves.scalarCount
                 }
                 j += nr
                 dst += steps * nr
@@ -185,7 +203,7 @@ public enum FP16PackedGemm<D: FP16ISA> {
                 let kl = min(kcs, k - k0)
                 packB(b + k0 * ldb + jc, ldb: ldb, steps: kl, ncl: ncl, into: bp)
                 let aBlock = packedA + k0 * mPadded
-                gemmBlockTiles(mr: mr, nr: nr, w: 8, rows: rowStart..<rowEnd, ncl: ncl, c: c + jc, ldc: ldc, tile: tile,
+                gemmBlockTiles(mr: mr, nr: nr, w: D.Halves.scalarCount, rows: rowStart..<rowEnd, ncl: ncl, c: c + jc, ldc: ldc, tile: tile,
                                accumulate: k0 > 0, columnsBelow: 0,
                                run: { ib, jb, dst, ldd, acc in
                                    K.run(kl, aBlock + ib * kl, bp + jb * kl, dst, ldd, accumulate: acc)
@@ -219,7 +237,7 @@ public protocol HalfPackedGemm {
 extension FP16PackedGemm: HalfPackedGemm {
     @inlinable public static var mr: Int { K.mr }
     @inlinable public static var nr: Int { K.nr }
-    @inlinable public static var width: Int { 8 }
+    @inlinable public static var width: Int { D.Halves.scalarCount }
 }
 
 extension BF16Kernels {
@@ -243,8 +261,9 @@ extension BF16Kernels {
     /// The FP16 GEMM of `D` with blocks of at most kc steps of k summed in FP16 x nc columns, named
     /// `level`.
     @inlinable
-    public static func makeFP16<D: FP16ISA>(level: String, requires: CPUFeatureSet, _: D.Type, kc: Int, nc: Int) -> BF16Kernels {
-        makeHalf(level: level, dot: "fmla .8h", requires: requires, FP16PackedGemm<D>.self, kc: kc, nc: nc, weightsOnly: false)
+    public static func makeFP16<D: FP16ISA>(level: String, dot: String = "fmla .8h", requires: CPUFeatureSet, _: D.Type, kc: Int,
+                                            nc: Int) -> BF16Kernels {
+        makeHalf(level: level, dot: dot, requires: requires, FP16PackedGemm<D>.self, kc: kc, nc: nc, weightsOnly: false)
     }
 }
 #endif

@@ -26,6 +26,9 @@ public struct CPUFeatureSet: OptionSet, Sendable, Hashable {
     public static let dotProduct = CPUFeatureSet(rawValue: 1 << 5)
     /// ARMv8.2 half-precision arithmetic.
     public static let fp16 = CPUFeatureSet(rawValue: 1 << 6)
+    /// AVX-512 FP16 (vfmadd231ph: 32 half-precision multiply-adds a zmm instruction; Sapphire Rapids
+    /// and later Xeons).
+    public static let avx512FP16 = CPUFeatureSet(rawValue: 1 << 7)
 }
 
 /// The packed GEMM of one level: C[m x n] = A[m x k] · B[k x n] (see PackedGemm.swift).

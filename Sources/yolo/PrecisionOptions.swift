@@ -15,8 +15,9 @@ let precisionUsage = """
                    AVX-512 BF16 only: Zen 4 and later, Cooper Lake, Sapphire Rapids) or
                    fp16 (half-precision weights in the same GEMMs, half their memory; on
                    64-bit ARM CPUs with FP16 arithmetic, Cortex-A55, A76 / Raspberry Pi 5 and
-                   later, half-precision products and sums over blocks of 128, FP32 across
-                   them; elsewhere FP32 arithmetic)
+                   later, and x86 CPUs with AVX-512 FP16, Sapphire Rapids and later Xeons,
+                   half-precision products and sums over blocks of 128, FP32 across them;
+                   elsewhere FP32 arithmetic)
   --int8-table F   the INT8 calibration table (yolo calibrate); default: the weights' path
                    with .int8 for its extension (weights/yolov3-tiny.int8 ships with the repository)
 """

@@ -22,11 +22,25 @@ final class FP16AccuracyTests: XCTestCase {
         try check(half, reference: reference, form: "winograd2-fp16", maxDrift: 0.02)
     }
 
+    /// With AVX-512 FP16 (Sapphire Rapids and later): vfmadd231ph's FP16 arithmetic.
+    func testAVX512FP16DetectionsMatchFP32() throws {
+        #if arch(x86_64)
+        guard KernelLevel.selected.kernelSet?.fp16(on: HostCPU.features) != nil else { throw XCTSkip("this CPU has no AVX-512 FP16") }
+        try check(ModelOptions(precision: .fp16), reference: ModelOptions(), form: "winograd2-fp16", maxDrift: 0.02)
+        #else
+        throw XCTSkip("x86 only")
+        #endif
+    }
+
     func testFP16WeightsDetectionsMatchFP32() throws {
         var half = ModelOptions(precision: .fp16), reference = ModelOptions()
-        #if !arch(x86_64)
-        (half.kernelLevel, reference.kernelLevel) = (.neon, .neon)
+        // (Where the CPU computes in FP16, a level that does not: FP16PlanTests.weightsOnlyLevel's rule.)
+        #if arch(x86_64)
+        let weightsOnly: KernelLevel? = KernelLevel.selected.kernelSet?.fp16(on: HostCPU.features) == nil ? nil : .avx512
+        #else
+        let weightsOnly: KernelLevel? = .neon
         #endif
+        if let level = weightsOnly { (half.kernelLevel, reference.kernelLevel) = (level, level) }
         try check(half, reference: reference, form: "winograd4-fp16", maxDrift: 0.01)
     }
 

@@ -28,6 +28,31 @@ final class FP16PlanTests: XCTestCase {
         return o
     }
 
+    /// With AVX-512 FP16 (Sapphire Rapids and later), `precision fp16` at the selected level
+    /// computes in FP16 with vfmadd231ph: the forms of FP16 arithmetic (F(2x2), not F(4x4)), heads
+    /// near the avx2 level's software model of the same sums.
+    func testAVX512FP16ComputesInFP16() throws {
+        #if arch(x86_64)
+        guard KernelLevel.selected.kernelSet?.fp16(on: HostCPU.features) != nil else {
+            throw XCTSkip("this CPU (or YOLO_KERNEL_LEVEL) has no AVX-512 FP16")
+        }
+        let native = try model(ModelOptions(precision: .fp16))
+        XCTAssertEqual(native.plan.halfGemm, "avx512fp16: vfmadd231ph")
+        XCTAssertEqual(native.inference.steps.map(\.algorithm), ["direct+pool", "winograd2-fp16+pool", "winograd2-fp16", "gemm1x1-fp16"])
+        let modelled = try model(try fp16())
+        XCTAssertEqual(modelled.inference.steps.map(\.algorithm), native.inference.steps.map(\.algorithm))
+        let reference = try heads(try model(ModelOptions()))
+        let range = reference.map { abs($0) }.max()!
+        let (a, b) = (try heads(native), try heads(modelled))
+        let apart = zip(a, b).map { abs($0 - $1) }.max()!, fromFP32 = zip(reference, a).map { abs($0 - $1) }.max()!
+        print("AVX-512 FP16 heads: from the software model \(apart / range), from FP32 \(fromFP32 / range) of the range")
+        XCTAssertLessThan(apart, 0.01 * range, "vfmadd231ph's sums near the model's (the same FP16 sums, other rounding orders at the edges)")
+        XCTAssertGreaterThan(fromFP32, 0, "FP16 arithmetic, not FP32")
+        #else
+        throw XCTSkip("x86 only")
+        #endif
+    }
+
     func model(_ options: ModelOptions) throws -> Model {
         try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights, options: options)
     }
@@ -91,14 +116,22 @@ final class FP16PlanTests: XCTestCase {
         XCTAssertEqual(again.inference.steps.map(\.algorithm), measured.inference.steps.map(\.algorithm))
     }
 
-    /// Without FP16 arithmetic (every x86 CPU; on ARM a level below dotprod) `precision fp16` stores
-    /// the weights in FP16 and computes in FP32: F(4x4) too, heads much nearer FP32's than FP16
-    /// arithmetic's, about half the parameter bytes.
+    /// A level at which `precision fp16` stores the weights only: on ARM neon (below dotprod); on
+    /// x86 the selected one (nil), or avx512 where the selected one computes in FP16 (AVX-512 FP16).
+    static var weightsOnlyLevel: KernelLevel? {
+        #if arch(x86_64)
+        return KernelLevel.selected.kernelSet?.fp16(on: HostCPU.features) == nil ? nil : .avx512
+        #else
+        return .neon
+        #endif
+    }
+
+    /// Without FP16 arithmetic (x86 CPUs without AVX-512 FP16; on ARM a level below dotprod)
+    /// `precision fp16` stores the weights in FP16 and computes in FP32: F(4x4) too, heads much
+    /// nearer FP32's than FP16 arithmetic's, about half the parameter bytes.
     func testWithoutFP16ArithmeticTheWeightsAreStoredInFP16() throws {
         var options = ModelOptions(precision: .fp16), fp32Options = ModelOptions()
-        #if !arch(x86_64)
-        (options.kernelLevel, fp32Options.kernelLevel) = (.neon, .neon)
-        #endif
+        if let level = FP16PlanTests.weightsOnlyLevel { (options.kernelLevel, fp32Options.kernelLevel) = (level, level) }
         let half = try model(options), fp32 = try model(fp32Options)
         XCTAssertEqual(half.inference.steps.map(\.algorithm),
                        ["direct+pool", "winograd4-fp16+pool", "winograd2-fp16", "gemm1x1-fp16"])

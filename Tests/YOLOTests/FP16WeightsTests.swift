@@ -51,8 +51,8 @@ extension GemmKernelTests {
     }
 
     /// `precision fp16`'s GEMM: FP16 arithmetic where the CPU has it and the level has the kernels,
-    /// else the level's FP32 GEMM on FP16-stored weights (every x86 CPU, a Raspberry Pi 4's A72,
-    /// a level lowered by YOLO_KERNEL_LEVEL).
+    /// else the level's FP32 GEMM on FP16-stored weights (x86 CPUs without AVX-512 FP16, a
+    /// Raspberry Pi 4's A72, a level lowered by YOLO_KERNEL_LEVEL).
     func testPrecisionFP16TakesArithmeticWhereItCanWeightsElsewhere() throws {
         for set in KernelRegistry.all {
             let weights = try set.fp16ForPrecision(on: set.requires)
@@ -61,7 +61,8 @@ extension GemmKernelTests {
             XCTAssertEqual(weights.gemm.level, set.name + "-fp16-weights")
             if let arithmetic = set.fp16 {
                 let chosen = try set.fp16ForPrecision(on: set.requires.union(arithmetic.requires))
-                XCTAssertEqual(chosen.dot, "fmla .8h", set.name)
+                XCTAssertEqual(chosen.dot, arithmetic.dot, set.name)
+                XCTAssertTrue(["fmla .8h", "vfmadd231ph"].contains(chosen.dot), set.name)
                 XCTAssertFalse(chosen.weightsOnly)
             }
         }
@@ -70,6 +71,12 @@ extension GemmKernelTests {
         let avx2 = try XCTUnwrap(KernelRegistry.all.first { $0.name == "avx2" })
         XCTAssertEqual(avx2.fp16?.requires, [.avx2, .fp16], "the FP16-arithmetic model is never offered on x86")
         XCTAssertNil(avx2.fp16(on: HostCPU.features))
+        // AVX-512 FP16's vfmadd231ph GEMM: the avx512vnni level's, offered where the CPU has it.
+        let vnni = try XCTUnwrap(KernelRegistry.all.first { $0.name == "avx512vnni" })
+        XCTAssertEqual(vnni.fp16?.dot, "vfmadd231ph")
+        XCTAssertTrue(vnni.fp16?.requires.contains(.avx512FP16) == true)
+        XCTAssertEqual(vnni.fp16(on: HostCPU.features) != nil, HostCPU.features.isSuperset(of: vnni.requires.union(.avx512FP16)))
+        XCTAssertNil(vnni.fp16(on: vnni.requires.union(.avx512BF16)), "not without AVX-512 FP16 (a Zen 4)")
         #else
         let neon = try XCTUnwrap(KernelRegistry.all.first { $0.name == "neon" })
         XCTAssertNil(neon.fp16, "the ARMv8.0 level (Cortex-A72) has no FP16 arithmetic")

@@ -43,7 +43,7 @@ enum HostCPU {
         let ymmState = xcr0 & 0x6 == 0x6              // SSE + AVX state
         let zmmState = xcr0 & 0xE6 == 0xE6            // + opmask, ZMM_Hi256, Hi16_ZMM
         guard yolo_cpuid(7, 0, &r) != 0 else { return f }
-        let (ebx7, ecx7) = (r[1], r[2])
+        let (ebx7, ecx7, edx7) = (r[1], r[2], r[3])
         let bit7 = { (n: UInt32) in ebx7 & (1 << n) != 0 }
         var sub1 = [UInt32](repeating: 0, count: 4)
         _ = yolo_cpuid(7, 1, &sub1)
@@ -57,6 +57,7 @@ enum HostCPU {
             f.insert(.avx512)
             if ecx7 & (1 << 11) != 0 { f.insert(.avx512VNNI) }
             if sub1[0] & (1 << 5) != 0 { f.insert(.avx512BF16) }
+            if edx7 & (1 << 23) != 0 { f.insert(.avx512FP16) }
         }
         #elseif arch(arm64) || arch(aarch64)
         // AT_HWCAP (16): HWCAP_FPHP (1 << 9), HWCAP_ASIMDHP (1 << 10), HWCAP_ASIMDDP (1 << 20).

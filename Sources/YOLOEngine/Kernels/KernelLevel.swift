@@ -9,6 +9,7 @@ import YOLOKernelsAVXVNNI
 import YOLOKernelsAVX512
 import YOLOKernelsAVX512VNNI
 import YOLOKernelsAVX512BF16
+import YOLOKernelsAVX512FP16
 #elseif arch(arm64) || arch(aarch64)
 import YOLOKernelsDotProd
 #endif
@@ -25,9 +26,12 @@ enum KernelRegistry {
         sets.append(KernelsAVX2.kernelSet)
         sets.append(KernelsAVXVNNI.kernelSet)
         sets.append(KernelsAVX512.kernelSet)
-        // + the BF16 GEMM, which needs AVX-512 BF16 besides (`BF16Kernels.requires`, checked apart).
-        let vnni = KernelsAVX512VNNI.kernelSet
-        sets.append(KernelsAVX512BF16.bf16.map { vnni.adding(bf16: $0) } ?? vnni)
+        // + the BF16 GEMM, which needs AVX-512 BF16 besides, and the FP16 GEMM, which needs
+        // AVX-512 FP16 (`BF16Kernels.requires`, checked apart).
+        var vnni = KernelsAVX512VNNI.kernelSet
+        if let bf16 = KernelsAVX512BF16.bf16 { vnni = vnni.adding(bf16: bf16) }
+        if let fp16 = KernelsAVX512FP16.fp16 { vnni = vnni.adding(fp16: fp16) }
+        sets.append(vnni)
         #elseif arch(arm64) || arch(aarch64)
         var dotprod = KernelsDotProd.kernelSet
         if let pairs = sets[0].int16Pairs { dotprod = dotprod.adding(int16Pairs: pairs) }
