@@ -15,8 +15,8 @@ enum GemmBench {
     Prints the median GFLOP/s of N samples, each at least T ms of repeated calls.
 
       --runs N       samples per level and shape (default: 7)
-      --levels LIST  comma-separated, from openblas, the levels, avx512bf16 (the BF16 GEMM), dotprod-fp16 (the FP16
-                     GEMM) and <level>-fp16-weights (a level's GEMM on FP16-stored weights)
+      --levels LIST  comma-separated, from openblas, the levels, avx512bf16 (the BF16 GEMM), dotprod-fp16 and
+                     avx512fp16 (the FP16 GEMMs) and <level>-fp16-weights (a level's GEMM on FP16-stored weights)
                      (default: openblas + all this CPU runs)
       --min-ms T     minimum duration of one sample (default: 30)
       --shapes LIST  comma-separated shape names from the table below (default: all)
@@ -44,7 +44,7 @@ enum GemmBench {
         var runs = 7, minSeconds = 0.03, best = false, int8 = false, levelsGiven = false
         var shapes = Self.shapes
         // The 16-bit GEMMs this CPU runs (BF16, FP16, FP16 weights), named by their level
-        // ("avx512bf16", "dotprod-fp16", "avx2-fp16-weights").
+        // ("avx512bf16", "dotprod-fp16", "avx512fp16", "avx2-fp16-weights").
         let half = KernelLevel.supported.flatMap {
             [$0.bf16Kernels?.gemm, $0.fp16Kernels?.gemm, $0.fp16WeightsKernels?.gemm].compactMap { $0 }
         }
