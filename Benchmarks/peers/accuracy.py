@@ -33,7 +33,7 @@ import runtimes
 
 OURS = "ours"
 # The FP32 runtime each low-precision one is measured against.
-REFERENCE = {"openvino-int8": "openvino", "openvino-bf16": "openvino", "onnxruntime-int8": "onnxruntime",
+REFERENCE = {"openvino-int8": "openvino", "openvino-bf16": "openvino", "openvino-fp16": "openvino", "onnxruntime-int8": "onnxruntime",
              "ours-int8": OURS, "ours-bf16": OURS, "ours-fp16": OURS}
 DEFAULT = "openvino-int8,onnxruntime-int8,openvino-bf16,ours-int8,ours-bf16"
 

@@ -321,7 +321,21 @@ class OpenVINOBF16(OpenVINO):
                        "native bf16 arithmetic")
 
 
-PEER_RUNNERS = {r.name: r for r in (OnnxRuntime, OpenVINO, OpenCV, Ncnn, OpenVINOInt8, OnnxRuntimeInt8, OpenVINOBF16)}
+class OpenVINOFP16(OpenVINO):
+    name = "openvino-fp16"
+    precision = "f16"
+
+    def check(self, core):
+        flags = cpu_flags() & {"avx512_fp16", "amx_fp16"}
+        caps = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        if not flags or "FP16" not in caps:
+            raise Skip(f"needs a CPU with AVX512_FP16 or AMX-FP16 (/proc/cpuinfo has {sorted(flags) or 'neither'}; "
+                       f"OpenVINO's CPU capabilities: {', '.join(caps)}): without them an f16 figure is not "
+                       "native FP16 arithmetic")
+
+
+PEER_RUNNERS = {r.name: r for r in (OnnxRuntime, OpenVINO, OpenCV, Ncnn, OpenVINOInt8, OnnxRuntimeInt8, OpenVINOBF16,
+                                    OpenVINOFP16)}
 # The FP32 peers: the default set of compare.py and check_converters.py (low precision by name).
 FP32_PEERS = ("onnxruntime", "openvino", "opencv", "ncnn")
 
