@@ -308,30 +308,32 @@ class OpenVINOInt8(OpenVINO):
         return quantize.openvino_int8(models)
 
 
-class OpenVINOBF16(OpenVINO):
+class OpenVINOHalf(OpenVINO):
+    """OpenVINO with a 16-bit INFERENCE_PRECISION_HINT, skipped on a CPU without native arithmetic for it."""
+    needs = ()       # /proc/cpuinfo flags, any of which gives the arithmetic
+    capability = ""  # OpenVINO's OPTIMIZATION_CAPABILITIES entry
+
+    def check(self, core):
+        flags = cpu_flags() & set(self.needs)
+        caps = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        if not flags or self.capability not in caps:
+            raise Skip(f"needs a CPU with {' or '.join(n.upper() for n in self.needs)} (/proc/cpuinfo has "
+                       f"{sorted(flags) or 'neither'}; OpenVINO's CPU capabilities: {', '.join(caps)}): without them a "
+                       f"{self.precision} figure is not native {self.capability} arithmetic")
+
+
+class OpenVINOBF16(OpenVINOHalf):
     name = "openvino-bf16"
     precision = "bf16"
-
-    def check(self, core):
-        flags = cpu_flags() & {"avx512_bf16", "amx_bf16"}
-        caps = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-        if not flags or "BF16" not in caps:
-            raise Skip(f"needs a CPU with AVX512_BF16 or AMX-BF16 (/proc/cpuinfo has {sorted(flags) or 'neither'}; "
-                       f"OpenVINO's CPU capabilities: {', '.join(caps)}): without them a bf16 figure is not "
-                       "native bf16 arithmetic")
+    needs = ("avx512_bf16", "amx_bf16")
+    capability = "BF16"
 
 
-class OpenVINOFP16(OpenVINO):
+class OpenVINOFP16(OpenVINOHalf):
     name = "openvino-fp16"
     precision = "f16"
-
-    def check(self, core):
-        flags = cpu_flags() & {"avx512_fp16", "amx_fp16"}
-        caps = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-        if not flags or "FP16" not in caps:
-            raise Skip(f"needs a CPU with AVX512_FP16 or AMX-FP16 (/proc/cpuinfo has {sorted(flags) or 'neither'}; "
-                       f"OpenVINO's CPU capabilities: {', '.join(caps)}): without them an f16 figure is not "
-                       "native FP16 arithmetic")
+    needs = ("avx512_fp16", "amx_fp16")
+    capability = "FP16"
 
 
 PEER_RUNNERS = {r.name: r for r in (OnnxRuntime, OpenVINO, OpenCV, Ncnn, OpenVINOInt8, OnnxRuntimeInt8, OpenVINOBF16,
