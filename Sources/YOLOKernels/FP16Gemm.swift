@@ -1,12 +1,13 @@
 // Packed FP16 GEMM: C[m x n] = A[m x k] · B[k x n] with IEEE half-precision (FP16) operands,
-// products and sums (ARMv8.2's `fmla .8h`: 8 multiply-adds a q register instruction, twice FP32's),
-// FP32 outputs, in the GotoBLAS/BLIS scheme of PackedGemm.swift:
+// products and sums (ARMv8.2's `fmla .8h`: 8 multiply-adds a q register instruction, twice FP32's;
+// AVX-512 FP16's `vfmadd231ph`: 32 a zmm instruction), FP32 outputs, in the GotoBLAS/BLIS scheme of PackedGemm.swift:
 //
 // - A (the weights) is rounded to FP16 and packed once, at load, per block of KC steps of k and
-//   MR-row panel: per step, the MR rows' halves (one q register of 8).
+//   MR-row panel: per step, the MR rows' halves (8).
 // - B stays FP32 (im2col columns, Winograd-transformed tiles, a 1x1 layer's input): each KC x NC
 //   block is rounded to FP16 as it is packed, in NR-column micro-panels.
-// - The micro-kernel keeps an 8 x 24 tile of FP16 sums (24 q registers) over one block of at most
+// - The micro-kernel keeps an 8 x 3-vector tile of FP16 sums (24 registers: 8 x 24 on ARM, 8 x 96 on
+//   x86) over one block of at most
 //   KC steps; the tile goes to C as FP32 (added to C after the first block). Sums in FP16 over a
 //   bounded block keep both the rounding (11-bit significands: about 2^-11 · sqrt(KC) of a block's
 //   magnitude) and the range (65504 at most) of a partial sum in check; across blocks C adds in
@@ -16,8 +17,9 @@
 // into a scratch tile and copied out (gemmBlockTiles, PackedGemm.swift). The FP32 GEMM's calling
 // convention (`GemmFunctions`, packed A in float-sized words) and the BF16 GEMM's wrapper
 // (`BF16Kernels`, which names the format), so that every GEMM user of the engine can run it.
-// Generic and @inlinable: the dotprod level (-target-cpu cortex-a76, FP16 arithmetic) instantiates
-// it; other CPUs compute the same sums lane by lane in software (tests only).
+// Generic and @inlinable: the dotprod level (-target-cpu cortex-a76, FP16 arithmetic) and the
+// AVX-512 FP16 target (KernelsAVX512FP16.swift) instantiate it; the avx2 level's model computes the
+// same sums lane by lane in software (tests only).
 #if !(os(macOS) && arch(x86_64))
 
 /// One level's FP16 arithmetic: its vector of halves and how it multiplies, converts and stores

@@ -7,10 +7,11 @@
 //   node 0-1 direct+pool | direct+pool 1.130 im2col 2.104 winograd2 2.050 winograd4 1.912
 //   node 4 winograd4 | im2col 1.530 winograd2 1.210 winograd4 0.910
 //
-// An entry is trusted only when it parses, its key equals the model's (the key ends with the
-// engine's build, BuildIdentity.swift, which does not name the file: another build finds the entry
-// and says so), and it names one of the current candidates for every node that has a choice:
-// anything else is ignored with a warning and measured again.
+// An entry is trusted only when it parses, its key equals the model's, and it names one of the
+// current candidates for every node that has a choice: anything else is ignored with a warning
+// and measured again. The key ends with the engine's build (its version, `kernelRevision` and the
+// kernel set's signature), which does not name the file: an entry another build measured is found,
+// reported as such and (measuring) replaced.
 import YOLOCore
 
 /// One measured node: the algorithm chosen and every candidate's milliseconds.
@@ -38,7 +39,7 @@ public enum PlanCache {
 
     /// What the measurements depend on, as text.
     static func key(config: DarknetConfig, input: Shape, kernelSet: String, openBLAS: Bool, kernels: String, threads: Int,
-                    options: ModelOptions, build: String = PlanCache.build) -> String {
+                    options: ModelOptions) -> String {
         return "engine plan \(formatVersion); cpu \(HostCPU.identity); level \(kernelSet)\(openBLAS ? " + OpenBLAS" : ""); "
             + "threads \(threads); cfg \(config.fingerprint); input \(input); convolution \(options.convolution.rawValue); "
             + "fuses \(options.fusesLayers)" + (options.precision == .fp32 ? "" : "; precision \(options.precision.rawValue)")
