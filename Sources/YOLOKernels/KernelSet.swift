@@ -70,13 +70,19 @@ public struct WinogradFunctions: Sendable {
     /// (m, filterCount, filters, tileRows, tilesWide, outHeight, outWidth, dst)
     public let output: @Sendable (UnsafePointer<Float>, Int, Range<Int>, Range<Int>, Int, Int, Int,
                                   UnsafeMutablePointer<Float>) -> Void
+    /// F(2x2) only: INT8 Winograd's quantized input transform as int16 pairs (WinogradPairsSIMD.swift).
+    /// (src, height, width, channelCount, pairs, tileRows, tilesWide, quantization, words)
+    public let inputPairs: (@Sendable (UnsafePointer<Float>, Int, Int, Int, Range<Int>, Range<Int>, Int, Int8Quantization,
+                                       UnsafeMutablePointer<UInt32>) -> Void)?
 
     @usableFromInline
     init(input: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Int, Range<Int>, Range<Int>, Int,
                                      UnsafeMutablePointer<Float>) -> Void,
          output: @escaping @Sendable (UnsafePointer<Float>, Int, Range<Int>, Range<Int>, Int, Int, Int,
-                                      UnsafeMutablePointer<Float>) -> Void) {
-        (self.input, self.output) = (input, output)
+                                      UnsafeMutablePointer<Float>) -> Void,
+         inputPairs: (@Sendable (UnsafePointer<Float>, Int, Int, Int, Range<Int>, Range<Int>, Int, Int8Quantization,
+                                 UnsafeMutablePointer<UInt32>) -> Void)?) {
+        (self.input, self.output, self.inputPairs) = (input, output, inputPairs)
     }
 }
 
@@ -193,12 +199,15 @@ public struct KernelSet: Sendable {
             input: { WinogradSIMD<W>.input2($0, height: $1, width: $2, channelCount: $3, channels: $4, tileRows: $5,
                                             tilesWide: $6, into: $7) },
             output: { WinogradSIMD<W>.output2($0, filterCount: $1, filters: $2, tileRows: $3, tilesWide: $4,
-                                              outHeight: $5, outWidth: $6, into: $7) })
+                                              outHeight: $5, outWidth: $6, into: $7) },
+            inputPairs: { WinogradSIMD<W>.input2Pairs($0, height: $1, width: $2, channelCount: $3, pairs: $4, tileRows: $5,
+                                                      tilesWide: $6, quantization: $7, into: $8) })
         let w4 = WinogradFunctions(
             input: { WinogradSIMD<W>.input4($0, height: $1, width: $2, channelCount: $3, channels: $4, tileRows: $5,
                                             tilesWide: $6, into: $7) },
             output: { WinogradSIMD<W>.output4($0, filterCount: $1, filters: $2, tileRows: $3, tilesWide: $4,
-                                              outHeight: $5, outWidth: $6, into: $7) })
+                                              outHeight: $5, outWidth: $6, into: $7) },
+            inputPairs: nil)
         let direct = DirectConvFunctions(
             packedSize: { DirectConv3x3<V, Tag>.packedSize(filters: $0, channels: $1) },
             pack: { DirectConv3x3<V, Tag>.pack($0, filters: $1, channels: $2, into: $3) },

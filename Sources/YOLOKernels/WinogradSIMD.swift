@@ -64,26 +64,8 @@ public enum WinogradSIMD<ISA: WinogradISA> {
                     for r in max(0, -y0)..<min(2 * (groupRows + 1), height - y0) {
                         (padded + r * paddedCount + 1).update(from: plane + (y0 + r) * width, count: copyCount)
                     }
-                    // d B, once per padded row: rows m of both parities (in order, so that a row's
-                    // tail lanes, spilling into the next row of its array, are overwritten).
-                    for m in 0...groupRows {
-                        for parity in 0..<2 {
-                            let y = y0 + 2 * m + parity, row = padded + (2 * m + parity) * paddedCount
-                            let e = h + parity * 4 * hCount + m * tw
-                            guard y >= 0 && y < height else {
-                                for k in 0..<4 { (e + k * hCount).update(repeating: 0, count: tw) }
-                                continue
-                            }
-                            for tx in Swift.stride(from: 0, to: tw, by: w) {
-                                let (x0, x1) = ISA.load2(row + 2 * tx)
-                                let (x2, x3) = ISA.load2(row + 2 * tx + 2)
-                                winogradStore(x0 - x2, e + tx)
-                                winogradStore(x1 + x2, e + hCount + tx)
-                                winogradStore(x2 - x1, e + 2 * hCount + tx)
-                                winogradStore(x1 - x3, e + 3 * hCount + tx)
-                            }
-                        }
-                    }
+                    input2Rows(padded, paddedCount: paddedCount, y0: y0, groupRows: groupRows, height: height,
+                               tilesWide: tw, into: h, hCount: hCount)
                     // Bᵀ (d B), flat over the group's tiles: patch rows 0...3 of tile t are the even
                     // and odd arrays at t, then at t + tw.
                     let base = v + c * tiles + g * tw
@@ -100,6 +82,34 @@ public enum WinogradSIMD<ISA: WinogradISA> {
                             for xi in 0..<16 { (base + xi * matrix + t).update(from: tail + xi * w, count: groupTiles - t) }
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// d B, once per padded row of a group (`padded`: rows y0 ... y0 + 2 groupRows + 1 of the input,
+    /// paddedCount apart, the first column and those past the row zero): into h[(parity · 4 + k) ·
+    /// hCount + m · tw + tx], rows m of both parities in order, so that a row's tail lanes, spilling
+    /// into the next row of its array, are overwritten; rows outside the input are zeros.
+    @inlinable @inline(__always)
+    static func input2Rows(_ padded: UnsafePointer<Float>, paddedCount: Int, y0: Int, groupRows: Int, height: Int,
+                           tilesWide tw: Int, into h: UnsafeMutablePointer<Float>, hCount: Int) {
+        let w = V.scalarCount
+        for m in 0...groupRows {
+            for parity in 0..<2 {
+                let y = y0 + 2 * m + parity, row = padded + (2 * m + parity) * paddedCount
+                let e = h + parity * 4 * hCount + m * tw
+                guard y >= 0 && y < height else {
+                    for k in 0..<4 { (e + k * hCount).update(repeating: 0, count: tw) }
+                    continue
+                }
+                for tx in Swift.stride(from: 0, to: tw, by: w) {
+                    let (x0, x1) = ISA.load2(row + 2 * tx)
+                    let (x2, x3) = ISA.load2(row + 2 * tx + 2)
+                    winogradStore(x0 - x2, e + tx)
+                    winogradStore(x1 + x2, e + hCount + tx)
+                    winogradStore(x2 - x1, e + 2 * hCount + tx)
+                    winogradStore(x1 - x3, e + 3 * hCount + tx)
                 }
             }
         }

@@ -2,7 +2,8 @@
 // `.winograd2Int8`): per block of tile rows, the input rows it reads quantized into planes of
 // integers (q - zero point, as floats; 10 bits for F(2x2) where the table marks the layer `a10`),
 // their transform (the level's FP32 one: exact on them) packed as int16
-// pairs (Int8Winograd.swift), one 16-bit pair GEMM per position of the transform (36 or 16: U[xi],
+// pairs (Int8Winograd.swift; for F(2x2) the three in one pass, the level's `inputPairs`:
+// WinogradPairsSIMD.swift), one 16-bit pair GEMM per position of the transform (36 or 16: U[xi],
 // packed at load; float outputs), then WinogradConv's FP32 output transform and the epilogue.
 // - F(4x4): 4x fewer products than INT8 im2col, each a 16 x 16-bit multiply-add, with kernels
 //   quantized to 10 bits per (position, filter): where the CPU has no 8-bit dot product (AVX2), the
@@ -134,7 +135,18 @@ final class WinogradInt8Conv: WinogradBlocks {
         let pack = { (columns: Range<Int>) in
             packWinogradPairs(v, positions: p, channels: c, tiles: tiles, columns: columns)
         }
-        if let pool { pool.parallelFor(c, inputPart); pool.parallelFor(tiles, pack) } else { inputPart(0..<c); pack(0..<tiles) }
+        if let fused = transforms.inputPairs {
+            // F(2x2): quantized, transformed and packed in one pass per pair of channels.
+            let words = UnsafeMutableRawPointer(v).assumingMemoryBound(to: UInt32.self)
+            let pairsPart = { (pairs: Range<Int>) in
+                fused(src, h, w, c, pairs, tileRows, tw, quantization, words)
+            }
+            if let pool { pool.parallelFor(g, pairsPart) } else { pairsPart(0..<g) }
+        } else if let pool {
+            pool.parallelFor(c, inputPart); pool.parallelFor(tiles, pack)
+        } else {
+            inputPart(0..<c); pack(0..<tiles)
+        }
         let words = UnsafeRawPointer(v).assumingMemoryBound(to: UInt32.self)
         // The positions' products shared out whole among the threads, in one hand-off (as FP32
         // Winograd's `Gemm.multiplyBatch`), not each split over them: one hand-off a block instead
