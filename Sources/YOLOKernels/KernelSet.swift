@@ -74,6 +74,9 @@ public struct WinogradFunctions: Sendable {
     /// (src, height, width, channelCount, pairs, tileRows, tilesWide, quantization, words)
     public let inputPairs: (@Sendable (UnsafePointer<Float>, Int, Int, Int, Range<Int>, Range<Int>, Int, Int8Quantization,
                                        UnsafeMutablePointer<UInt32>) -> Void)?
+    /// F(2x2) only: the output transform fused with the 2x2 stride-2 max pool (WinogradPooledSIMD.swift).
+    /// (m, filterCount, filters, tiles, planeStride, dst)
+    public let outputPooled: (@Sendable (UnsafePointer<Float>, Int, Range<Int>, Int, Int, UnsafeMutablePointer<Float>) -> Void)?
 
     @usableFromInline
     init(input: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Int, Range<Int>, Range<Int>, Int,
@@ -81,8 +84,9 @@ public struct WinogradFunctions: Sendable {
          output: @escaping @Sendable (UnsafePointer<Float>, Int, Range<Int>, Range<Int>, Int, Int, Int,
                                       UnsafeMutablePointer<Float>) -> Void,
          inputPairs: (@Sendable (UnsafePointer<Float>, Int, Int, Int, Range<Int>, Range<Int>, Int, Int8Quantization,
-                                 UnsafeMutablePointer<UInt32>) -> Void)?) {
-        (self.input, self.output, self.inputPairs) = (input, output, inputPairs)
+                                 UnsafeMutablePointer<UInt32>) -> Void)?,
+         outputPooled: (@Sendable (UnsafePointer<Float>, Int, Range<Int>, Int, Int, UnsafeMutablePointer<Float>) -> Void)?) {
+        (self.input, self.output, self.inputPairs, self.outputPooled) = (input, output, inputPairs, outputPooled)
     }
 }
 
@@ -201,13 +205,15 @@ public struct KernelSet: Sendable {
             output: { WinogradSIMD<W>.output2($0, filterCount: $1, filters: $2, tileRows: $3, tilesWide: $4,
                                               outHeight: $5, outWidth: $6, into: $7) },
             inputPairs: { WinogradSIMD<W>.input2Pairs($0, height: $1, width: $2, channelCount: $3, pairs: $4, tileRows: $5,
-                                                      tilesWide: $6, quantization: $7, into: $8) })
+                                                      tilesWide: $6, quantization: $7, into: $8) },
+            outputPooled: { WinogradSIMD<W>.output2Pooled($0, filterCount: $1, filters: $2, tiles: $3, planeStride: $4,
+                                                          into: $5) })
         let w4 = WinogradFunctions(
             input: { WinogradSIMD<W>.input4($0, height: $1, width: $2, channelCount: $3, channels: $4, tileRows: $5,
                                             tilesWide: $6, into: $7) },
             output: { WinogradSIMD<W>.output4($0, filterCount: $1, filters: $2, tileRows: $3, tilesWide: $4,
                                               outHeight: $5, outWidth: $6, into: $7) },
-            inputPairs: nil)
+            inputPairs: nil, outputPooled: nil)
         let direct = DirectConvFunctions(
             packedSize: { DirectConv3x3<V, Tag>.packedSize(filters: $0, channels: $1) },
             pack: { DirectConv3x3<V, Tag>.pack($0, filters: $1, channels: $2, into: $3) },

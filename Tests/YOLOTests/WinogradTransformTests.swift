@@ -109,6 +109,50 @@ final class WinogradTransformTests: XCTestCase {
         XCTAssertGreaterThan(cases, 200)
     }
 
+    /// F(2x2)'s output transform fused with the 2x2 / 2 max pool against the scalar output transform
+    /// then `maxPool2x2`, on even maps (the fused pool's only case), including -0 and +0 ties.
+    func testPooledOutputMatchesOutputThenPool() {
+        var cases = 0
+        for (h, w) in [(26, 26), (2, 2), (52, 52), (6, 64), (4, 130), (140, 60), (10, 34)] {
+            let (th, tw) = (h / 2, w / 2)
+            for filterCount in [1, 3, 16, 37] {
+                for rows in Self.ranges(th) {
+                    let tiles = rows.count * tw
+                    var rng = SeededRandom(seed: UInt64(h * 1000 + w * 10 + filterCount + 3 * rows.lowerBound))
+                    // Small integers: many ties between a tile's outputs, and zeros of both signs.
+                    let m = (0..<16 * filterCount * tiles).map { _ in Float(Int(rng.float(-3, 3))) }
+                    for filters in Self.ranges(filterCount) {
+                        var image = [Float](repeating: .nan, count: filterCount * h * w)
+                        var expected = [Float](repeating: .nan, count: filterCount * th * tw)
+                        m.withUnsafeBufferPointer { pm in image.withUnsafeMutableBufferPointer { o in
+                            winogradOutput(pm.baseAddress!, filterCount: filterCount, filters: filters, tileRows: rows,
+                                           tilesWide: tw, outHeight: h, outWidth: w, into: o.baseAddress!)
+                        } }
+                        image.withUnsafeBufferPointer { src in expected.withUnsafeMutableBufferPointer { o in
+                            // The block's rows, pooled into the pool's map at its first pooled row.
+                            let rowsOut = 2 * rows.count
+                            for f in filters {
+                                maxPool2x2(src.baseAddress! + f * h * w + 2 * rows.lowerBound * w, height: rowsOut, width: w,
+                                           outHeight: rows.count, outWidth: tw, channels: 0..<1,
+                                           into: o.baseAddress! + f * th * tw + rows.lowerBound * tw)
+                            }
+                        } }
+                        for t in levels {
+                            guard let pooled = t.winograd2.outputPooled else { XCTFail("\(t.name): no pooled output"); continue }
+                            var got = [Float](repeating: .nan, count: filterCount * th * tw)
+                            m.withUnsafeBufferPointer { pm in got.withUnsafeMutableBufferPointer { o in
+                                pooled(pm.baseAddress!, filterCount, filters, tiles, th * tw, o.baseAddress! + rows.lowerBound * tw)
+                            } }
+                            assertBitEqual(got, expected, "\(t.name) pooled F(2) \(h)x\(w) f \(filters) of \(filterCount) rows \(rows)")
+                            cases += 1
+                        }
+                    }
+                }
+            }
+        }
+        XCTAssertGreaterThan(cases, 100)
+    }
+
     /// Same bits everywhere (NaN sentinels included); reports the first difference.
     func assertBitEqual(_ got: [Float], _ expected: [Float], _ what: @autoclosure () -> String,
                         file: StaticString = #filePath, line: UInt = #line) {

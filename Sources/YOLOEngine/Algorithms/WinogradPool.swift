@@ -4,7 +4,8 @@
 // pool after the convolution, the output transform into a compact image of the block's rows in
 // the workspace, pooled at once (the rows still in cache) into the pool's map, then the epilogue
 // on the pooled rows. So the convolution's full-size map is neither written nor read back, and
-// the plan gives it no buffer. Bit-identical to the unfused pair of steps: the same transform,
+// the plan gives it no buffer. F(2x2) skips the image too: each of its tiles is one window of the
+// pool, so the level's `outputPooled` writes each tile's maximum straight into the pool's map. Bit-identical to the unfused pair of steps: the same transform,
 // the same max, the epilogue after the max as the pool step applies it (exact for a monotonic
 // activation: max(act(x + b)) == act(max(x) + b)).
 import YOLOCore
@@ -121,6 +122,17 @@ struct WinogradOutput {
         let pooledRows = rows.lowerBound / 2 ..< rows.upperBound / 2
         let (dst, bias, act) = (out + pooledRows.lowerBound * pw, epilogue.bias, epilogue.activation)
         let local = 0..<tileRows.count
+        if let pooled = transforms.outputPooled, tile == 2, tw == pw {
+            // F(2x2): a tile is a window of the pool; its maximum straight into the pool's map.
+            let tiles = tileRows.count * tw
+            let output = { (fs: Range<Int>) in
+                pooled(mo, m, fs, tiles, ph * pw, dst)
+                biasActivate(dst, bias: bias, channels: fs, spatial: pooledRows.count * pw, channelStride: ph * pw,
+                             activation: act, exp: exp)
+            }
+            if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
+            return
+        }
         let output = { (fs: Range<Int>) in
             transforms.output(mo, filterCount: m, filters: fs, tileRows: local, tilesWide: tw, outHeight: h,
                               outWidth: ow, into: image)
