@@ -153,7 +153,9 @@ public final class Model: Sendable {
             $0.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
         }.max()!
         let features = HostCPU.features.union(options.assumesFP16Arithmetic ? .fp16 : [])
-        let half = try kernelSet.halfGemm(for: options.precision, on: features)
+        // (INT8: the FP16 arithmetic GEMM, where the CPU has one, for the layers not in INT8.)
+        let half = options.precision == .int8 ? (options.int8AllowsFP16 ? kernelSet.fp16(on: features) : nil)
+            : try kernelSet.halfGemm(for: options.precision, on: features)
         gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, Gemm.scratchPerThread(half?.gemm))
         let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs,
                               tenBitInputs: tenBitInputs, half: half, winogradInt8: kernelSet.int16Pairs != nil)
@@ -201,7 +203,8 @@ public final class Model: Sendable {
             let t = HalfProbe.measure(half: half.gemm, fp32: gemm)
             if !HalfProbe.pays(half: t.half, fp32: t.fp32) {
                 builder.tableKeepsFP32 = true
-                warnings.append(HalfProbe.note(options.precision, dot: half.dot, half: t.half, fp32: t.fp32))
+                warnings.append(HalfProbe.note(options.precision, half: options.precision == .int8 ? .fp16 : options.precision,
+                                               dot: half.dot, half: t.half, fp32: t.fp32))
             }
         }
 

@@ -64,6 +64,11 @@ public struct ModelOptions: Sendable, Equatable {
     /// The INT8 calibration table (`.int8`): per convolution, its input's range. nil: the table
     /// next to the weights file (`Int8Calibration.defaultPath(weights:)`) when loading from files.
     public var calibration: Int8Calibration?
+    /// With `.int8`: the convolutions that do not run in INT8 (not calibrated, marked `fp32` by
+    /// the table, or faster in FP32) may run in FP16 where the CPU computes in FP16 (AVX-512 FP16,
+    /// 64-bit ARM with FP16 arithmetic) and the planner takes the FP16 form (as with `.fp16`:
+    /// the table's, or the faster when measured). false: they stay FP32. No effect elsewhere.
+    public var int8AllowsFP16 = true
     /// Tests only: the CPU counts as having FP16 arithmetic, so that on x86 `precision .fp16`
     /// plans and runs with the software model of the FP16 GEMM (the avx2 level's).
     var assumesFP16Arithmetic = false
@@ -100,7 +105,8 @@ public enum Precision: String, Sendable, CaseIterable, CustomStringConvertible {
     /// 32-bit floats everywhere (the reference).
     case fp32
     /// 8-bit integers where calibrated: u8 activations (per tensor) x s8 weights (per filter),
-    /// int32 sums, float outputs; FP32 elsewhere.
+    /// int32 sums, float outputs; FP32 elsewhere (or FP16 where the CPU computes in FP16:
+    /// `ModelOptions.int8AllowsFP16`).
     case int8
     /// bfloat16 products (8-bit mantissas, FP32's range) with FP32 sums where the CPU has AVX-512
     /// BF16 (vdpbf16ps: twice FP32's multiply-adds per instruction): weights rounded at load, GEMM

@@ -10,7 +10,8 @@ let precisionOptionNames: Set<String> = ["precision", "int8-table"]
 let precisionUsage = """
   --precision P    convolution arithmetic: fp32 (default, the reference), int8 (8-bit
                    weights and inputs where the calibration table covers a layer and the
-                   planner finds it worth it; FP32 elsewhere), bf16 (bfloat16 products,
+                   planner finds it worth it; FP32 elsewhere, or FP16 where the CPU
+                   computes in FP16 and the planner takes it), bf16 (bfloat16 products,
                    FP32 sums, in the GEMMs of im2col, 1x1 and Winograd layers; CPUs with
                    AVX-512 BF16 only: Zen 4 and later, Cooper Lake, Sapphire Rapids) or
                    fp16 (half-precision weights in the same GEMMs, half their memory; on

@@ -85,8 +85,10 @@ final class BF16PlanTests: XCTestCase {
         XCTAssertTrue(HalfProbe.pays(half: 90, fp32: 100))
         XCTAssertFalse(HalfProbe.pays(half: 91, fp32: 100))
         XCTAssertFalse(HalfProbe.pays(half: 200, fp32: 100))
-        XCTAssertTrue(HalfProbe.note(.bf16, dot: "vdpbf16ps", half: 161, fp32: 100)
+        XCTAssertTrue(HalfProbe.note(.bf16, half: .bf16, dot: "vdpbf16ps", half: 161, fp32: 100)
             .contains("bf16: the table keeps FP32 on every layer: on this CPU the bf16 GEMM (vdpbf16ps) took 1.61x the FP32 GEMM's time"))
+        XCTAssertTrue(HalfProbe.note(.int8, half: .fp16, dot: "vfmadd231ph", half: 95, fp32: 100)
+            .contains("int8: the table keeps FP32 on the layers not in INT8: on this CPU the fp16 GEMM (vfmadd231ph) took 0.95x"))
         let set = KernelLevel.selected.kernelSet!
         let t = HalfProbe.measure(half: try XCTUnwrap(KernelLevel.selected.bf16Kernels).gemm, fp32: set.gemm, rounds: 2)
         XCTAssertGreaterThan(t.half, 0)

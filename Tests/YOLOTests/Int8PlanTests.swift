@@ -40,9 +40,16 @@ final class Int8PlanTests: XCTestCase {
 
     func heads(_ model: Model) throws -> [Float] { try PlanTests.heads(model) }
 
+    /// Options for precision int8 with `calibration`, the others FP32 (no FP16 forms on a CPU with FP16 arithmetic).
+    func int8(_ calibration: Int8Calibration, _ options: ModelOptions = ModelOptions()) -> ModelOptions {
+        var o = options
+        (o.precision, o.calibration, o.int8AllowsFP16) = (.int8, calibration, false)
+        return o
+    }
+
     func testInt8WhereTheTableAllowsFP32Elsewhere() throws {
         // Layers 0, 2, 4, 5 are convolutions; 4 has no range, 2 is marked fp32.
-        let mixed = try model(ModelOptions(precision: .int8, calibration: table([0, 2, 5], fp32: [2])))
+        let mixed = try model(int8(table([0, 2, 5], fp32: [2])))
         XCTAssertEqual(mixed.inference.steps.map(\.algorithm), ["int8", "maxpool+epilogue", "winograd4+pool", "winograd2", "int8"])
         XCTAssertEqual(mixed.plan.entries.map(\.precision), [.int8, .fp32, .fp32, .fp32, .int8])
         XCTAssertEqual(mixed.plan.entries.map(\.source), [.table, nil, .table, .table, .table])
@@ -76,6 +83,41 @@ final class Int8PlanTests: XCTestCase {
         XCTAssertThrowsError(try model(ModelOptions(algorithms: [4: .int8], precision: .int8, calibration: table([0])))) {
             XCTAssertTrue("\($0)".contains("int8 cannot compute layer 4"), "\($0)")
         }
+    }
+
+    /// Where the CPU computes in FP16, the layers an INT8 model leaves out of INT8 take the FP16
+    /// forms (`int8AllowsFP16`, the default), reported per layer, with heads near the FP32-rest
+    /// plan's; false keeps them FP32, and the plan cache keys the two apart. On x86 with the avx2
+    /// level's software model of FP16 arithmetic; on 64-bit ARM with FP16 arithmetic, natively.
+    func testLayersLeftOutOfInt8TakeFP16WhereTheCPUComputesInFP16() throws {
+        var options = ModelOptions(precision: .int8, calibration: table([0, 2, 5], fp32: [2]))
+        #if arch(x86_64)
+        guard KernelLevel.supported.contains(.avx2) else { throw XCTSkip("no AVX2 on this CPU: no FP16 model") }
+        options.kernelLevel = .avx2
+        options.assumesFP16Arithmetic = true
+        #else
+        guard KernelLevel.selected.fp16Kernels != nil else { throw XCTSkip("this CPU has no FP16 arithmetic GEMM") }
+        #endif
+        let mixed = try model(options)
+        XCTAssertEqual(mixed.inference.steps.map(\.algorithm), ["int8", "maxpool+epilogue", "winograd2-fp16+pool", "winograd2-fp16", "int8"])
+        XCTAssertEqual(mixed.plan.entries.map(\.precision), [.int8, .fp32, .fp16, .fp16, .int8])
+        XCTAssertTrue(mixed.plan.description.contains("4 conv 3x3/1 32x16x16 -> 32x16x16: winograd2-fp16 (table)"), mixed.plan.description)
+        var strict = options
+        strict.int8AllowsFP16 = false
+        let fp32Rest = try model(strict)
+        XCTAssertEqual(fp32Rest.inference.steps.map(\.algorithm), ["int8", "maxpool+epilogue", "winograd4+pool", "winograd2", "int8"])
+        let (a, b) = (try heads(fp32Rest), try heads(mixed))
+        let range = a.map { abs($0) }.max()!, worst = zip(a, b).map { abs($0 - $1) }.max()!
+        XCTAssertGreaterThan(worst, 0, "FP16 arithmetic on layers 2 and 4")
+        XCTAssertLessThan(worst, 0.01 * range, "within 1% of the heads' range of the FP32-rest plan's")
+        // The plan cache keys the two apart: an entry of one is not the other's.
+        let config = try DarknetConfig(text: PlanTests.cfg, file: "<cfg>")
+        let key = { (o: ModelOptions) in
+            PlanCache.key(config: config, input: Shape(c: 3, h: 64, w: 64), kernelSet: "avx2", openBLAS: false, kernels: "k",
+                          threads: 1, options: o)
+        }
+        XCTAssertNotEqual(key(options), key(strict))
+        XCTAssertTrue(key(strict).contains("; precision int8 without fp16"), key(strict))
     }
 
     func testMeasuredPlansTimeInt8CandidatesAndKeepThemApart() throws {
@@ -114,7 +156,9 @@ final class Int8PlanTests: XCTestCase {
             XCTAssertTrue("\($0)".contains("INT8 needs a calibration table: none was given and there is none next to the weights (\(directory)/net.int8)"), "\($0)")
         }
         try table([0, 5]).text.write(toFile: directory + "/net.int8", atomically: true, encoding: .utf8)
-        let found = try Model(cfgPath: cfg, weightsPath: weights, options: ModelOptions(precision: .int8))
+        var fromFiles = ModelOptions(precision: .int8)
+        fromFiles.int8AllowsFP16 = false
+        let found = try Model(cfgPath: cfg, weightsPath: weights, options: fromFiles)
         XCTAssertEqual(found.plan.entries.map(\.precision), [.int8, .fp32, .fp32, .fp32, .int8])
         try "yolo-swift int8 1\ncfg x\n".write(toFile: directory + "/net.int8", atomically: true, encoding: .utf8)
         XCTAssertThrowsError(try Model(cfgPath: cfg, weightsPath: weights, options: ModelOptions(precision: .int8))) {

@@ -53,10 +53,12 @@ enum HalfProbe {
     }
 
     /// The plan's note when the 16-bit GEMM does not pay.
-    static func note(_ precision: Precision, dot: String, half: UInt64, fp32: UInt64) -> String {
+    /// (`precision` the model's, `halfPrecision` the GEMM's: .fp16 in an INT8 model.)
+    static func note(_ precision: Precision, half halfPrecision: Precision, dot: String, half: UInt64, fp32: UInt64) -> String {
         let ratio = Double(half) / Double(max(1, fp32))
         let shown = Double(Int((ratio * 100).rounded())) / 100
-        return "\(precision.rawValue): the table keeps FP32 on every layer: on this CPU the \(precision.rawValue) GEMM (\(dot)) took "
+        let layers = precision == .int8 ? "the layers not in INT8" : "every layer"
+        return "\(precision.rawValue): the table keeps FP32 on \(layers): on this CPU the \(halfPrecision.rawValue) GEMM (\(dot)) took "
             + "\(shown)x the FP32 GEMM's time (over \(threshold)x); 'yolo tune --precision \(precision.rawValue)' measures each layer"
     }
 }

@@ -44,7 +44,7 @@ struct PlanBuilder {
     /// Per convolution: the inference choice, its source and measured times.
     private var chosen: [Int: (ConvAlgorithm, PlanReport.Source, [PlanReport.Timing])] = [:]
     private(set) var tuningNanoseconds: UInt64 = 0
-    /// Whether the table takes only FP32 forms (HalfProbe: the 16-bit GEMM does not pay here).
+    /// Whether the table takes no 16-bit forms (HalfProbe: the 16-bit GEMM does not pay here).
     var tableKeepsFP32 = false
 
     init(planner: Planner, kernelSet: KernelSet, gemm: GemmFunctions?, loadPool: WorkerPool, tuner: Tuner?,
@@ -141,9 +141,9 @@ struct PlanBuilder {
         return standalone.contains(a) ? a : table(conv, standalone)
     }
 
-    /// The fixed table's choice among `candidates` (their FP32 ones where `tableKeepsFP32`).
+    /// The fixed table's choice among `candidates` (all but the 16-bit ones where `tableKeepsFP32`).
     private func table(_ conv: ConvolutionalLayer, _ candidates: [ConvAlgorithm]) -> ConvAlgorithm {
-        ConvAlgorithm.table(for: conv, candidates: tableKeepsFP32 ? candidates.filter { $0.precision == .fp32 } : candidates)
+        ConvAlgorithm.table(for: conv, candidates: tableKeepsFP32 ? candidates.filter { !$0.isHalfGemm } : candidates)
     }
 
     /// The steps of `nodes`, deferred ([yolo]) ones apart.

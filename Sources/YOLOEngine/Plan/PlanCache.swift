@@ -27,7 +27,8 @@ public enum PlanCache {
     /// Bumped when a kernel or an algorithm changes its speed in a way the kernel set's signature
     /// does not show (an inner loop, a transform): plans measured before are measured again.
     /// 2: vpdpwssd in the VNNI levels' pair GEMM, the avxvnni level.
-    static let kernelRevision = 2
+    /// 3: F(2x2)'s fused INT8 input pass and its output transform fused with the pool.
+    static let kernelRevision = 3
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
     /// variable is set).
@@ -43,6 +44,7 @@ public enum PlanCache {
         return "engine plan \(formatVersion); cpu \(HostCPU.identity); level \(kernelSet)\(openBLAS ? " + OpenBLAS" : ""); "
             + "threads \(threads); cfg \(config.fingerprint); input \(input); convolution \(options.convolution.rawValue); "
             + "fuses \(options.fusesLayers)" + (options.precision == .fp32 ? "" : "; precision \(options.precision.rawValue)")
+            + (options.precision == .int8 && !options.int8AllowsFP16 ? " without fp16" : "")
             + (options.calibration.map { "; int8 table \($0.fingerprint)" } ?? "") + buildField + build + "; kernels " + kernels
     }
 

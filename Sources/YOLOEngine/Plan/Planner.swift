@@ -51,8 +51,8 @@ struct Planner {
     /// The 10-bit quantization of the inputs the calibration table marks `a10` (INT8 Winograd
     /// F(2x2) takes them; where the level has it, the other INT8 forms are not offered there).
     let tenBitInputs: [Int: Int8Quantization]
-    /// The BF16 or FP16 GEMM (precision .bf16 or .fp16 on a CPU that runs it), else nil: no
-    /// candidates in those precisions.
+    /// The BF16 or FP16 GEMM (precision .bf16 or .fp16 on a CPU that runs it; with .int8, the
+    /// FP16 arithmetic GEMM where the CPU has one), else nil: no candidates in those precisions.
     let half: BF16Kernels?
     /// Whether the level has the pair GEMM of INT8 Winograd (`.winograd4Int8`, `.winograd2Int8` candidates).
     let winogradInt8: Bool
@@ -86,12 +86,14 @@ struct Planner {
     }
 
     /// Whether `conv` may compute in `precision`: FP32 always, INT8 where calibrated, BF16 or FP16
-    /// (the model's precision) with its GEMM.
+    /// (the model's precision) with its GEMM; FP16 in an INT8 model too, where `half` is the FP16
+    /// arithmetic GEMM (`ModelOptions.int8AllowsFP16`: Model passes no other).
     func offers(_ precision: Precision, for conv: ConvolutionalLayer) -> Bool {
         switch precision {
         case .fp32: return true
         case .int8: return int8Inputs[conv.index] != nil
-        case .bf16, .fp16: return half != nil && options.precision == precision
+        case .bf16: return half != nil && options.precision == .bf16
+        case .fp16: return half != nil && (options.precision == .fp16 || options.precision == .int8)
         }
     }
 
