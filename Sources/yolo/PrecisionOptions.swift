@@ -4,7 +4,7 @@ import Foundation
 import YOLO
 
 /// The option names, for each command's parser.
-let precisionOptionNames: Set<String> = ["precision", "int8-table"]
+let precisionOptionNames: Set<String> = ["precision", "int8-table", "int8-fallback"]
 
 /// The help lines of the precision options.
 let precisionUsage = """
@@ -21,9 +21,13 @@ let precisionUsage = """
                    elsewhere FP32 arithmetic)
   --int8-table F   the INT8 calibration table (yolo calibrate); default: the weights' path
                    with .int8 for its extension (weights/yolov3-tiny.int8 ships with the repository)
+  --int8-fallback P  with --precision int8, the arithmetic of the layers not in INT8: fp16
+                   (default: FP16 where the CPU computes in FP16 and the plan takes it, else
+                   FP32) or fp32 (FP32 always: the same bits on every CPU for those layers)
 """
 
-/// Sets `options.precision` and `options.calibration` from `--precision` and `--int8-table`
+/// Sets `options.precision`, `options.calibration` and `options.int8AllowsFP16` from `--precision`,
+/// `--int8-table` and `--int8-fallback`
 /// (the table is read here, so a bad one is reported before the model loads; without
 /// `--int8-table`, the model looks next to the weights).
 func applyPrecisionOptions(_ a: Arguments, to options: inout ModelOptions) throws {
@@ -33,6 +37,13 @@ func applyPrecisionOptions(_ a: Arguments, to options: inout ModelOptions) throw
             throw UsageError("--precision \(p): expected \(names.dropLast().joined(separator: ", ")) or \(names.last!)")
         }
         options.precision = precision
+    }
+    if let fallback = a.string("int8-fallback") {
+        guard options.precision == .int8 else { throw UsageError("--int8-fallback is for --precision int8") }
+        guard ["fp16", "fp32"].contains(fallback.lowercased()) else {
+            throw UsageError("--int8-fallback \(fallback): expected fp16 or fp32")
+        }
+        options.int8AllowsFP16 = fallback.lowercased() == "fp16"
     }
     if let table = a.string("int8-table") {
         guard options.precision == .int8 else { throw UsageError("--int8-table is for --precision int8") }

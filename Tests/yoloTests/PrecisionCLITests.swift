@@ -12,12 +12,18 @@ extension CLITests {
         let classes = { (text: String) in try self.jsonLines(text).map { ($0["detections"] as? [[String: Any]] ?? []).compactMap { $0["class"] as? String } } }
         XCTAssertEqual(try classes(int8.stdout), try classes(fp32.stdout))
         XCTAssertEqual(try classes(int8.stdout), [["cup"], ["motorbike"]])
+        // The layers left out of INT8 in FP32 whatever the CPU: the same detections.
+        let strict = try yolo(["detect", "--json", "--no-draw", "--precision", "int8", "--int8-fallback", "fp32", coffee, motorbike] + modelArgs)
+        XCTAssertEqual(strict.status, 0, strict.stderr)
+        XCTAssertEqual(try classes(strict.stdout), [["cup"], ["motorbike"]])
 
         let dir = try temporaryDirectory()
         try "yolo-swift int8 1\ncfg 0\nmethod x\nimages 1\nlayer 0 min 1 max 2\n".write(toFile: dir + "/bad.int8", atomically: true, encoding: .utf8)
         try "yolo-swift int8 1\ncfg 0123456789abcdef\nmethod x\nimages 1\n".write(toFile: dir + "/other.int8", atomically: true, encoding: .utf8)
         for (args, status, message) in [(["--precision", "int4"], 64, "--precision int4: expected fp32, int8, bf16 or fp16"),
                                         (["--int8-table", dir + "/bad.int8"], 64, "--int8-table is for --precision int8"),
+                                        (["--int8-fallback", "fp32"], 64, "--int8-fallback is for --precision int8"),
+                                        (["--precision", "int8", "--int8-fallback", "bf16"], 64, "--int8-fallback bf16: expected fp16 or fp32"),
                                         (["--precision", "int8", "--int8-table", dir + "/bad.int8"], 1,
                                          "bad.int8: line 5: layer 0: min 1 and max 2 must be finite numbers with min <= 0 <= max"),
                                         (["--precision", "int8", "--int8-table", dir + "/other.int8"], 1,

@@ -162,7 +162,9 @@ func run(_ args: [String]) throws(YOLOError) -> Bool {
 /// INT8 (the calibration table next to the weights): heads bit for bit as x86's (`x86`: a
 /// directory of head0.f32, head1.f32), and how far they are from Darknet's FP32 heads.
 func int8(_ args: [String], input: [Float], refs: [SampledTensor], x86: String, threads: [Int]) throws(YOLOError) -> Bool {
-    let model = try Model(cfgPath: args[1], weightsPath: args[2], options: ModelOptions(precision: .int8))
+    var options = ModelOptions(precision: .int8)
+    options.int8AllowsFP16 = false      // FP32 for what is not INT8, as the x86 host's heads (--int8-fallback fp32)
+    let model = try Model(cfgPath: args[1], weightsPath: args[2], options: options)
     let int8Steps = model.plan.entries.filter { $0.precision == .int8 }.count
     print("model int8: \(mib(model.parameterBytes)) MiB; \(int8Steps) INT8 steps; plan: " + model.plan.entries.map { $0.algorithm }.joined(separator: " "))
     var ok = int8Steps > 0
