@@ -5,7 +5,7 @@ import YOLO
 enum HeadsCommand {
     static let usage = """
     usage: yolo heads INPUT.f32 --out DIR [--cfg F] [--weights F] [--size WxH] [--threads N] [--all-layers]
-                      [--precision P] [--int8-table F]
+                      [--precision P] [--int8-table F] [--int8-fallback P]
 
     Runs the network on a raw input tensor and writes its raw YOLO heads.
     INPUT.f32 holds little-endian float32 CHW values at the network's input size

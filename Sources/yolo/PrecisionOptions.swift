@@ -1,4 +1,4 @@
-// `--precision fp32|int8|bf16|fp16` and `--int8-table FILE`, the same for every command that loads a model
+// `--precision fp32|int8|bf16|fp16`, `--int8-table FILE` and `--int8-fallback fp16|fp32`, the same for every command that loads a model
 // (detect, stream, tune, heads): one function to call after parsing.
 import Foundation
 import YOLO

@@ -7,7 +7,7 @@ import YOLO
 enum TuneCommand {
     static let usage = """
     usage: yolo tune [--cfg F] [--weights F] [--size WxH] [--threads LIST] [--conv ALGO] [--precision P] [--int8-table F]
-                     [--cache DIR | --no-cache]
+                     [--int8-fallback P] [--cache DIR | --no-cache]
 
     Measures, on this CPU, how fast each algorithm computes each convolution of the network
     (im2col + GEMM, Winograd F(2x2) and F(4x4), the direct 3x3 conv + max pool, 1x1 GEMM; with
