@@ -158,9 +158,24 @@ public enum DirectConv3x3<V: SIMD, Tag: GemmISA> where V.Scalar == Float {
             }
             let line = src + (c &* height &+ y) &* width
             // Padded column p = input column p - 1 = x + 1: even x -> O[x / 2], odd x -> E[x / 2 + 1].
-            let pairs = width / 2
+            let pairs = width / 2, w = V.scalarCount
             e[0] = 0
             var j = 0
+            // W pairs at a time: two vectors of the row, their even and odd lanes gathered by
+            // constant lane moves (shuffles once specialized; the scalar loop below stays scalar,
+            // as the compiler cannot tell the rows from the input apart).
+            while j &+ w <= pairs {
+                let p = UnsafeRawPointer(line + 2 &* j)
+                let a = p.loadUnaligned(as: V.self), b = p.loadUnaligned(fromByteOffset: 4 &* w, as: V.self)
+                var toO = V(), toE = V()     // the row's even columns (to O), its odd ones (to E)
+                for i in 0..<(w / 2) {
+                    toO[i] = a[2 &* i]; toE[i] = a[2 &* i &+ 1]
+                    toO[w / 2 &+ i] = b[2 &* i]; toE[w / 2 &+ i] = b[2 &* i &+ 1]
+                }
+                UnsafeMutableRawPointer(o + j).storeBytes(of: toO, as: V.self)
+                UnsafeMutableRawPointer(e + (j &+ 1)).storeBytes(of: toE, as: V.self)
+                j &+= w
+            }
             while j < pairs {
                 o[j] = line[2 &* j]
                 e[j &+ 1] = line[2 &* j &+ 1]

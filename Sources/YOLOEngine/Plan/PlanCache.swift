@@ -27,7 +27,8 @@ public enum PlanCache {
     /// Bumped when a kernel or an algorithm changes its speed in a way the kernel set's signature
     /// does not show (an inner loop, a transform): plans measured before are measured again.
     /// 2: vpdpwssd in the VNNI levels' pair GEMM, the avxvnni level.
-    /// 3: F(2x2)'s fused INT8 input pass and its output transform fused with the pool.
+    /// 3: F(2x2)'s fused INT8 input pass and its output transform fused with the pool; the direct
+    /// conv's vectorized row split.
     static let kernelRevision = 3
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
