@@ -197,13 +197,21 @@ public enum DirectConv3x3<V: SIMD, Tag: GemmISA> where V.Scalar == Float {
                                              into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>) {
         let w = V.scalarCount, half = halfWidth(width), pw = width / 2
         let split = channels * 2 * half
-        let r0 = scratch, r1 = scratch + split, r2 = scratch + 2 * split, r3 = scratch + 3 * split
+        var (r0, r1, r2, r3) = (scratch, scratch + split, scratch + 2 * split, scratch + 3 * split)
         let top = scratch + 4 * split, bottom = top + 16 * w
         let plane = (height / 2) * pw
         for py in rows {
-            for i in 0..<4 {
-                splitRow(src, height: height, width: width, channels: channels, y: 2 * py - 1 + i,
-                         into: scratch + i * split, half: half)
+            // Input rows 2py - 1 ... 2py + 2; the next pooled row's first two are this one's last
+            // two, so after the first only two rows are split (the buffers turn round).
+            if py > rows.lowerBound {
+                (r0, r1, r2, r3) = (r2, r3, r0, r1)
+                splitRow(src, height: height, width: width, channels: channels, y: 2 * py + 1, into: r2, half: half)
+                splitRow(src, height: height, width: width, channels: channels, y: 2 * py + 2, into: r3, half: half)
+            } else {
+                for i in 0..<4 {
+                    splitRow(src, height: height, width: width, channels: channels, y: 2 * py - 1 + i,
+                             into: scratch + i * split, half: half)
+                }
             }
             for b in 0..<(filters + 7) / 8 {
                 let weights = packed + b * channels * 72
@@ -224,12 +232,15 @@ public enum DirectConv3x3<V: SIMD, Tag: GemmISA> where V.Scalar == Float {
                     }
                     // The pool: the max of the two rows' even and odd sums (a plain loop, which
                     // LLVM vectorizes; Swift's generic SIMD comparisons would go lane by lane).
+                    // (A whole vector's loop has a constant count: vectorized W wide, not 4.)
                     let count = min(w, pw - j0)
                     for r in 0..<min(8, filters - b * 8) {
                         let line = dst + (b * 8 + r) * plane + py * pw + j0
                         let te = top + r * w, to = top + (8 + r) * w, be = bottom + r * w, bo = bottom + (8 + r) * w
-                        for l in 0..<count {
-                            line[l] = Swift.max(Swift.max(te[l], to[l]), Swift.max(be[l], bo[l]))
+                        if count == w {
+                            for l in 0..<w { line[l] = Swift.max(Swift.max(te[l], to[l]), Swift.max(be[l], bo[l])) }
+                        } else {
+                            for l in 0..<count { line[l] = Swift.max(Swift.max(te[l], to[l]), Swift.max(be[l], bo[l])) }
                         }
                     }
                     j0 += w
