@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 import YOLOReference
-@testable import YOLOEngine
+@testable @_spi(Kernels) import YOLOEngine
 @testable import YOLOCore
 import YOLOKernels
 
