@@ -194,11 +194,13 @@ for suite in "${suites[@]}"; do
     # and when a run fails or is ended, the suites run once more, the first run's failures printed
     # as such. A failure in both runs fails the step.
     # A hung run is also caught sooner: when the log has not grown for $ARM_LINUX_TEST_STALL s
-    # (default 420), the run is ended (unshare killed: its --kill-child takes the namespace with
+    # (default 840), the run is ended (unshare killed: its --kill-child takes the namespace with
     # it) and counted as failed (status 125). Not less: the test process's output reaches the log
     # in blocks of 4 KiB (a pipe), and the CLI suites under qemu, 10-30 s a test and two lines
     # each, can take over 240 s to fill one (2026-12-04: both runs "stalled" there at 240, every
-    # suite passing alone).
+    # suite passing alone), and from Int8PlanTests through ReferenceTests (LayerTests 83 s,
+    # ReferenceTests over 300 s under qemu) over 420 (later that day, both runs, every suite
+    # passing alone): the stall check now only ends a run shortly before its own timeout would.
     for attempt in 1 2; do
         status=0    # (a command before || neither stops the script nor fires its ERR trap)
         # (in a || list: a failing run is this loop's business, not the ERR trap's)
@@ -209,7 +211,7 @@ for suite in "${suites[@]}"; do
             sleep 5
             now=$(stat -c %s "$log-tests.log" 2>/dev/null || echo 0)
             if [ "$now" = "$size" ]; then quiet=$((quiet + 5)); else quiet=0 size=$now; fi
-            if [ $quiet -ge "${ARM_LINUX_TEST_STALL:-420}" ]; then
+            if [ $quiet -ge "${ARM_LINUX_TEST_STALL:-840}" ]; then
                 stalled=1
                 pkill -KILL -P $runner 2>/dev/null || true
                 break
@@ -220,7 +222,7 @@ for suite in "${suites[@]}"; do
             status=125
             # (|| true: on 2026-12-04 this echo failed, status 1, once a stalled run was killed, and its
             # ERR trap ended the step instead of running the suites again)
-            echo "(no output for ${ARM_LINUX_TEST_STALL:-420} s: the run was ended, status 125)" >> "$log-tests.log" || true
+            echo "(no output for ${ARM_LINUX_TEST_STALL:-840} s: the run was ended, status 125)" >> "$log-tests.log" || true
         fi
         [ $status != 124 ] && [ $status != 137 ] || echo "(ended after ${ARM_LINUX_TEST_TIMEOUT:-900} s: status $status)" >> "$log-tests.log" || true
         # Per suite: its test count, failures and time.
