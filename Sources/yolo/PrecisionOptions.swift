@@ -1,5 +1,6 @@
-// `--precision fp32|int8|bf16|fp16`, `--int8-table FILE` and `--int8-fallback fp16|fp32`, the same for every command that loads a model
-// (detect, stream, tune, heads): one function to call after parsing.
+// `--precision fp32|int8|bf16|fp16`, `--int8-table FILE` and `--int8-fallback fp16|fp32`, the same
+// for every command that loads a model (detect, stream, tune, heads): one function to call after
+// parsing.
 import Foundation
 import YOLO
 
@@ -27,9 +28,8 @@ let precisionUsage = """
 """
 
 /// Sets `options.precision`, `options.calibration` and `options.int8AllowsFP16` from `--precision`,
-/// `--int8-table` and `--int8-fallback`
-/// (the table is read here, so a bad one is reported before the model loads; without
-/// `--int8-table`, the model looks next to the weights).
+/// `--int8-table` and `--int8-fallback` (the table is read here, so a bad one is reported before
+/// the model loads; without `--int8-table`, the model looks next to the weights).
 func applyPrecisionOptions(_ a: Arguments, to options: inout ModelOptions) throws {
     if let p = a.string("precision") {
         guard let precision = Precision(rawValue: p.lowercased()) else {

@@ -5,9 +5,10 @@
 // the workspace, pooled at once (the rows still in cache) into the pool's map, then the epilogue
 // on the pooled rows. So the convolution's full-size map is neither written nor read back, and
 // the plan gives it no buffer. F(2x2) skips the image too: each of its tiles is one window of the
-// pool, so the level's `outputPooled` writes each tile's maximum straight into the pool's map. Bit-identical to the unfused pair of steps: the same transform,
-// the same max, the epilogue after the max as the pool step applies it (exact for a monotonic
-// activation: max(act(x + b)) == act(max(x) + b)).
+// pool, so the level's `outputPooled` writes each tile's maximum straight into the pool's map.
+// Bit-identical to the unfused pair of steps: the same transform, the same max, the epilogue
+// after the max as the pool step applies it (exact for a monotonic activation:
+// max(act(x + b)) == act(max(x) + b)).
 import YOLOCore
 import YOLOKernels
 
