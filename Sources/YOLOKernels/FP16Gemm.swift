@@ -123,6 +123,32 @@ public enum FP16Kernel8x3<D: FP16ISA> {
         D.store(c4, c + 4 * ldc, accumulate: accumulate); D.store(c5, c + 5 * ldc, accumulate: accumulate)
         D.store(c6, c + 6 * ldc, accumulate: accumulate); D.store(c7, c + 7 * ldc, accumulate: accumulate)
     }
+
+    /// C[8 x 2w] = (or +=) two vectors of a panel's columns in one pass over A: 16 independent
+    /// sums where `runVector` has 8 (a 13x13 map's 169 columns leave 73 past the first panel).
+    @inlinable @inline(__always)
+    static func runVector2(_ steps: Int, _ a: UnsafePointer<Float16>, _ b: UnsafePointer<Float16>, bStride: Int,
+                           _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
+        var c0 = H(), c1 = H(), c2 = H(), c3 = H(), c4 = H(), c5 = H(), c6 = H(), c7 = H()
+        var d0 = H(), d1 = H(), d2 = H(), d3 = H(), d4 = H(), d5 = H(), d6 = H(), d7 = H()
+        var pa = a, pb = b
+        let w = H.scalarCount
+        for _ in 0..<steps {
+            let u = load(pb), v = load(pb + w), x = D.rows(pa)
+            c0 = D.fma(c0, u, x, 0); d0 = D.fma(d0, v, x, 0); c1 = D.fma(c1, u, x, 1); d1 = D.fma(d1, v, x, 1)
+            c2 = D.fma(c2, u, x, 2); d2 = D.fma(d2, v, x, 2); c3 = D.fma(c3, u, x, 3); d3 = D.fma(d3, v, x, 3)
+            c4 = D.fma(c4, u, x, 4); d4 = D.fma(d4, v, x, 4); c5 = D.fma(c5, u, x, 5); d5 = D.fma(d5, v, x, 5)
+            c6 = D.fma(c6, u, x, 6); d6 = D.fma(d6, v, x, 6); c7 = D.fma(c7, u, x, 7); d7 = D.fma(d7, v, x, 7)
+            pa += 8
+            pb += bStride
+        }
+        @inline(__always) func row(_ r: Int, _ x: H, _ y: H) {
+            D.store(x, c + r * ldc, accumulate: accumulate)
+            D.store(y, c + r * ldc + w, accumulate: accumulate)
+        }
+        row(0, c0, d0); row(1, c1, d1); row(2, c2, d2); row(3, c3, d3)
+        row(4, c4, d4); row(5, c5, d5); row(6, c6, d6); row(7, c7, d7)
+    }
 }
 
 /// The packed FP16 GEMM driver; `kc` is the most steps of k summed in FP16 (one block), `nc`
@@ -213,7 +239,10 @@ public enum FP16PackedGemm<D: FP16ISA> {
                                runVector: { ib, jb, j, dst, ldd, acc in
                                    K.runVector(kl, aBlock + ib * kl, bp + jb * kl + j, bStride: nr, dst, ldd, accumulate: acc)
                                },
-                               runColumn: { _, _, _, _, _, _, _ in })
+                               runColumn: { _, _, _, _, _, _, _ in },
+                               runVector2: { ib, jb, j, dst, ldd, acc in
+                                   K.runVector2(kl, aBlock + ib * kl, bp + jb * kl + j, bStride: nr, dst, ldd, accumulate: acc)
+                               })
                 k0 += kl
             }
             jc += ncl

@@ -77,52 +77,6 @@ public protocol Int8MicroKernel: KernelMetatype {
                     _ ldc: Int, accumulate: Bool, finish: Bool, comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>)
 }
 
-/// MR (4, 6 or 8) x W: one vector of a panel's columns (for the last, partial panel: 169 columns are 3 full
-/// panels of 48 and 2 vectors of 16, not a 4th panel of 48).
-@inlinable @inline(__always)
-func int8RunVector<D: Int8DotISA>(_ mr: Int, _ groups: Int, _ a: UnsafeRawPointer, _ b: UnsafeRawPointer, bStride: Int,
-                                  _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool, finish: Bool,
-                                  comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>, _: D.Type) {
-    let ab = D.aBytes
-    var c0 = D.Acc(), c1 = D.Acc(), c2 = D.Acc(), c3 = D.Acc(), c4 = D.Acc(), c5 = D.Acc(), c6 = D.Acc(), c7 = D.Acc()
-    var pa = a, pb = b
-    if mr == 8 {
-        for _ in 0..<groups {
-            let v = D.loadB(pb)
-            c0 = D.dot(c0, v, D.loadA(pa)); c1 = D.dot(c1, v, D.loadA(pa + ab))
-            c2 = D.dot(c2, v, D.loadA(pa + 2 * ab)); c3 = D.dot(c3, v, D.loadA(pa + 3 * ab))
-            c4 = D.dot(c4, v, D.loadA(pa + 4 * ab)); c5 = D.dot(c5, v, D.loadA(pa + 5 * ab))
-            c6 = D.dot(c6, v, D.loadA(pa + 6 * ab)); c7 = D.dot(c7, v, D.loadA(pa + 7 * ab))
-            pa += 8 * ab
-            pb += bStride
-        }
-    } else if mr == 6 {
-        for _ in 0..<groups {
-            let v = D.loadB(pb)
-            c0 = D.dot(c0, v, D.loadA(pa)); c1 = D.dot(c1, v, D.loadA(pa + ab))
-            c2 = D.dot(c2, v, D.loadA(pa + 2 * ab)); c3 = D.dot(c3, v, D.loadA(pa + 3 * ab))
-            c4 = D.dot(c4, v, D.loadA(pa + 4 * ab)); c5 = D.dot(c5, v, D.loadA(pa + 5 * ab))
-            pa += 6 * ab
-            pb += bStride
-        }
-    } else {
-        for _ in 0..<groups {
-            let v = D.loadB(pb)
-            c0 = D.dot(c0, v, D.loadA(pa)); c1 = D.dot(c1, v, D.loadA(pa + ab))
-            c2 = D.dot(c2, v, D.loadA(pa + 2 * ab)); c3 = D.dot(c3, v, D.loadA(pa + 3 * ab))
-            pa += 4 * ab
-            pb += bStride
-        }
-    }
-    @inline(__always) func row(_ r: Int, _ x: D.Acc) {
-        int8Store(x, c + r * ldc, accumulate: accumulate, finish: finish, comp: finish ? comp[r] : 0,
-                  scale: finish || D.accumulatesFloats ? scale[r] : 0, D.self)
-    }
-    row(0, c0); row(1, c1); row(2, c2); row(3, c3)
-    if mr >= 6 { row(4, c4); row(5, c5) }
-    if mr == 8 { row(6, c6); row(7, c7) }
-}
-
 /// 8 x (3·W): 24 accumulators + 3 B vectors + 1 broadcast (32 zmm registers with AVX-512).
 public enum Int8Kernel8x3<D: Int8DotISA>: Int8MicroKernel {
     public typealias Dot = D
@@ -345,30 +299,12 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
                         let cols = min(nr, ncl - jb)
                         let panel = UnsafeRawPointer(bp + jb * gl)
                         let cTile = c + ib * ldc + jc + jb
-                        let w = K.Dot.Acc.scalarCount
                         if rows == mr && cols == nr {
                             K.run(gl, ap, panel, cTile, ldc, accumulate: accumulate, finish: finish, comp: cp,
                                   scale: scale + ib)
                         } else if rows == mr {
-                            // The last, partial panel: its whole vectors only, then a partial one
-                            // through the scratch tile.
-                            let whole = cols / w * w
-                            for v in Swift.stride(from: 0, to: whole, by: w) {
-                                int8RunVector(mr, gl, ap, panel + 4 * v, bStride: 4 * nr, cTile + v, ldc, accumulate: accumulate,
-                                              finish: finish, comp: cp, scale: scale + ib, K.Dot.self)
-                            }
-                            if whole < cols {
-                                int8RunVector(mr, gl, ap, panel + 4 * whole, bStride: 4 * nr, tile, w, accumulate: false,
-                                              finish: false, comp: cp, scale: scale + ib, K.Dot.self)
-                                let sums = UnsafeMutableRawPointer(tile)
-                                for r in 0..<rows {
-                                    for j in whole..<cols {
-                                        int8MergeScalar(sums + 4 * (r * w + j - whole), cTile + r * ldc + j,
-                                                        accumulate: accumulate, finish: finish, comp: cp[r],
-                                                        scale: scale[ib + r], K.Dot.self)
-                                    }
-                                }
-                            }
+                            int8RunPartialPanel(mr, cols: cols, gl, ap, panel, bStride: 4 * nr, cTile, ldc, tile: tile,
+                                                accumulate: accumulate, finish: finish, comp: cp, scale: scale + ib, K.Dot.self)
                         } else {
                             // Edge tile: int32 sums (or scaled floats) into the scratch tile, merged into C here.
                             for r in 0..<mr { edgeScale[r] = r < rows ? scale[ib + r] : 0 }

@@ -76,9 +76,10 @@ final class Int8KernelTests: XCTestCase {
     /// The shapes every level's INT8 GEMM is checked on.
     func checkShapes(_ name: String, _ kern: Int8Functions, line: UInt = #line) {
         // Tails around MR (4, 8) and NR (8, 12, 16, 32, 48), k around a group (4) and the kc blocks
-        // (256 groups = 1024 steps: k = 1100 and 2100 span 2 and 3 blocks), n past nc (480-512).
+        // (256 groups = 1024 steps: k = 1100 and 2100 span 2 and 3 blocks), n past nc (480-512); last
+        // panels of 2 whole vectors (n = 80, 32), of 1 whole and a partial one (47, 169, 600).
         for (m, n, k) in [(1, 1, 1), (3, 5, 3), (4, 16, 4), (7, 17, 5), (8, 48, 27), (9, 47, 36), (17, 49, 144),
-                          (33, 100, 257), (16, 600, 28), (5, 1, 1100), (12, 97, 2100), (64, 169, 288)] {
+                          (33, 100, 257), (16, 600, 28), (5, 1, 1100), (12, 97, 2100), (64, 169, 288), (16, 80, 40), (8, 32, 9)] {
             check(name, kern, m: m, n: n, k: k, line: line)
         }
         check(name, kern, m: 11, n: 33, k: 19, ldbPad: 5, ldcPad: 3, line: line)

@@ -197,6 +197,21 @@ final class Int8WinogradTests: XCTestCase {
         return out.enumerated().map { activate($0.element + bias[$0.offset / plane], activation, exp: exp) }
     }
 
+    /// Block rows: the cache-sized count, or up to twice it where fewer GEMM columns are left to
+    /// the pair kernel's edge code (GEMMs of 16 pairs or more); yolov3-tiny's F(2x2) layers 2, 4, 6
+    /// with the AVX-512 pair kernel (panels of 48 columns, vectors of 16).
+    func testBlockRowsLeaveFewColumnsToTheEdge() {
+        func rows(_ c: Int, _ filters: Int, _ side: Int, nr: Int = 48, lanes: Int = 16) -> Int {
+            WinogradInt8Conv.blockRows(positions: 16, pairs: (c + 1) / 2, filters: filters, tilesHigh: side / 2,
+                                       tilesWide: side / 2, nr: nr, lanes: lanes)
+        }
+        XCTAssertEqual(rows(16, 32, 208), 3)    // 8 pairs: the cache-sized count
+        XCTAssertEqual(rows(32, 64, 104), 4)    // 208 tiles a block (4 panels + a vector), not 156 (3 + 12 columns)
+        XCTAssertEqual(rows(64, 128, 52), 8)    // 208, not 130 (2 panels + 34 columns)
+        XCTAssertEqual(rows(64, 128, 52, nr: 12, lanes: 4), 6)   // NEON's 8 x 12 tile: 156 = 13 panels
+        XCTAssertEqual(rows(512, 1024, 8), 4)   // never more rows than the map has
+    }
+
     func testConvolutionMatchesNaiveInt8WinogradAndFP32() throws {
         var rng = SeededRandom(seed: 41)
         for (s, filters, act) in [(Shape(c: 3, h: 13, w: 13), 5, Activation.leaky), (Shape(c: 17, h: 9, w: 22), 9, .linear),

@@ -42,6 +42,9 @@ final class WinogradInt8Conv: WinogradBlocks {
         // (F(4x4)'s int16 transform holds 100 x 255, not 100 x 1023: 10-bit inputs are F(2x2)'s.)
         precondition(tile == 2 || input.levels == 255, "winograd4-int8 for layer \(conv.index) with a 10-bit input")
         (self.conv, self.algorithm, self.tile, self.input, self.pairs) = (conv, algorithm, tile, input, pairs)
+        blockTileRows = WinogradInt8Conv.blockRows(positions: (tile + 2) * (tile + 2), pairs: (conv.inputShape.c + 1) / 2,
+                                                   filters: conv.filters, tilesHigh: (conv.outputShape.h + tile - 1) / tile,
+                                                   tilesWide: (conv.outputShape.w + tile - 1) / tile, nr: pairs.nr, lanes: pairs.lanes)
         transforms = kernelSet.winograd(tile: tile)
         let storage = ModelStorage()
         self.storage = storage
@@ -89,15 +92,38 @@ final class WinogradInt8Conv: WinogradBlocks {
     }
 
     var pairCount: Int { (conv.inputShape.c + 1) / 2 }
+    /// Tile rows per block (`blockRows`).
+    let blockTileRows: Int
+
     /// Tile rows per block: about 256K words of int16 pairs and outputs, at least 128 tiles per
     /// GEMM. (The block's float transforms, which the pairs overwrite in place, hold every channel:
-    /// `workspaceFloats` counts them, and the block is up to 1.5x those 256K words. Sizing it by the
+    /// `workspaceFloats` counts them, and the block is up to 1.5x those words. Sizing it by the
     /// channels instead measured no clear change on a Zen 3 in a noisy spell; left as measured.)
-    var blockTileRows: Int {
-        let perRow = positions * (pairCount + conv.filters) * tilesWide
+    /// Then, where the GEMM has 16 pairs or more, up to twice as many rows: the count whose GEMMs
+    /// (n = rows x tilesWide columns) leave the fewest columns to a partial panel of the pair
+    /// kernel (`nr` columns, vectors of `lanes`), counted twice for the edge code's lower speed
+    /// (Int8EdgeKernels.swift). yolov3-tiny's layer 6 (26 tiles wide) took 5 rows, 34 of every 130
+    /// columns at the edge, now 8 (16 of 208): 1.14-1.17 -> 0.98-1.10 ms; layer 4 (52 wide) 3 rows,
+    /// now 4 (one whole vector at the edge): 1.60-1.63 -> 1.43-1.53 (1 thread, Emerald Rapids).
+    /// Layer 2 (8 pairs) measured slower with
+    /// more rows (4: 2.66-2.80 ms, 6: 2.75-2.82, against 2.40-2.50 at 3): its GEMM is too shallow
+    /// for the edge code to matter, and larger blocks cost it more in cache. Blocks of this size
+    /// are what one thread runs; several threads split the map evenly (`runInBlocks`).
+    static func blockRows(positions: Int, pairs: Int, filters: Int, tilesHigh: Int, tilesWide: Int, nr: Int, lanes: Int) -> Int {
+        let perRow = positions * (pairs + filters) * tilesWide
         let cached = 256 * 1024 / max(1, perRow)
         let wide = (128 + tilesWide - 1) / tilesWide
-        return max(1, min(tilesHigh, max(cached, wide)))
+        let base = max(1, min(tilesHigh, max(cached, wide)))
+        func cost(_ rows: Int) -> Int {
+            var total = 0
+            for r0 in stride(from: 0, to: tilesHigh, by: rows) {
+                let n = min(rows, tilesHigh - r0) * tilesWide, edge = n % max(1, nr)
+                total += n - edge + 2 * ((edge + lanes - 1) / max(1, lanes) * lanes)
+            }
+            return total
+        }
+        let upper = pairs < 16 ? base : min(tilesHigh, 2 * base)
+        return (base...upper).min { cost($0) < cost($1) } ?? base
     }
     /// The integer planes of a block's input rows (all channels; rows tile x (block + 1) + 1 at
     /// most: its tiles' and the halo), at the start of the block's workspace.

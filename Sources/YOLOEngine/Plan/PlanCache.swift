@@ -29,7 +29,8 @@ public enum PlanCache {
     /// 2: vpdpwssd in the VNNI levels' pair GEMM, the avxvnni level.
     /// 3: F(2x2)'s fused INT8 input pass and its output transform fused with the pool; the direct
     /// conv's vectorized row split.
-    static let kernelRevision = 3
+    /// 4: two-vector tails of the INT8 and FP16 GEMMs' last, partial panel.
+    static let kernelRevision = 4
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
     /// variable is set).
