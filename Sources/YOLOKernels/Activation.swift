@@ -111,3 +111,43 @@ public func activate(_ data: UnsafeMutablePointer<Float>, count: Int, activation
     case .swish: for i in 0..<count { data[i] = swish(data[i], exp: exp) }
     }
 }
+
+/// Per lane, `scaled` where `v`'s sign bit is set, else `v`: leaky's `v < 0 ? v * 0.1 : v` with
+/// integer vector operations (the select of generic SIMD code compiled to a scalar loop over the
+/// lanes in the AVX-512 levels). A negative zero takes -0 x 0.1 = -0: the same bits.
+@inlinable @inline(__always)
+func leakyBlend<V: SIMD>(_ v: V, _ scaled: V) -> V where V.Scalar == Float {
+    let bits = unsafeBitCast(v, to: V.MaskStorage.self)
+    let sign = bits &>> V.MaskStorage.Scalar(31)
+    return unsafeBitCast((bits & ~sign) | (unsafeBitCast(scaled, to: V.MaskStorage.self) & sign), to: V.self)
+}
+
+/// `biasActivate` for leaky and linear in vectors of V, compiled by each kernel level for its
+/// CPU (the generic function above is built for the baseline: 4-wide SSE on x86-64), bit for bit
+/// the same values: the same add, multiply and compare per element, no fused multiply-add.
+/// Returns false, touching nothing, for the other activations.
+@inlinable
+public func biasActivateVectors<V: SIMD>(_: V.Type, _ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>,
+                                         channels: Range<Int>, spatial: Int, channelStride: Int,
+                                         activation: Activation) -> Bool where V.Scalar == Float {
+    guard activation == .leaky || activation == .linear else { return false }
+    let w = V.scalarCount, vectorEnd = spatial - spatial % w, leaky = activation == .leaky
+    let tenth = V(repeating: 0.1)
+    for c in channels {
+        let row = data + c * channelStride
+        let b = bias[c], vb = V(repeating: b)
+        var i = 0
+        while i < vectorEnd {
+            let raw = UnsafeMutableRawPointer(row + i)
+            let v = raw.loadUnaligned(as: V.self) + vb
+            raw.storeBytes(of: leaky ? leakyBlend(v, v * tenth) : v, as: V.self)
+            i += w
+        }
+        while i < spatial {
+            let v = row[i] + b
+            row[i] = leaky && v < 0 ? v * 0.1 : v
+            i += 1
+        }
+    }
+    return true
+}

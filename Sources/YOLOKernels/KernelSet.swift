@@ -135,11 +135,15 @@ public struct KernelSet: Sendable {
     public private(set) var fp16: BF16Kernels?
     /// The level's FP32 GEMM on FP16-stored weights (FP16Weights.swift): every level has one.
     public let fp16Weights: BF16Kernels?
+    /// Bias + leaky or linear activation in the level's vectors (`biasActivateVectors`): (data,
+    /// bias, channels, spatial, channelStride, activation) -> false for other activations.
+    public let biasActivate: @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Range<Int>, Int, Int, Activation) -> Bool
 
     @usableFromInline
     init(name: String, requires: CPUFeatureSet, gemm: GemmFunctions, winograd2: WinogradFunctions,
-         winograd4: WinogradFunctions, direct: DirectConvFunctions, fp16Weights: BF16Kernels?) {
-        (self.name, self.requires, self.gemm) = (name, requires, gemm)
+         winograd4: WinogradFunctions, direct: DirectConvFunctions, fp16Weights: BF16Kernels?,
+         biasActivate: @escaping @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Range<Int>, Int, Int, Activation) -> Bool) {
+        (self.name, self.requires, self.gemm, self.biasActivate) = (name, requires, gemm, biasActivate)
         (self.winograd2, self.winograd4, self.direct, self.fp16Weights) = (winograd2, winograd4, direct, fp16Weights)
     }
 
@@ -226,7 +230,9 @@ public struct KernelSet: Sendable {
         let fp16Weights: BF16Kernels? = .makeFP16Weights(level: name + "-fp16-weights", requires: requires, K.self, kc: kc, nc: nc)
         #endif
         return KernelSet(name: name, requires: requires, gemm: gemm, winograd2: w2, winograd4: w4, direct: direct,
-                         fp16Weights: fp16Weights)
+                         fp16Weights: fp16Weights, biasActivate: {
+                             biasActivateVectors(V.self, $0, bias: $1, channels: $2, spatial: $3, channelStride: $4, activation: $5)
+                         })
     }
 
     /// The transforms for `tile` (2 or 4).

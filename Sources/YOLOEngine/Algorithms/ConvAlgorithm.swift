@@ -234,10 +234,10 @@ func applyEpilogue(_ epilogue: Epilogue?, _ output: UnsafeMutablePointer<Float>,
     let (bias, act) = (epilogue.bias, epilogue.activation)
     if let pool {
         pool.parallelFor(shape.c) { f in
-            biasActivate(out, bias: bias, channels: f, spatial: count, channelStride: plane, activation: act, exp: exp)
+            applyBiasActivation(out, bias: bias, channels: f, spatial: count, channelStride: plane, activation: act)
         }
     } else {
-        biasActivate(out, bias: bias, channels: 0..<shape.c, spatial: count, channelStride: plane, activation: act, exp: exp)
+        applyBiasActivation(out, bias: bias, channels: 0..<shape.c, spatial: count, channelStride: plane, activation: act)
     }
 }
 

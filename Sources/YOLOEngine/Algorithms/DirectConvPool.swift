@@ -40,9 +40,9 @@ final class DirectConvPool: ConvKernel {
             direct.pooledRows(src, height: h, width: w, channels: c, packed: packed, filters: m, rows: rows, into: dst,
                               scratch: ctx.workspace(part: part))
             if let epilogue {
-                biasActivate(dst + rows.lowerBound * rowWidth, bias: epilogue.bias, channels: 0..<m,
-                             spatial: rows.count * rowWidth, channelStride: count * rowWidth,
-                             activation: epilogue.activation, exp: exp)
+                applyBiasActivation(dst + rows.lowerBound * rowWidth, bias: epilogue.bias, channels: 0..<m,
+                                    spatial: rows.count * rowWidth, channelStride: count * rowWidth,
+                                    activation: epilogue.activation)
             }
         }
         return 0

@@ -128,8 +128,8 @@ struct WinogradOutput {
             let tiles = tileRows.count * tw
             let output = { (fs: Range<Int>) in
                 pooled(mo, m, fs, tiles, ph * pw, dst)
-                biasActivate(dst, bias: bias, channels: fs, spatial: pooledRows.count * pw, channelStride: ph * pw,
-                             activation: act, exp: exp)
+                applyBiasActivation(dst, bias: bias, channels: fs, spatial: pooledRows.count * pw, channelStride: ph * pw,
+                                    activation: act)
             }
             if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
             return
@@ -141,8 +141,8 @@ struct WinogradOutput {
                 maxPool2x2(image + f * h * ow, height: h, width: ow, outHeight: h / 2, outWidth: pw, channels: 0..<1,
                            into: dst + f * ph * pw)
             }
-            biasActivate(dst, bias: bias, channels: fs, spatial: pooledRows.count * pw, channelStride: ph * pw,
-                         activation: act, exp: exp)
+            applyBiasActivation(dst, bias: bias, channels: fs, spatial: pooledRows.count * pw, channelStride: ph * pw,
+                                activation: act)
         }
         if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
     }

@@ -37,7 +37,7 @@ final class MaxPoolLayer: ComputedLayer {
             YOLOKernels.maxPool(src, height: h, width: w, size: k, stride: s, pad: p, outHeight: oh, outWidth: ow,
                     channels: range, into: dst)
             if let epilogue {
-                biasActivate(dst, bias: epilogue.bias, channels: range, spatial: oh * ow, activation: epilogue.activation, exp: exp)
+                applyBiasActivation(dst, bias: epilogue.bias, channels: range, spatial: oh * ow, activation: epilogue.activation)
             }
         }
     }

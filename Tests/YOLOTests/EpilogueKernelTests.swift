@@ -1,0 +1,62 @@
+import Foundation
+import XCTest
+import YOLOReference
+@testable @_spi(Kernels) import YOLOEngine
+import YOLOKernels
+
+/// Bias + activation: every level's vector epilogue (`KernelSet.biasActivate`, leaky and linear)
+/// and the engine's `applyBiasActivation` (every activation) against the scalar `activate`, bit
+/// for bit: rows that end past the last whole vector, a channel stride wider than the rows (the
+/// gap untouched), a range of channels (the others untouched), ±0, infinities, values near zero.
+final class EpilogueKernelTests: XCTestCase {
+    static let (spatial, stride) = (37, 41)
+
+    static func input() -> (data: [Float], bias: [Float]) {
+        var rng = SeededRandom(seed: 17)
+        var data = rng.floats(4 * stride, -3, 3)
+        // Channel 1's bias is -0, so its values reach the activation as they are.
+        for (i, v) in [Float(-0.0), 0, -1e-40, 1e-40, .infinity, -.infinity, -1e-3, 35.5].enumerated() { data[stride + i] = v }
+        return (data, [0.5, -0.0, -0.25, 2])
+    }
+
+    /// `data` with the epilogue applied to `channels` by the scalar reference.
+    static func expected(_ data: [Float], _ bias: [Float], channels: Range<Int>, _ act: Activation) -> [Float] {
+        var want = data
+        for c in channels {
+            for i in 0..<spatial { want[c * stride + i] = activate(data[c * stride + i] + bias[c], act, exp: exp) }
+        }
+        return want
+    }
+
+    func assertSame(_ got: [Float], _ want: [Float], _ what: String, line: UInt = #line) {
+        let bad = got.indices.filter { got[$0].bitPattern != want[$0].bitPattern }
+        XCTAssertEqual(bad.count, 0, "\(what): first at \(bad.first.map { "\($0): \(got[$0]) vs \(want[$0])" } ?? "")", line: line)
+    }
+
+    func testEveryLevelsVectorEpilogueMatchesTheScalarOne() {
+        let (data, bias) = Self.input()
+        XCTAssertFalse(KernelLevel.supported.isEmpty)
+        for level in KernelLevel.supported {
+            for act in Activation.allCases {
+                var got = data
+                let handled = got.withUnsafeMutableBufferPointer { d in
+                    level.kernelSet!.biasActivate(d.baseAddress!, bias, 1..<4, Self.spatial, Self.stride, act)
+                }
+                XCTAssertEqual(handled, act == .leaky || act == .linear, "\(level) \(act)")
+                assertSame(got, handled ? Self.expected(data, bias, channels: 1..<4, act) : data, "\(level) \(act)")
+            }
+        }
+    }
+
+    func testEngineEpilogueMatchesTheScalarOne() {
+        let (data, bias) = Self.input()
+        for act in Activation.allCases {
+            var got = data
+            got.withUnsafeMutableBufferPointer { d in
+                applyBiasActivation(d.baseAddress!, bias: bias, channels: 0..<3, spatial: Self.spatial, channelStride: Self.stride,
+                                    activation: act)
+            }
+            assertSame(got, Self.expected(data, bias, channels: 0..<3, act), "\(act)")
+        }
+    }
+}
