@@ -229,7 +229,10 @@ def bench(threads, names, args, input_path, x, models):
                 print(f"skipped {name}: {e}", file=sys.stderr)
         if not rts:
             sys.exit("every runtime was skipped")
-        own_pids = [os.getpid()] + [p for rt in rts for p in rt.pids()]
+        # What a batch may use: the engine's process tree for ours; this process for a peer, which
+        # runs in it. The rest is "other": the engine while a peer runs, and while ours runs the
+        # peers' worker threads, which live in this process and may still spin.
+        own_pids = {rt.name: rt.pids() or [os.getpid()] for rt in rts}
 
         layers = darknet.load(models["cfg"], models["weights"])
         shapes = [layers.layers[i].shape for i in layers.heads]
@@ -246,7 +249,7 @@ def bench(threads, names, args, input_path, x, models):
                 for attempt in range(1, args.retries + 2):
                     # The pause lets the previous runtime's spinning workers park.
                     time.sleep(args.gap if attempt == 1 else args.retry_pause)
-                    times, ticks, cores = timed_batch(rt, args.per_round, own_pids)
+                    times, ticks, cores = timed_batch(rt, args.per_round, own_pids[rt.name])
                     # One tick is within the sampling noise between /proc/stat and per-process times.
                     disturbed = ticks > 1 and cores > args.max_other
                     if not disturbed:
