@@ -207,7 +207,7 @@ final class Int8WinogradTests: XCTestCase {
         }
         XCTAssertEqual(rows(16, 32, 208), 3)    // 8 pairs: the cache-sized count
         XCTAssertEqual(rows(32, 64, 104), 4)    // 208 tiles a block (4 panels + a vector), not 156 (3 + 12 columns)
-        XCTAssertEqual(rows(64, 128, 52), 8)    // 208, not 130 (2 panels + 34 columns)
+        XCTAssertEqual(rows(64, 128, 52), 8)    // 208 (4 panels + a vector), not 130 (2 panels + 34 columns)
         XCTAssertEqual(rows(64, 128, 52, nr: 12, lanes: 4), 6)   // NEON's 8 x 12 tile: 156 = 13 panels
         XCTAssertEqual(rows(512, 1024, 8), 4)   // never more rows than the map has
     }

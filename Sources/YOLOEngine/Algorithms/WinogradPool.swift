@@ -53,10 +53,12 @@ extension WinogradBlocks {
     var tilesHigh: Int { (conv.outputShape.h + tile - 1) / tile }
     var tilesWide: Int { (conv.outputShape.w + tile - 1) / tile }
     var blockCount: Int { (tilesHigh + blockTileRows - 1) / blockTileRows }
-    /// With the pool: the block's rows of every filter, after what the block itself uses.
+    /// With the pool: the block's rows of every filter, after what the block itself uses (none
+    /// where each tile goes straight into the pool's map).
     var pooledWorkspaceFloats: Int {
-        workspaceFloats + WinogradOutput.imageFloats(filters: conv.filters, tile: tile, blockTileRows: blockTileRows,
-                                                     width: conv.outputShape.w)
+        let direct = WinogradOutput.poolsTiles(transforms, tile: tile, tilesWide: tilesWide, pooledWidth: conv.outputShape.w / 2)
+        return workspaceFloats + (direct ? 0 : WinogradOutput.imageFloats(filters: conv.filters, tile: tile,
+                                                                          blockTileRows: blockTileRows, width: conv.outputShape.w))
     }
 
     func run(_ src: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
@@ -97,6 +99,12 @@ struct WinogradOutput {
     /// Fused with the pool: scratch for the block's rows of every filter (`imageFloats`).
     struct Pooling { let image: UnsafeMutablePointer<Float> }
 
+    /// Whether a pooled block's tiles go straight into the pool's map (F(2x2), an even width: a
+    /// tile is one window of the pool), not through the image.
+    static func poolsTiles(_ transforms: WinogradFunctions, tile: Int, tilesWide: Int, pooledWidth: Int) -> Bool {
+        transforms.outputPooled != nil && tile == 2 && tilesWide == pooledWidth
+    }
+
     /// Floats of the compact image of `blockTileRows` tile rows.
     static func imageFloats(filters: Int, tile: Int, blockTileRows: Int, width: Int) -> Int {
         filters * tile * blockTileRows * width
@@ -107,7 +115,7 @@ struct WinogradOutput {
     func write(_ mo: UnsafePointer<Float>, tileRows: Range<Int>, pool: WorkerPool?) {
         let (m, oh, ow, tw, tile, transforms) = (shape.c, shape.h, shape.w, tilesWide, tile, transforms)
         let rows = tile * tileRows.lowerBound ..< min(oh, tile * tileRows.upperBound)
-        guard let image = pooling?.image else {
+        guard let pooling else {
             let out = out
             let output = { (fs: Range<Int>) in
                 transforms.output(mo, filterCount: m, filters: fs, tileRows: tileRows, tilesWide: tw, outHeight: oh,
@@ -123,7 +131,7 @@ struct WinogradOutput {
         let pooledRows = rows.lowerBound / 2 ..< rows.upperBound / 2
         let (dst, bias, act) = (out + pooledRows.lowerBound * pw, epilogue.bias, epilogue.activation)
         let local = 0..<tileRows.count
-        if let pooled = transforms.outputPooled, tile == 2, tw == pw {
+        if let pooled = transforms.outputPooled, WinogradOutput.poolsTiles(transforms, tile: tile, tilesWide: tw, pooledWidth: pw) {
             // F(2x2): a tile is a window of the pool; its maximum straight into the pool's map.
             let tiles = tileRows.count * tw
             let output = { (fs: Range<Int>) in
@@ -134,6 +142,7 @@ struct WinogradOutput {
             if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
             return
         }
+        let image = pooling.image
         let output = { (fs: Range<Int>) in
             transforms.output(mo, filterCount: m, filters: fs, tileRows: local, tilesWide: tw, outHeight: h,
                               outWidth: ow, into: image)
