@@ -29,6 +29,11 @@ static inline __attribute__((always_inline)) yolo_i32x8 yolo_quantize_256(const 
     return (yolo_i32x8)_mm256_castps_si256(_mm256_and_ps(_mm256_castsi256_ps(bits), _mm256_castsi256_ps(_mm256_set1_epi32(0xFF))));
 }
 
+/// Swift's max(x, y) per lane (as yolo_swift_max_512).
+static inline __attribute__((always_inline)) yolo_f32x8 yolo_swift_max_256(yolo_f32x8 x, yolo_f32x8 y) {
+    return (yolo_f32x8)_mm256_blendv_ps((__m256)x, (__m256)y, _mm256_cmp_ps((__m256)y, (__m256)x, _CMP_GE_OQ));
+}
+
 /// vcvtdq2ps (ymm): int32 -> float per lane, rounded to nearest even (as Float(Int32)).
 static inline __attribute__((always_inline)) yolo_f32x8 yolo_float_256(yolo_i32x8 v) {
     return (yolo_f32x8)_mm256_cvtepi32_ps((__m256i)v);
@@ -36,6 +41,13 @@ static inline __attribute__((always_inline)) yolo_f32x8 yolo_float_256(yolo_i32x
 #endif
 
 #if defined(__AVX512F__)
+/// Swift's max(x, y) per lane, `y >= x ? y : x` (an ordered compare, then a blend): the same
+/// value as the scalar max of the pooling kernels, NaNs and signed zeros included.
+static inline __attribute__((always_inline)) yolo_f32x16 yolo_swift_max_512(yolo_f32x16 x, yolo_f32x16 y) {
+    __mmask16 k = _mm512_cmp_ps_mask((__m512)y, (__m512)x, _CMP_GE_OQ);
+    return (yolo_f32x16)_mm512_mask_blend_ps(k, (__m512)x, (__m512)y);
+}
+
 /// 16 floats at p -> u8 in the low byte of each lane (as yolo_quantize_256).
 static inline __attribute__((always_inline)) yolo_i32x16 yolo_quantize_512(const float *p, float inv, float zp) {
     __m512 t = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(p), _mm512_set1_ps(inv)), _mm512_set1_ps(zp));

@@ -18,6 +18,18 @@ public protocol WinogradISA: KernelMetatype {
     static func store2(_ a: Vector, _ b: Vector, to p: UnsafeMutablePointer<Float>)
     /// p[0...4W-1] = a[0], b[0], c[0], d[0], a[1], ...
     static func store4(_ a: Vector, _ b: Vector, _ c: Vector, _ d: Vector, to p: UnsafeMutablePointer<Float>)
+    /// Per lane Swift's max(x[i], y[i]) (`y >= x ? y : x`), as `maxPool2x2` takes it. The default
+    /// goes lane by lane (a generic SIMD select compiles to no better); x86 levels use intrinsics.
+    static func poolMax(_ x: Vector, _ y: Vector) -> Vector
+}
+
+extension WinogradISA {
+    @inlinable @inline(__always)
+    public static func poolMax(_ x: Vector, _ y: Vector) -> Vector {
+        var r = x
+        for i in r.indices { r[i] = max(x[i], y[i]) }
+        return r
+    }
 }
 
 // The (de)interleaving goes through vectors of twice the width (SIMD8 for SIMD4, ...), whose

@@ -9,6 +9,7 @@ import CDot
 /// target's (distinct symbol names, so the linker never merges copies built for different CPUs).
 enum AVX2Tag: GemmISA, WinogradISA {
     typealias Vector = SIMD8<Float>
+    @inline(__always) static func poolMax(_ x: SIMD8<Float>, _ y: SIMD8<Float>) -> SIMD8<Float> { yolo_swift_max_256(x, y) }
     static var fusedMultiplyAdd: Bool { true }
     @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
 }

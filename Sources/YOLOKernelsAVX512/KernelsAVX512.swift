@@ -9,6 +9,7 @@ import CDot
 /// target's (distinct symbol names, so the linker never merges copies built for different CPUs).
 enum AVX512Tag: GemmISA, WinogradISA {
     typealias Vector = SIMD16<Float>
+    @inline(__always) static func poolMax(_ x: SIMD16<Float>, _ y: SIMD16<Float>) -> SIMD16<Float> { yolo_swift_max_512(x, y) }
     static var fusedMultiplyAdd: Bool { true }
     @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
     static var vectorRegisters: Int { 32 }
