@@ -59,35 +59,19 @@ public func logistic(_ x: Float, exp: (Double) -> Double) -> Float {
 }
 
 /// `data[c * channelStride + i] = act(data[...] + bias[c])` for i in 0..<spatial and the
-/// channels in `channels`; one pass over memory. `channelStride` defaults to `spatial`.
+/// channels in `channels`; one pass over memory. `channelStride` defaults to `spatial`. Leaky and
+/// linear go through `biasActivateVectors` (16 floats a vector here, in this module's build).
 public func biasActivate(_ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>, channels: Range<Int>,
                   spatial: Int, channelStride: Int? = nil, activation: Activation, exp: (Double) -> Double) {
-    typealias V = SIMD16<Float>
-    let vectorEnd = spatial - spatial % V.scalarCount
     let cs = channelStride ?? spatial
+    if biasActivateVectors(SIMD16<Float>.self, data, bias: bias, channels: channels, spatial: spatial, channelStride: cs,
+                           activation: activation) { return }
     for c in channels {
         let row = data + c * cs
         let b = bias[c]
         switch activation {
-        case .leaky:
-            let vb = V(repeating: b), tenth = V(repeating: 0.1)
-            var i = 0
-            while i < vectorEnd {
-                let raw = UnsafeMutableRawPointer(row + i)
-                let v = raw.loadUnaligned(as: V.self) + vb
-                raw.storeBytes(of: v.replacing(with: v * tenth, where: v .< 0), as: V.self)
-                i += V.scalarCount
-            }
-            while i < spatial { let v = row[i] + b; row[i] = v > 0 ? v : v * 0.1; i += 1 }
-        case .linear:
-            let vb = V(repeating: b)
-            var i = 0
-            while i < vectorEnd {
-                let raw = UnsafeMutableRawPointer(row + i)
-                raw.storeBytes(of: raw.loadUnaligned(as: V.self) + vb, as: V.self)
-                i += V.scalarCount
-            }
-            while i < spatial { row[i] += b; i += 1 }
+        case .leaky, .linear:
+            return  // (biasActivateVectors took them above)
         case .relu:
             for i in 0..<spatial { let v = row[i] + b; row[i] = v > 0 ? v : 0 }
         case .logistic:
@@ -122,10 +106,10 @@ func leakyBlend<V: SIMD>(_ v: V, _ scaled: V) -> V where V.Scalar == Float {
     return unsafeBitCast((bits & ~sign) | (unsafeBitCast(scaled, to: V.MaskStorage.self) & sign), to: V.self)
 }
 
-/// `biasActivate` for leaky and linear in vectors of V, compiled by each kernel level for its
-/// CPU (the generic function above is built for the baseline: 4-wide SSE on x86-64), bit for bit
-/// the same values: the same add, multiply and compare per element, no fused multiply-add.
-/// Returns false, touching nothing, for the other activations.
+/// `biasActivate` for leaky and linear in vectors of V: each kernel level compiles it for its CPU
+/// (`KernelSet.biasActivate`; YOLOKernels itself is built for the baseline, 4-wide SSE on x86-64),
+/// the same values at every width: the same add, multiply and compare per element, no fused
+/// multiply-add. Returns false, touching nothing, for the other activations.
 @inlinable
 public func biasActivateVectors<V: SIMD>(_: V.Type, _ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>,
                                          channels: Range<Int>, spatial: Int, channelStride: Int,

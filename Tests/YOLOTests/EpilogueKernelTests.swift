@@ -48,15 +48,22 @@ final class EpilogueKernelTests: XCTestCase {
         }
     }
 
-    func testEngineEpilogueMatchesTheScalarOne() {
+    /// The engine's `applyBiasActivation` and YOLOKernels' own `biasActivate` (built for the
+    /// baseline; the arm-check's Embedded build calls it).
+    func testEngineEpilogueAndBiasActivateMatchTheScalarOne() {
         let (data, bias) = Self.input()
         for act in Activation.allCases {
-            var got = data
-            got.withUnsafeMutableBufferPointer { d in
+            var engine = data, kernels = data
+            engine.withUnsafeMutableBufferPointer { d in
                 applyBiasActivation(d.baseAddress!, bias: bias, channels: 0..<3, spatial: Self.spatial, channelStride: Self.stride,
                                     activation: act)
             }
-            assertSame(got, Self.expected(data, bias, channels: 0..<3, act), "\(act)")
+            kernels.withUnsafeMutableBufferPointer { d in
+                biasActivate(d.baseAddress!, bias: bias, channels: 0..<3, spatial: Self.spatial, channelStride: Self.stride,
+                             activation: act, exp: exp)
+            }
+            assertSame(engine, Self.expected(data, bias, channels: 0..<3, act), "engine \(act)")
+            assertSame(kernels, Self.expected(data, bias, channels: 0..<3, act), "biasActivate \(act)")
         }
     }
 }
