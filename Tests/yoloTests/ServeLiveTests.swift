@@ -182,15 +182,19 @@ final class ServeLiveTests: XCTestCase {
             try? p.run()
             return p
         }
-        // Until all five are admitted (detecting or queued; the live view goes first, so they wait).
+        // Until all five are admitted (detecting or queued; the live view goes first, so they wait)
+        // or answered, one at least still in the server. (On a loaded machine the first can be
+        // answered before the last has been read: 2026-12-04, CI, 120 s without five at once, all
+        // five answered 200.)
         let deadline = Date().addingTimeInterval(120)
         var admitted = false
         while !admitted && Date() < deadline {
             let h = try curl([s.url("/health")]).json()
-            admitted = (h["queued"] as? Int ?? 0) + (h["in_flight"] as? Int ?? 0) >= 5
+            let inServer = (h["queued"] as? Int ?? 0) + (h["in_flight"] as? Int ?? 0)
+            admitted = inServer >= 1 && inServer + requests.filter { !$0.isRunning }.count >= 5
             if !admitted { usleep(20_000) }
         }
-        XCTAssertTrue(admitted, "the five requests were never in flight at once")
+        XCTAssertTrue(admitted, "the five requests were never all admitted or answered with one still in the server")
         let (status, stderr) = s.stop(signal: SIGTERM)
         XCTAssertEqual(status, 0, stderr)
         XCTAssertTrue(stderr.contains("yolo: serve: SIGTERM: stopping") && stderr.hasSuffix("yolo: serve: stopped\n"), stderr)
