@@ -63,11 +63,11 @@ final class WorkerPool {
 /// consistent, as is the counter each side then reads), so whoever changes the counter sees
 /// the sleeper and wakes it under the mutex.
 ///
-/// How long to spin adapts (`SpinBudget`): between 6 and 100 us (until 2026-12-04 256 and 2000
-/// pauses, 6 to 45 us on Zen 5). On an idle machine spinning took yolov3-tiny at 2 threads from
-/// 9.3 to 7.5 ms; with another process busy on one of the two cores, a fixed 90 us spin made it
-/// 22 ms against 15 ms without spinning (the spinner holds the core the thread it waits for
-/// needs), 45 us 17 ms, 7 us 15.4 ms (Zen 5, FP32).
+/// How long to spin adapts (`SpinBudget`): between 256 and 2000 pauses (about 6 to 45 us on
+/// Zen 5). On an idle machine spinning took yolov3-tiny at 2 threads from 9.3 to 7.5 ms; with
+/// another process busy on one of the two cores, a fixed 90 us spin made it 22 ms against 15 ms
+/// without spinning (the spinner holds the core the thread it waits for needs), 45 us 17 ms,
+/// 7 us 15.4 ms.
 private final class PoolState: @unchecked Sendable {
     let mutex = PThreadMutex()
     let wake = Condition()
@@ -167,35 +167,9 @@ private final class PoolState: @unchecked Sendable {
 /// layer is larger), and halving on each of them collapsed the budget on an idle machine
 /// (2 threads: 9.5 ms instead of 7.5), while under contention most waits miss and the budget
 /// still shrinks within a few dozen hand-offs.
-///
-/// The bounds are times, 6 and 100 us, counted in pauses measured once on this CPU (a pause
-/// takes 13 ns on an Emerald Rapids, about 22 on a Zen 5, over 40 on Skylake-SP). They were
-/// 256 and 2000 pauses (6-45 us on a Zen 5): on the Emerald Rapids, 3-27 us, an INT8 forward's
-/// hand-offs (steps of 0.03-0.8 ms, each split several ways) outlasted the budget often enough
-/// to hold it near its floor, and its threads slept and were woken through the kernel (5% of the
-/// samples): 2 threads, idle, `yolo-bench --precision fp32,int8 --threads 2`, medians of three
-/// runs, INT8 9.5-10.4 -> 8.7-8.9 ms, FP32 12.9-14.1 -> 12.6-13.0; with a shell loop busy on a
-/// core, INT8 16.4-16.6 -> 16.9, FP32 25.7-28.0 -> 26.0-26.4 (no spinning at all: 16.1, 25.1).
 struct SpinBudget {
-    static let (most, least) = SpinBudget.bounds(nanosecondsPerPause: pauseNanoseconds())
+    static let most = 2000, least = 256
     private(set) var limit = SpinBudget.most
     mutating func caught() { limit = min(SpinBudget.most, limit + limit / 4) }
     mutating func missed() { limit = max(SpinBudget.least, limit - limit / 4) }
-
-    /// Pauses for 100 and 6 us, within 500...20_000 and 64...2_000.
-    static func bounds(nanosecondsPerPause ns: Double) -> (most: Int, least: Int) {
-        let ns = ns.isFinite && ns > 0 ? ns : 20
-        return (min(20_000, max(500, Int(100_000 / ns))), min(2_000, max(64, Int(6_000 / ns))))
-    }
-
-    /// The shortest time of a pause over 5 runs of 200 (a run the scheduler interrupts is slower).
-    static func pauseNanoseconds() -> Double {
-        var best = Double.infinity
-        for _ in 0..<5 {
-            let start = monotonicNanoseconds()
-            for _ in 0..<200 { yolo_spin_pause() }
-            best = min(best, Double(monotonicNanoseconds() - start) / 200)
-        }
-        return best
-    }
 }
