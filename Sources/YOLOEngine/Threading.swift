@@ -63,8 +63,7 @@ final class WorkerPool {
 /// consistent, as is the counter each side then reads), so whoever changes the counter sees
 /// the sleeper and wakes it under the mutex.
 ///
-/// How long to spin adapts (`SpinBudget`): between 256 and 2000 pauses (about 6 to 45 us on
-/// Zen 5). On an idle machine spinning took yolov3-tiny at 2 threads from 9.3 to 7.5 ms; with
+/// How long to spin adapts (`SpinBudget`): between 6 and 100 us. On an idle machine spinning took yolov3-tiny at 2 threads from 9.3 to 7.5 ms; with
 /// another process busy on one of the two cores, a fixed 90 us spin made it 22 ms against 15 ms
 /// without spinning (the spinner holds the core the thread it waits for needs), 45 us 17 ms,
 /// 7 us 15.4 ms.
@@ -97,19 +96,16 @@ private final class PoolState: @unchecked Sendable {
             mutex.withLock { wake.broadcast() }
         }
         job.assumingMemoryBound(to: Job.self).pointee.body(0)
-        var spins = 0
-        while remaining.load(ordering: .acquiring) > 0 {
-            spins += 1
-            if spins < callerSpins.limit { yolo_spin_pause(); continue }
+        if callerSpins.spin(while: { remaining.load(ordering: .acquiring) > 0 }) {
+            callerSpins.caught()
+        } else {
             callerSpins.missed()
             mutex.lock()
             callerSleeps.store(true, ordering: .sequentiallyConsistent)
             while remaining.load(ordering: .sequentiallyConsistent) > 0 { finished.wait(mutex) }
             callerSleeps.store(false, ordering: .sequentiallyConsistent)
             mutex.unlock()
-            spins = -1
         }
-        if spins >= 0 { callerSpins.caught() }
         self.job = nil
     }
 
@@ -126,24 +122,25 @@ private final class PoolState: @unchecked Sendable {
 
     /// Waits until the generation differs from `seen` or the pool stops; returns the generation.
     private func nextGeneration(after seen: Int, budget: inout SpinBudget) -> Int {
-        var spins = 0
-        while true {
-            let g = generation.load(ordering: .acquiring)
-            if g != seen || stopping.load(ordering: .acquiring) { budget.caught(); return g }
-            spins += 1
-            if spins < budget.limit { yolo_spin_pause(); continue }
-            budget.missed()
-            mutex.lock()
-            sleepers.add(1, ordering: .sequentiallyConsistent)
-            var now = generation.load(ordering: .sequentiallyConsistent)
-            while now == seen && !stopping.load(ordering: .sequentiallyConsistent) {
-                wake.wait(mutex)
-                now = generation.load(ordering: .sequentiallyConsistent)
-            }
-            sleepers.subtract(1, ordering: .sequentiallyConsistent)
-            mutex.unlock()
-            return now
+        let waiting = {
+            self.generation.load(ordering: .acquiring) == seen
+                && !self.stopping.load(ordering: .acquiring)
         }
+        if budget.spin(while: waiting) {
+            budget.caught()
+            return generation.load(ordering: .acquiring)
+        }
+        budget.missed()
+        mutex.lock()
+        sleepers.add(1, ordering: .sequentiallyConsistent)
+        var now = generation.load(ordering: .sequentiallyConsistent)
+        while now == seen && !stopping.load(ordering: .sequentiallyConsistent) {
+            wake.wait(mutex)
+            now = generation.load(ordering: .sequentiallyConsistent)
+        }
+        sleepers.subtract(1, ordering: .sequentiallyConsistent)
+        mutex.unlock()
+        return now
     }
 
     func workerLoop(part: Int) {
@@ -161,15 +158,40 @@ private final class PoolState: @unchecked Sendable {
     }
 }
 
-/// How many pauses a thread spins before it sleeps: a quarter less after each wait that
-/// outlasted it (down to `least`), a quarter more after each that did not (up to `most`).
-/// Gently, both ways: a forward has a few legitimately long waits (a thread whose share of a
-/// layer is larger), and halving on each of them collapsed the budget on an idle machine
-/// (2 threads: 9.5 ms instead of 7.5), while under contention most waits miss and the budget
-/// still shrinks within a few dozen hand-offs.
+/// How long a thread spins before it sleeps: a quarter less after each wait that outlasted it
+/// (down to `least`), a quarter more after each that did not (up to `most`). Gently, both ways:
+/// a forward has a few legitimately long waits (a thread whose share of a layer is larger), and
+/// halving on each of them collapsed the budget on an idle machine (2 threads: 9.5 ms instead of
+/// 7.5), while under contention most waits miss and the budget still shrinks within a few dozen
+/// hand-offs.
+///
+/// The budget is a time, 6 to 100 us, read from the monotonic clock every `pausesPerCheck`
+/// pauses (a clock read costs about 20 ns, 32 pauses 0.4-1.3 us). Until 2026-12 it was a count,
+/// 256 to 2000 pauses: 6-45 us on a Zen 5 but 3-27 us on an Emerald Rapids (13 ns a pause),
+/// where an INT8 forward's hand-offs (steps of 0.03-0.8 ms split several ways) outlasted it
+/// often enough to hold it near its floor, and threads slept and were woken through the kernel
+/// (5% of the samples). A count of pauses calibrated at start (tried 2026-12-04) is not a time
+/// either where the rest of a spin iteration, the atomic load, costs more than the pause: under
+/// qemu the test runs of `scripts/arm-linux-check.sh` timed out with it.
 struct SpinBudget {
-    static let most = 2000, least = 256
+    static let most = 100_000, least = 6_000
+    static let pausesPerCheck = 32
+    /// Nanoseconds.
     private(set) var limit = SpinBudget.most
     mutating func caught() { limit = min(SpinBudget.most, limit + limit / 4) }
     mutating func missed() { limit = max(SpinBudget.least, limit - limit / 4) }
+
+    /// Spins while `waiting()` holds, for about `limit` ns (at least `pausesPerCheck` pauses);
+    /// true when the wait ended, false when the budget ran out first.
+    @inline(__always)
+    func spin(while waiting: () -> Bool) -> Bool {
+        let start = monotonicNanoseconds()
+        while true {
+            for _ in 0..<SpinBudget.pausesPerCheck {
+                if !waiting() { return true }
+                yolo_spin_pause()
+            }
+            if monotonicNanoseconds() &- start >= UInt64(limit) { return !waiting() }
+        }
+    }
 }

@@ -62,6 +62,29 @@ final class WorkerPoolTests: XCTestCase {
         }
     }
 
+    /// The spin is bounded by the clock, not by a count of pauses: a wait whose check is slow (an
+    /// atomic load under qemu) still ends after about the budget's time, and it never ends early.
+    func testSpinIsBoundedByTimeNotByCount() {
+        let budget = SpinBudget()
+        XCTAssertEqual(budget.limit, 100_000)
+        var checks = 0
+        let start = monotonicNanoseconds()
+        let ended = budget.spin(while: {
+            checks += 1
+            let t = monotonicNanoseconds()
+            while monotonicNanoseconds() &- t < 2_000 {}  // each check takes at least 2 us
+            return true
+        })
+        XCTAssertFalse(ended, "the wait never ends")
+        XCTAssertGreaterThanOrEqual(monotonicNanoseconds() &- start, 100_000, "spun the whole budget")
+        // 2 us a check: the clock passes 100 us within the second group of 32 checks.
+        XCTAssertLessThanOrEqual(checks, 2 * SpinBudget.pausesPerCheck + 1)
+
+        var left = 5
+        XCTAssertTrue(budget.spin(while: { left -= 1; return left > 0 }), "a wait that ends")
+        XCTAssertEqual(left, 0)
+    }
+
     func testSpinBudgetShrinksWhenMissedAndGrowsBackWhenCaught() {
         var b = SpinBudget()
         XCTAssertEqual(b.limit, SpinBudget.most)
