@@ -130,6 +130,14 @@ static inline __attribute__((always_inline)) __m512h yolo_fmadd_ph_512(__m512h c
     return _mm512_fmadd_ph(b, _mm512_set1_ph(*x), c);
 }
 
+/// The same with x a pair of equal halves, broadcast as a 32-bit word: vpbroadcastd from memory
+/// is a load alone, where vpbroadcastw adds a port-5 shuffle beside the multiply-adds.
+static inline __attribute__((always_inline)) __m512h yolo_fmadd_ph_512_pair(__m512h c, __m512h b, const _Float16 *x) {
+    int word;
+    __builtin_memcpy(&word, x, 4);
+    return _mm512_fmadd_ph(b, _mm512_castsi512_ph(_mm512_set1_epi32(word)), c);
+}
+
 /// 32 floats at p -> 32 halves (vcvtps2phx: round to nearest even, infinity past 65504).
 static inline __attribute__((always_inline)) __m512h yolo_halves_512(const float *p) {
     __m256i lo = _mm256_castph_si256(_mm512_cvtxps_ph(_mm512_loadu_ps(p)));

@@ -279,6 +279,9 @@ public struct BF16Kernels: Sendable {
     /// stay FP32), so that the GEMMs of Winograd F(4x4), whose transforms magnify the rounding of
     /// 16-bit inputs and sums, may run on it.
     public let weightsOnly: Bool
+    /// The direct 3x3 convolution + pool in this arithmetic (FP16 only, where the CPU computes
+    /// in FP16: DirectConvHalf.swift), packed weights and scratch counted in floats.
+    public let direct: DirectConvFunctions?
 
     /// The BF16 GEMM of dot product `D` with blocking kc steps of k x nc columns, named `level`.
     @inlinable
@@ -298,7 +301,13 @@ public struct BF16Kernels: Sendable {
     }
 
     @usableFromInline
-    init(dot: String, requires: CPUFeatureSet, gemm: GemmFunctions, weightsOnly: Bool = false) {
-        (self.dot, self.requires, self.gemm, self.weightsOnly) = (dot, requires, gemm, weightsOnly)
+    init(dot: String, requires: CPUFeatureSet, gemm: GemmFunctions, weightsOnly: Bool = false,
+         direct: DirectConvFunctions? = nil) {
+        (self.dot, self.requires, self.gemm, self.weightsOnly, self.direct) = (dot, requires, gemm, weightsOnly, direct)
+    }
+
+    /// These kernels with `direct` as their direct convolution + pool.
+    @usableFromInline func adding(direct: DirectConvFunctions) -> BF16Kernels {
+        BF16Kernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct)
     }
 }

@@ -111,6 +111,69 @@ func directConvRowHalf<V: SIMD, Tag: GemmISA>(_ r0: UnsafePointer<Float>, _ r1: 
     directConvStore(tile, first: first, e0, e1, e2, e3, o0, o1, o2, o3)
 }
 
+/// Input row y of every channel in the split, zero-padded layout (all zero outside the image):
+/// channel c's E at rows + 2c · half, its O `half` further; `half` at least the pairs + 1.
+@inlinable @inline(__always)
+func directConvSplitRow<V: SIMD>(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int, y: Int,
+                             into rows: UnsafeMutablePointer<Float>, half: Int, _: V.Type) where V.Scalar == Float {
+    for c in 0..<channels {
+        let e = rows + c &* 2 &* half, o = e + half
+        guard y >= 0 && y < height else {
+            e.update(repeating: 0, count: 2 &* half)
+            continue
+        }
+        let line = src + (c &* height &+ y) &* width
+        // Padded column p = input column p - 1 = x + 1: even x -> O[x / 2], odd x -> E[x / 2 + 1].
+        let pairs = width / 2, w = V.scalarCount
+        e[0] = 0
+        var j = 0
+        // W pairs at a time: two vectors of the row, their even and odd lanes gathered by
+        // constant lane moves (shuffles once specialized; the scalar loop below stays scalar,
+        // as the compiler cannot tell the rows from the input apart).
+        while j &+ w <= pairs {
+            let p = UnsafeRawPointer(line + 2 &* j)
+            let a = p.loadUnaligned(as: V.self), b = p.loadUnaligned(fromByteOffset: 4 &* w, as: V.self)
+            var toO = V(), toE = V()     // the row's even columns (to O), its odd ones (to E)
+            for i in 0..<(w / 2) {
+                toO[i] = a[2 &* i]; toE[i] = a[2 &* i &+ 1]
+                toO[w / 2 &+ i] = b[2 &* i]; toE[w / 2 &+ i] = b[2 &* i &+ 1]
+            }
+            UnsafeMutableRawPointer(o + j).storeBytes(of: toO, as: V.self)
+            UnsafeMutableRawPointer(e + (j &+ 1)).storeBytes(of: toE, as: V.self)
+            j &+= w
+        }
+        while j < pairs {
+            o[j] = line[2 &* j]
+            e[j &+ 1] = line[2 &* j &+ 1]
+            j &+= 1
+        }
+        var o0 = pairs
+        if width & 1 == 1 { o[pairs] = line[width &- 1]; o0 &+= 1 }
+        (o + o0).update(repeating: 0, count: half &- o0)
+        let e0 = pairs &+ 1
+        (e + e0).update(repeating: 0, count: half &- e0)
+    }
+}
+
+/// The pool of two conv rows' tiles (`top`, `bottom`: per filter r, its even sums at vector r and
+/// its odd ones at 8 + r, `width` lanes each): out[r · plane + l] = the max of the four, for the
+/// first `count` lanes of the first `filters` filters. A plain loop, which LLVM vectorizes (Swift's
+/// generic SIMD comparisons would go lane by lane); a whole vector's loop has a constant count
+/// once inlined, so it is vectorized W wide, not 4.
+@inlinable @inline(__always)
+func directConvPoolTiles(_ top: UnsafePointer<Float>, _ bottom: UnsafePointer<Float>, width w: Int, count: Int,
+                         filters: Int, into out: UnsafeMutablePointer<Float>, plane: Int) {
+    for r in 0..<filters {
+        let line = out + r * plane
+        let te = top + r * w, to = top + (8 + r) * w, be = bottom + r * w, bo = bottom + (8 + r) * w
+        if count == w {
+            for l in 0..<w { line[l] = Swift.max(Swift.max(te[l], to[l]), Swift.max(be[l], bo[l])) }
+        } else {
+            for l in 0..<count { line[l] = Swift.max(Swift.max(te[l], to[l]), Swift.max(be[l], bo[l])) }
+        }
+    }
+}
+
 public enum DirectConv3x3<V: SIMD, Tag: GemmISA> where V.Scalar == Float {
     /// Floats of packed weights for `filters` x `channels` 3x3 kernels.
     @inlinable public static func packedSize(filters: Int, channels: Int) -> Int {
@@ -150,43 +213,7 @@ public enum DirectConv3x3<V: SIMD, Tag: GemmISA> where V.Scalar == Float {
     @inlinable @inline(__always)
     static func splitRow(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int, y: Int,
                          into rows: UnsafeMutablePointer<Float>, half: Int) {
-        for c in 0..<channels {
-            let e = rows + c &* 2 &* half, o = e + half
-            guard y >= 0 && y < height else {
-                e.update(repeating: 0, count: 2 &* half)
-                continue
-            }
-            let line = src + (c &* height &+ y) &* width
-            // Padded column p = input column p - 1 = x + 1: even x -> O[x / 2], odd x -> E[x / 2 + 1].
-            let pairs = width / 2, w = V.scalarCount
-            e[0] = 0
-            var j = 0
-            // W pairs at a time: two vectors of the row, their even and odd lanes gathered by
-            // constant lane moves (shuffles once specialized; the scalar loop below stays scalar,
-            // as the compiler cannot tell the rows from the input apart).
-            while j &+ w <= pairs {
-                let p = UnsafeRawPointer(line + 2 &* j)
-                let a = p.loadUnaligned(as: V.self), b = p.loadUnaligned(fromByteOffset: 4 &* w, as: V.self)
-                var toO = V(), toE = V()     // the row's even columns (to O), its odd ones (to E)
-                for i in 0..<(w / 2) {
-                    toO[i] = a[2 &* i]; toE[i] = a[2 &* i &+ 1]
-                    toO[w / 2 &+ i] = b[2 &* i]; toE[w / 2 &+ i] = b[2 &* i &+ 1]
-                }
-                UnsafeMutableRawPointer(o + j).storeBytes(of: toO, as: V.self)
-                UnsafeMutableRawPointer(e + (j &+ 1)).storeBytes(of: toE, as: V.self)
-                j &+= w
-            }
-            while j < pairs {
-                o[j] = line[2 &* j]
-                e[j &+ 1] = line[2 &* j &+ 1]
-                j &+= 1
-            }
-            var o0 = pairs
-            if width & 1 == 1 { o[pairs] = line[width &- 1]; o0 &+= 1 }
-            (o + o0).update(repeating: 0, count: half &- o0)
-            let e0 = pairs &+ 1
-            (e + e0).update(repeating: 0, count: half &- e0)
-        }
+        directConvSplitRow(src, height: height, width: width, channels: channels, y: y, into: rows, half: half, V.self)
     }
 
     /// Pooled rows `rows` of conv + 2x2 stride-2 max pool (raw sums, no bias): pooled (py, px) is
@@ -230,19 +257,8 @@ public enum DirectConv3x3<V: SIMD, Tag: GemmISA> where V.Scalar == Float {
                                               first: first, tile: bottom, V.self, Tag.self)
                         }
                     }
-                    // The pool: the max of the two rows' even and odd sums (a plain loop, which
-                    // LLVM vectorizes; Swift's generic SIMD comparisons would go lane by lane).
-                    // (A whole vector's loop has a constant count: vectorized W wide, not 4.)
-                    let count = min(w, pw - j0)
-                    for r in 0..<min(8, filters - b * 8) {
-                        let line = dst + (b * 8 + r) * plane + py * pw + j0
-                        let te = top + r * w, to = top + (8 + r) * w, be = bottom + r * w, bo = bottom + (8 + r) * w
-                        if count == w {
-                            for l in 0..<w { line[l] = Swift.max(Swift.max(te[l], to[l]), Swift.max(be[l], bo[l])) }
-                        } else {
-                            for l in 0..<count { line[l] = Swift.max(Swift.max(te[l], to[l]), Swift.max(be[l], bo[l])) }
-                        }
-                    }
+                    directConvPoolTiles(top, bottom, width: w, count: min(w, pw - j0), filters: min(8, filters - b * 8),
+                                        into: dst + b * 8 * plane + py * pw + j0, plane: plane)
                     j0 += w
                 }
             }

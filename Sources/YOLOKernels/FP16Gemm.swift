@@ -39,11 +39,19 @@ public protocol FP16ISA: KernelMetatype {
     static func halves(_ p: UnsafePointer<Float>) -> Halves
     /// The halves h as FP32 at p (added to what is there when `accumulate`).
     static func store(_ h: Halves, _ p: UnsafeMutablePointer<Float>, accumulate: Bool)
+    /// Copies of each weight side by side in the direct convolution's packing (DirectConvHalf.swift):
+    /// 1, or 2 where `directFMA` broadcasts them as one 32-bit word.
+    static var directCopies: Int { get }
+    /// c + b · (weight r of `rows`, packed `directCopies` times) per lane, one rounding.
+    static func directFMA(_ c: Halves, _ b: Halves, _ rows: Rows, _ r: Int) -> Halves
 }
 
 extension FP16ISA {
     @inlinable @inline(__always)
     public static func prefetch(_ p: UnsafeRawPointer) {}
+    @inlinable public static var directCopies: Int { 1 }
+    @inlinable @inline(__always)
+    public static func directFMA(_ c: Halves, _ b: Halves, _ rows: Rows, _ r: Int) -> Halves { fma(c, b, rows, r) }
 }
 
 extension FP16ISA where Halves == SIMD8<Float16>, Rows == SIMD8<Float16> {
@@ -294,7 +302,9 @@ extension BF16Kernels {
     @inlinable
     public static func makeFP16<D: FP16ISA>(level: String, dot: String = "fmla .8h", requires: CPUFeatureSet, _: D.Type, kc: Int,
                                             nc: Int) -> BF16Kernels {
-        makeHalf(level: level, dot: dot, requires: requires, FP16PackedGemm<D>.self, kc: kc, nc: nc, weightsOnly: false)
+        let kernels = makeHalf(level: level, dot: dot, requires: requires, FP16PackedGemm<D>.self, kc: kc, nc: nc,
+                               weightsOnly: false)
+        return kernels.adding(direct: DirectConv3x3Half<D>.functions)
     }
 }
 #endif

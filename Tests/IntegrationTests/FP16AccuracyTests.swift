@@ -19,14 +19,14 @@ final class FP16AccuracyTests: XCTestCase {
         #else
         guard KernelLevel.selected.fp16Kernels != nil else { throw XCTSkip("this CPU has no FP16 arithmetic") }
         #endif
-        try check(half, reference: reference, form: "winograd2-fp16", maxDrift: 0.02)
+        try check(half, reference: reference, form: "winograd2-fp16", arithmetic: true, maxDrift: 0.02)
     }
 
     /// With AVX-512 FP16 (Sapphire Rapids and later): vfmadd231ph's FP16 arithmetic.
     func testAVX512FP16DetectionsMatchFP32() throws {
         #if arch(x86_64)
         guard KernelLevel.selected.kernelSet?.fp16(on: HostCPU.features) != nil else { throw XCTSkip("this CPU has no AVX-512 FP16") }
-        try check(ModelOptions(precision: .fp16), reference: ModelOptions(), form: "winograd2-fp16", maxDrift: 0.02)
+        try check(ModelOptions(precision: .fp16), reference: ModelOptions(), form: "winograd2-fp16", arithmetic: true, maxDrift: 0.02)
         #else
         throw XCTSkip("x86 only")
         #endif
@@ -41,12 +41,13 @@ final class FP16AccuracyTests: XCTestCase {
         let weightsOnly: KernelLevel? = .neon
         #endif
         if let level = weightsOnly { (half.kernelLevel, reference.kernelLevel) = (level, level) }
-        try check(half, reference: reference, form: "winograd4-fp16", maxDrift: 0.01)
+        try check(half, reference: reference, form: "winograd4-fp16", arithmetic: false, maxDrift: 0.01)
     }
 
-    /// Detections of `half` against `reference`'s on every photo; its plan in FP16 but the two
-    /// direct conv + pool steps (layers 0-1 and 2-3), with `form` among its algorithms.
-    func check(_ half: ModelOptions, reference: ModelOptions, form: String, maxDrift: Float) throws {
+    /// Detections of `half` against `reference`'s on every photo; its plan in FP16, with `form`
+    /// among its algorithms; the two direct conv + pool steps (layers 0-1 and 2-3) in FP16 too with
+    /// FP16 `arithmetic`, else FP32.
+    func check(_ half: ModelOptions, reference: ModelOptions, form: String, arithmetic: Bool, maxDrift: Float) throws {
         let (cfg, weights, names) = try PrecisionAccuracy.paths()
         let photos = try PrecisionAccuracy.samples() + PrecisionAccuracy.darknetImages()
         let options = DetectorOptions(threshold: 0.1)
@@ -56,8 +57,10 @@ final class FP16AccuracyTests: XCTestCase {
                                 modelOptions: half)
         let plan = fp16.model.plan
         let convs = plan.entries.filter { $0.source != nil }
-        XCTAssertEqual(convs.filter { $0.precision == .fp16 }.count, 11, plan.description)
-        XCTAssertEqual(convs.filter { $0.precision == .fp32 }.map(\.algorithm), ["direct+pool", "direct+pool"], plan.description)
+        XCTAssertEqual(convs.filter { $0.precision == .fp16 }.count, arithmetic ? 13 : 11, plan.description)
+        XCTAssertEqual(convs.filter { $0.precision == .fp32 }.map(\.algorithm), arithmetic ? [] : ["direct+pool", "direct+pool"],
+                       plan.description)
+        XCTAssertEqual(convs.filter { $0.algorithm == "direct+pool-fp16" }.count, arithmetic ? 2 : 0, plan.description)
         XCTAssertTrue(plan.description.contains(": \(form) (table)"), plan.description)
         let results = try photos.map { p in
             (try fp32.detect(rgb: p.pixels, width: p.width, height: p.height), try fp16.detect(rgb: p.pixels, width: p.width, height: p.height))

@@ -5,8 +5,8 @@ import YOLOReference
 @testable import YOLOCore
 import YOLOKernels
 
-/// `precision .fp16` through the planner: the FP16 forms of im2col, 1x1 and Winograd F(2x2),
-/// FP32 for the rest (the direct conv + pool), both reported; the heads near FP32's; measured plans
+/// `precision .fp16` through the planner: the FP16 forms of im2col, 1x1, Winograd F(2x2) and (with
+/// FP16 arithmetic) the direct conv + pool, FP32 for the rest (F(4x4)), both reported; the heads near FP32's; measured plans
 /// time the FP16 candidates and cache apart; where the CPU has no FP16 arithmetic, FP32 arithmetic
 /// on FP16-stored weights, F(4x4) included. On 64-bit ARM with FP16 arithmetic (qemu's default CPU in scripts/arm-linux-check.sh)
 /// with the real kernels; on x86 with the avx2 level's software model of them
@@ -38,7 +38,7 @@ final class FP16PlanTests: XCTestCase {
         }
         let native = try model(ModelOptions(precision: .fp16))
         XCTAssertEqual(native.plan.halfGemm, "avx512fp16: vfmadd231ph")
-        XCTAssertEqual(native.inference.steps.map(\.algorithm), ["direct+pool", "winograd2-fp16+pool", "winograd2-fp16", "gemm1x1-fp16"])
+        XCTAssertEqual(native.inference.steps.map(\.algorithm), ["direct+pool-fp16", "winograd2-fp16+pool", "winograd2-fp16", "gemm1x1-fp16"])
         let modelled = try model(try fp16())
         XCTAssertEqual(modelled.inference.steps.map(\.algorithm), native.inference.steps.map(\.algorithm))
         let reference = try heads(try model(ModelOptions()))
@@ -64,16 +64,17 @@ final class FP16PlanTests: XCTestCase {
         // 4 at 16x16 (F(2x2)), 5 a 1x1.
         let half = try model(try fp16())
         XCTAssertEqual(half.inference.steps.map(\.algorithm),
-                       ["direct+pool", "winograd2-fp16+pool", "winograd2-fp16", "gemm1x1-fp16"])
-        XCTAssertEqual(half.plan.entries.map(\.precision), [.fp32, .fp16, .fp16, .fp16])
-        XCTAssertTrue(half.plan.description.contains("direct+pool, fp32 (table)"), half.plan.description)
+                       ["direct+pool-fp16", "winograd2-fp16+pool", "winograd2-fp16", "gemm1x1-fp16"])
+        XCTAssertEqual(half.plan.entries.map(\.precision), [.fp16, .fp16, .fp16, .fp16])
+        XCTAssertTrue(half.plan.description.contains("0-1 conv 3x3/1 3x64x64 -> 32x64x64 + maxpool 2x2/2 32x64x64 -> 32x32x32: direct+pool-fp16 (table)"),
+                      half.plan.description)
         XCTAssertTrue(half.plan.description.contains("5 conv 1x1/1 32x16x16 -> 18x16x16: gemm1x1-fp16 (table)"), half.plan.description)
         XCTAssertEqual(half.inspection.steps.map(\.algorithm), ["im2col-fp16", "maxpool", "winograd2-fp16", "maxpool", "winograd2-fp16", "gemm1x1-fp16"])
         // Without Winograd, im2col in FP16; F(2x2) only, the same as the default.
         let im2col = try model(try fp16(ModelOptions(convolution: .im2col)))
-        XCTAssertEqual(im2col.inference.steps.map(\.algorithm), ["direct+pool", "im2col-fp16", "maxpool+epilogue", "im2col-fp16", "gemm1x1-fp16"])
+        XCTAssertEqual(im2col.inference.steps.map(\.algorithm), ["direct+pool-fp16", "im2col-fp16", "maxpool+epilogue", "im2col-fp16", "gemm1x1-fp16"])
         let small = try model(try fp16(ModelOptions(convolution: .winograd2)))
-        XCTAssertEqual(small.inference.steps.map(\.algorithm), ["direct+pool", "winograd2-fp16+pool", "winograd2-fp16", "gemm1x1-fp16"])
+        XCTAssertEqual(small.inference.steps.map(\.algorithm), ["direct+pool-fp16", "winograd2-fp16+pool", "winograd2-fp16", "gemm1x1-fp16"])
         // Heads near FP32's (11-bit significands), not equal; also with OpenBLAS for the FP32 GEMMs.
         var fp32Options = ModelOptions()
         fp32Options.kernelLevel = try fp16().kernelLevel
@@ -87,8 +88,11 @@ final class FP16PlanTests: XCTestCase {
             XCTAssertLessThan(worst, 0.005 * range, "FP16 heads within 0.5% of the FP32 heads' range: \(m.inference.steps.map(\.algorithm))")
         }
         // An override may name an FP16 algorithm only with precision fp16.
-        let forced = try model(try fp16(ModelOptions(algorithms: [2: .im2colFP16, 4: .winograd2])))
+        let forced = try model(try fp16(ModelOptions(algorithms: [0: .directPool, 2: .im2colFP16, 4: .winograd2])))
         XCTAssertEqual(forced.inference.steps.map(\.algorithm), ["direct+pool", "im2col-fp16", "maxpool+epilogue", "winograd2", "gemm1x1-fp16"])
+        XCTAssertThrowsError(try model(ModelOptions(algorithms: [0: .directPoolFP16]))) {
+            XCTAssertTrue("\($0)".contains("direct+pool-fp16 cannot compute layer 0"), "\($0)")
+        }
         XCTAssertThrowsError(try model(ModelOptions(algorithms: [2: .winograd2FP16]))) {
             XCTAssertTrue("\($0)".contains("winograd2-fp16 cannot compute layer 2"), "\($0)")
         }

@@ -47,6 +47,10 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// F(4x4) on FP16-stored transformed weights, FP32 arithmetic: only where the FP16 GEMM is the
     /// weights-only one (`BF16Kernels.weightsOnly`).
     case winograd4FP16 = "winograd4-fp16"
+    /// The direct 3x3 convolution + pool in FP16 arithmetic (DirectConvHalf.swift): where the
+    /// FP16 GEMM is FP16 arithmetic (`BF16Kernels.direct`), with precision .fp16 and, in an INT8
+    /// model, for a layer left out of INT8 (yolov3-tiny's first).
+    case directPoolFP16 = "direct+pool-fp16"
 
     public var description: String { rawValue }
 
@@ -55,7 +59,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         switch self {
         case .int8, .winograd4Int8, .winograd2Int8: return .int8
         case .im2colBF16, .gemm1x1BF16, .winograd2BF16: return .bf16
-        case .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16: return .fp16
+        case .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16, .directPoolFP16: return .fp16
         default: return .fp32
         }
     }
@@ -67,12 +71,18 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .gemm1x1BF16, .gemm1x1FP16: return .gemm1x1
         case .winograd2BF16, .winograd2FP16: return .winograd2
         case .winograd4FP16: return .winograd4
+        case .directPoolFP16: return .directPool
         default: return self
         }
     }
 
-    /// Whether it computes as an FP32 algorithm with a 16-bit GEMM (BF16 or FP16).
+    /// Whether it computes as an FP32 algorithm with a 16-bit GEMM (BF16 or FP16), or (the direct
+    /// conv + pool) with the 16-bit kernels' own.
     var isHalfGemm: Bool { precision == .bf16 || precision == .fp16 }
+
+    /// Whether it computes the max pool after the convolution in the same pass (a fused pair's
+    /// step covers both layers).
+    var fusesPool: Bool { fp32Form == .directPool }
 
     /// The form of an FP32 algorithm in `precision` (.bf16 or .fp16), where it has one.
     func form(in precision: Precision) -> ConvAlgorithm? {
@@ -84,7 +94,8 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// it), with `kernels` our kernel set (nil: GEMMs in OpenBLAS, no direct kernel).
     func applies(to conv: ConvolutionalLayer, pooledBy next: MaxPoolLayer?, ourKernels: Bool) -> Bool {
         switch self {
-        case .im2colBF16, .gemm1x1BF16, .winograd2BF16, .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16:
+        case .im2colBF16, .gemm1x1BF16, .winograd2BF16, .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16,
+             .directPoolFP16:
             return fp32Form.applies(to: conv, pooledBy: next, ourKernels: ourKernels)
         case .im2col: return !conv.isPointwise
         case .gemm1x1: return conv.isPointwise
@@ -132,7 +143,8 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     ///   0.77, 512 at 13x13 (F(2x2) FP32) 5.0 / 3.4, but 384 at 26x26 2.64 / 3.13: measuring
     ///   (`yolo tune --precision bf16`) keeps F(4x4) FP32 where it is faster; the same with FP16
     ///   candidates (precision .fp16) and their FP16 forms, F(4x4) in FP16 where it is a candidate
-    ///   (FP16-stored weights, FP32 arithmetic).
+    ///   (FP16-stored weights, FP32 arithmetic), the direct conv + pool in FP16 where the CPU
+    ///   computes in FP16 (also an INT8 model's uncalibrated first layer).
     static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm]) -> ConvAlgorithm {
         // (F(2x2) INT8 without INT8 im2col beside it: a 10-bit input, which only it takes.)
         if candidates.contains(.winograd2Int8) && !candidates.contains(.int8) { return .winograd2Int8 }
@@ -175,7 +187,10 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .gemm1x1, .gemm1x1BF16, .gemm1x1FP16: return PointwiseGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case .winograd2, .winograd4, .winograd2BF16, .winograd2FP16, .winograd4FP16:
             return WinogradConv(conv, algorithm: self, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: pool)
-        case .directPool: return DirectConvPool(conv, weights: weights, kernelSet: kernelSet)
+        case .directPool: return DirectConvPool(conv, algorithm: self, weights: weights, direct: kernelSet.direct)
+        case .directPoolFP16:
+            guard let direct = half?.direct else { fatalError("\(self) for layer \(conv.index) without FP16 direct kernels") }
+            return DirectConvPool(conv, algorithm: self, weights: weights, direct: direct)
         }
     }
 
@@ -193,7 +208,8 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .winograd2: return 2 * 4 * weights / 9 * 16
         case .winograd4: return 2 * 4 * weights / 9 * 36
         // Packed in 16 bits from the FP32 form's buffers: at most what that form needs.
-        case .im2colBF16, .gemm1x1BF16, .winograd2BF16, .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16:
+        case .im2colBF16, .gemm1x1BF16, .winograd2BF16, .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16,
+             .directPoolFP16:
             return fp32Form.loadBytes(conv)
         }
     }

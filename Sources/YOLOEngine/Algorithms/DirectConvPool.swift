@@ -7,16 +7,19 @@ import YOLOCore
 import YOLOKernels
 
 final class DirectConvPool: ConvKernel {
-    let algorithm = ConvAlgorithm.directPool
+    let algorithm: ConvAlgorithm
     let conv: ConvolutionalLayer
     let direct: DirectConvFunctions
     let packed: ParameterPointer
     let storage: ModelStorage
 
-    init(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, kernelSet: KernelSet) {
+    /// `direct`: the kernel set's (FP32, `.directPool`) or the FP16 kernels' (`.directPoolFP16`).
+    init(_ conv: ConvolutionalLayer, algorithm: ConvAlgorithm, weights: UnsafePointer<Float>, direct: DirectConvFunctions) {
         precondition(conv.is3x3Same, "DirectConvPool: layer \(conv.index) is not 3x3 stride 1 pad 1")
+        precondition(algorithm.fusesPool, "DirectConvPool: \(algorithm)")
         self.conv = conv
-        direct = kernelSet.direct
+        self.algorithm = algorithm
+        self.direct = direct
         let storage = ModelStorage()
         self.storage = storage
         let p = storage.allocate(direct.packedSize(filters: conv.filters, channels: conv.inputShape.c))

@@ -167,7 +167,7 @@ struct PlanBuilder {
                 steps.append(PoolEpilogueStep(p, epilogue: epilogues[c.index]!))
             case .convPool(let c, let p, _):
                 let kernel = kernels[c.index]![chosen[c.index]!.0]!
-                if kernel.algorithm == .directPool {
+                if kernel.algorithm.fusesPool {
                     steps.append(ConvStep(c, kernel: kernel, epilogue: epilogues[c.index]))
                 } else if let fused = poolFused(c, p, kernel) {
                     steps.append(fused)

@@ -30,7 +30,8 @@ public enum PlanCache {
     /// 3: F(2x2)'s fused INT8 input pass and its output transform fused with the pool; the direct
     /// conv's vectorized row split.
     /// 4: two-vector tails of the INT8 and FP16 GEMMs' last, partial panel.
-    static let kernelRevision = 4
+    /// 5: the direct conv + pool in FP16 (`direct+pool-fp16`), a new candidate; the spin budget in time.
+    static let kernelRevision = 5
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
     /// variable is set).

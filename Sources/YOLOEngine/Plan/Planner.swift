@@ -16,8 +16,8 @@ enum PlanNode {
     /// A max pool that applies the bias + activation of the convolution before it.
     case poolEpilogue(MaxPoolLayer, conv: ConvolutionalLayer)
     /// A convolution and the 2x2 stride-2 max pool after it (which applies the conv's epilogue):
-    /// computed by `.directPool` in one pass, or by one of the conv's `candidates` followed by the
-    /// pool.
+    /// computed by `.directPool` (or its FP16 form) in one pass, or by one of the conv's other
+    /// `candidates` followed by the pool.
     case convPool(ConvolutionalLayer, MaxPoolLayer, candidates: [ConvAlgorithm])
 
     /// The convolution whose algorithm this node needs decided, if any.
@@ -28,11 +28,11 @@ enum PlanNode {
         }
     }
 
-    /// The algorithms among which one is chosen (`.directPool` included for a fused pair).
+    /// The algorithms among which one is chosen (for a fused pair, the direct conv + pool forms
+    /// are among its candidates).
     var choices: [ConvAlgorithm] {
         switch self {
-        case .conv(_, _, let candidates): return candidates
-        case .convPool(_, _, let candidates): return [.directPool] + candidates
+        case .conv(_, _, let candidates), .convPool(_, _, let candidates): return candidates
         default: return []
         }
     }
@@ -75,7 +75,7 @@ struct Planner {
     /// The algorithms that can compute `conv` on its own under the model's options.
     func standaloneCandidates(_ conv: ConvolutionalLayer) -> [ConvAlgorithm] {
         let all = ConvAlgorithm.allCases.filter {
-            $0 != .directPool && (($0 != .winograd4Int8 && $0 != .winograd2Int8) || winogradInt8) && ($0 != .winograd4FP16 || half?.weightsOnly == true)
+            !$0.fusesPool && (($0 != .winograd4Int8 && $0 != .winograd2Int8) || winogradInt8) && ($0 != .winograd4FP16 || half?.weightsOnly == true)
                 && $0.applies(to: conv, pooledBy: nil, ourKernels: ourKernels)
                 && $0.allowed(by: options.convolution) && offers($0.precision, for: conv)
         }
@@ -148,7 +148,9 @@ struct Planner {
             if case .conv(let conv, false, let candidates) = nodes[i], i + 1 < nodes.count,
                case .poolEpilogue(let pool, _) = nodes[i + 1],
                ConvAlgorithm.directPool.applies(to: conv, pooledBy: pool, ourKernels: ourKernels) {
-                out.append(.convPool(conv, pool, candidates: candidates))
+                // (FP16 where the FP16 kernels have a direct form: FP16 arithmetic.)
+                let fp16 = half?.direct != nil && offers(.fp16, for: conv) && ConvAlgorithm.directPoolFP16.allowed(by: options.convolution)
+                out.append(.convPool(conv, pool, candidates: [.directPool] + (fp16 ? [.directPoolFP16] : []) + candidates))
                 i += 2
                 continue
             }

@@ -16,7 +16,7 @@ final class LayerStep: Step {
 }
 
 /// A convolution by a prepared algorithm. `epilogue` nil: the planner moved the bias +
-/// activation to the max pool after it. For `.directPool` the step covers the pool too and
+/// activation to the max pool after it. For `.directPool` (and its FP16 form) the step covers the pool too and
 /// writes its output.
 final class ConvStep: Step {
     let conv: ConvolutionalLayer
@@ -28,7 +28,7 @@ final class ConvStep: Step {
         self.conv = conv
         self.kernel = kernel
         self.epilogue = epilogue
-        layers = conv.index...(kernel.algorithm == .directPool ? conv.index + 1 : conv.index)
+        layers = conv.index...(kernel.algorithm.fusesPool ? conv.index + 1 : conv.index)
     }
 
     var inputs: [Int] { conv.sources }

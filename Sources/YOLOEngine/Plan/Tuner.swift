@@ -58,7 +58,7 @@ struct Tuner {
         let run = { (kernel: any ConvKernel, fused: (any PoolFusingConvKernel)?) in
             if let pooled, let fused {
                 _ = fused.run(src, pooledInto: context.buffer(pooled.index), epilogue: epilogue, context: context)
-            } else if let pooled, kernel.algorithm == .directPool {
+            } else if let pooled, kernel.algorithm.fusesPool {
                 _ = kernel.run(src, into: context.buffer(pooled.index), epilogue: epilogue, context: context)
             } else if let pooled {
                 _ = kernel.run(src, into: context.buffer(conv.index), epilogue: nil, context: context)
