@@ -347,8 +347,9 @@ func main(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar
     checkDirectConv()
     checkInt8Gemms()
     checkFP16Gemm()
+    checkFP16Direct()
     checkFP16WeightsGemms()
     if verbose { for l in lines { print(l) } }
-    print("kernels: \(checks) checks (activate, biasActivate x \(Activation.allCases.count) activations; im2col; maxPool, maxPool2x2, maxPool2x2Stride1; upsampleNearest; add; Winograd F(2x2,3x3) and F(4x4,3x3) kernel, input, output transforms and end to end, scalar and the baseline kernel set's SIMD ones; packed GEMM: 4 generic micro-kernel instantiations and the baseline kernel set's; direct 3x3 convolution + 2x2 max pool; INT8 GEMM of the baseline kernel set, and of the dotprod one where the CPU has sdot; FP16 GEMM of the dotprod set where the CPU has asimdhp; FP32 GEMM on FP16 weights of the baseline set, and of the dotprod one where the CPU has asimddp), \(failures) mismatches")
+    print("kernels: \(checks) checks (activate, biasActivate x \(Activation.allCases.count) activations; im2col; maxPool, maxPool2x2, maxPool2x2Stride1; upsampleNearest; add; Winograd F(2x2,3x3) and F(4x4,3x3) kernel, input, output transforms and end to end, scalar and the baseline kernel set's SIMD ones; packed GEMM: 4 generic micro-kernel instantiations and the baseline kernel set's; direct 3x3 convolution + 2x2 max pool; INT8 GEMM of the baseline kernel set, and of the dotprod one where the CPU has sdot; FP16 GEMM and direct conv + pool of the dotprod set where the CPU has asimdhp; FP32 GEMM on FP16 weights of the baseline set, and of the dotprod one where the CPU has asimddp), \(failures) mismatches")
     return failures == 0 ? 0 : 1
 }

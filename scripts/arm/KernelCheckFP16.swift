@@ -3,6 +3,7 @@
 // naive product of the inputs rounded to FP16 (sums in double), within the bound of FP16 sums over
 // blocks of at most kc steps (each step rounds once: 2^-11 of the block's magnitude), and the
 // blocks' arithmetic exactly (FP16 within a block, FP32 across). Nothing on other CPUs.
+// The FP16 direct conv + pool of the same set, bit for bit against the naive FP16 one.
 // And every level's FP32 GEMM on FP16-stored weights (FP16Weights.swift: the Cortex-A72's
 // `precision fp16`), bit for bit the level's FP32 GEMM on the weights rounded to FP16.
 import Glibc
@@ -97,6 +98,60 @@ func checkFP16Gemm() {
     } } } }
     expect("fp16 gemm blocks of \(kern.kc): FP16 within, FP32 across", c, [Float](repeating: 1024.75, count: n), crossArch: false)
 }
+
+/// The direct 3x3 conv + pool in FP16 arithmetic (DirectConvHalf.swift, fmla .8h by element) against
+/// the naive FP16 one: inputs and weights rounded to FP16, each multiply-add rounded once to FP16
+/// in the kernel's order (channel, ky, kx, the padded taps included), the pool in FP32: bit for bit.
+func checkFP16Direct() {
+    guard getauxval(16) & (1 << 10) != 0 else {
+        print("fp16 direct conv + pool: skipped: this CPU has no asimdhp")
+        return
+    }
+    guard let direct = KernelsDotProd.kernelSet.fp16?.direct else {
+        checks += 1; failures += 1
+        print("MISMATCH fp16 direct: the dotprod kernel set has no FP16 direct conv + pool")
+        return
+    }
+    for (c, h, w, f) in [(3, 6, 66, 16), (1, 2, 2, 5), (4, 4, 130, 9), (16, 4, 18, 8), (2, 8, 20, 17)] {
+        let x = rng.floats(c * h * w), weights = rng.floats(f * c * 9)
+        let (ph, pw) = (h / 2, w / 2)
+        func conv(_ filter: Int, _ y: Int, _ xx: Int) -> Float {
+            var acc = Float16(0)
+            for ch in 0..<c {
+                for ky in 0..<3 {
+                    for kx in 0..<3 {
+                        let (iy, ix) = (y + ky - 1, xx + kx - 1)
+                        let v: Float = iy >= 0 && iy < h && ix >= 0 && ix < w ? Float(Float16(x[(ch * h + iy) * w + ix])) : 0
+                        let wt = Float(Float16(weights[(filter * c + ch) * 9 + ky * 3 + kx]))
+                        acc = Float16(Double(acc) + Double(wt) * Double(v))
+                    }
+                }
+            }
+            return Float(acc)
+        }
+        var want = [Float](repeating: 0, count: f * ph * pw)
+        for filter in 0..<f {
+            for py in 0..<ph {
+                for px in 0..<pw {
+                    want[(filter * ph + py) * pw + px] = max(max(conv(filter, 2 * py, 2 * px), conv(filter, 2 * py, 2 * px + 1)),
+                                                             max(conv(filter, 2 * py + 1, 2 * px), conv(filter, 2 * py + 1, 2 * px + 1)))
+                }
+            }
+        }
+        var packed = [Float](repeating: .nan, count: direct.packedSize(filters: f, channels: c))
+        var scratch = [Float](repeating: .nan, count: direct.scratchSize(channels: c, width: w))
+        var out = [Float](repeating: .nan, count: want.count)
+        weights.withUnsafeBufferPointer { pws in ptr(&packed) { direct.pack(pws.baseAddress!, filters: f, channels: c, into: $0) } }
+        for rows in [0..<1, 1..<ph] where !rows.isEmpty {
+            x.withUnsafeBufferPointer { px in packed.withUnsafeBufferPointer { pp in ptr(&scratch) { ps in ptr(&out) {
+                direct.pooledRows(px.baseAddress!, height: h, width: w, channels: c, packed: pp.baseAddress!, filters: f,
+                                  rows: rows, into: $0, scratch: ps)
+            } } } }
+        }
+        expect("fp16 direct conv + pool c=\(c) \(h)x\(w) filters \(f)", out, want, crossArch: false)
+    }
+}
 #else
 func checkFP16Gemm() {}
+func checkFP16Direct() {}
 #endif
