@@ -65,10 +65,11 @@ public struct ModelOptions: Sendable, Equatable {
     /// next to the weights file (`Int8Calibration.defaultPath(weights:)`) when loading from files.
     public var calibration: Int8Calibration?
     /// With `.int8`, where the CPU computes in FP16 (AVX-512 FP16, 64-bit ARM with FP16
-    /// arithmetic): the FP16 forms are candidates too, on every convolution, so that the layers
-    /// left out of INT8 (not calibrated, marked `fp32` by the table) take FP16 where `.fp16`
-    /// would (the table's choice), and a measured plan takes whichever of FP32, FP16 and INT8
-    /// (where calibrated) is fastest. false: FP32 and INT8 only. No effect elsewhere.
+    /// arithmetic): the FP16 forms are candidates too, on every convolution but those the table
+    /// gives 10-bit inputs (`a10`), so that the layers left out of INT8 (not calibrated, marked
+    /// `fp32` by the table) take FP16 where `.fp16` would (the table's choice), and a measured
+    /// plan takes whichever of FP32, FP16 and INT8 (where calibrated) is fastest. false: FP32 and
+    /// INT8 only. No effect elsewhere.
     public var int8AllowsFP16 = true
     /// Tests only: the CPU counts as having FP16 arithmetic, so that on x86 `precision .fp16`
     /// plans and runs with the software model of the FP16 GEMM (the avx2 level's).

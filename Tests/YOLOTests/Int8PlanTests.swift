@@ -120,6 +120,36 @@ final class Int8PlanTests: XCTestCase {
         XCTAssertTrue(key(strict).contains("; precision int8 without fp16"), key(strict))
     }
 
+    /// A layer the table gives 10-bit inputs (`a10`) gets no FP16 form in an INT8 model, where the
+    /// CPU computes in FP16: not in the table's choice, not among the candidates a measured plan
+    /// times (its FP16 sums lost detections that its 8-bit inputs lose too). The other layers keep
+    /// theirs (layer 0 of yolov3-tiny: the FP16 direct conv + pool). Failed before: layer 2 of
+    /// yolov3-tiny took the FP16 direct conv + pool when measured.
+    func testTenBitLayersGetNoFP16Forms() throws {
+        let calibration = Int8Calibration(ranges: [2: -0.5...4, 5: -0.5...4], method: "test", imageCount: 1,
+                                          cfgFingerprint: Int8PlanTests.fingerprint, tenBitLayers: [2])
+        var options = ModelOptions(planning: .measure(cacheDirectory: directory), tuningThreads: 1, precision: .int8,
+                                   calibration: calibration)
+        #if arch(x86_64)
+        guard KernelLevel.supported.contains(.avx2) else { throw XCTSkip("no AVX2 on this CPU: no FP16 model") }
+        options.kernelLevel = .avx2
+        options.assumesFP16Arithmetic = true
+        #else
+        guard KernelLevel.selected.fp16Kernels != nil else { throw XCTSkip("this CPU has no FP16 arithmetic GEMM") }
+        #endif
+        let measured = try model(options)
+        let timed = Dictionary(uniqueKeysWithValues: measured.plan.entries.filter { $0.source == .measured }
+            .map { ($0.layers.lowerBound, $0.timings.map(\.algorithm)) })
+        XCTAssertEqual(timed[0]?.contains("direct+pool-fp16"), true, "\(timed)")
+        XCTAssertEqual(timed[2]?.contains("winograd2-int8"), true, "\(timed)")
+        XCTAssertEqual(timed[2]?.contains { $0.hasSuffix("-fp16") }, false, "no FP16 form for the a10 layer: \(timed)")
+        XCTAssertEqual(timed[4]?.contains { $0.hasSuffix("-fp16") }, true, "\(timed)")
+        options.planning = .table
+        let table = try model(options)
+        XCTAssertEqual(table.inference.steps.first?.algorithm, "direct+pool-fp16")
+        XCTAssertEqual(table.plan.entries.map(\.precision), [.fp16, .int8, .fp16, .int8])
+    }
+
     func testMeasuredPlansTimeInt8CandidatesAndKeepThemApart() throws {
         let measured = try model(ModelOptions(planning: .measure(cacheDirectory: directory), tuningThreads: 1, precision: .int8,
                                               calibration: table([0, 2, 4, 5])))

@@ -87,13 +87,19 @@ struct Planner {
 
     /// Whether `conv` may compute in `precision`: FP32 always, INT8 where calibrated, BF16 or FP16
     /// (the model's precision) with its GEMM; FP16 in an INT8 model too, where `half` is the FP16
-    /// arithmetic GEMM (`ModelOptions.int8AllowsFP16`: Model passes no other).
+    /// arithmetic GEMM (`ModelOptions.int8AllowsFP16`: Model passes no other), but not on a layer
+    /// the calibration table gives 10-bit inputs (`a10`): it was marked because 8-bit inputs cost
+    /// detections, and FP16 sums cost them too. Measured (Emerald Rapids, `yolo tune --precision
+    /// int8`): yolov3-tiny's layer 2 by the FP16 direct conv + pool took 1.53 ms against 2.03 for
+    /// its 10-bit INT8 F(2x2), and the tuned plan lost 2 of camera.png's 5 detections at threshold
+    /// 0.1 (the 16 photos: recall 0.929, against 1.000).
     func offers(_ precision: Precision, for conv: ConvolutionalLayer) -> Bool {
         switch precision {
         case .fp32: return true
         case .int8: return int8Inputs[conv.index] != nil
         case .bf16: return half != nil && options.precision == .bf16
-        case .fp16: return half != nil && (options.precision == .fp16 || options.precision == .int8)
+        case .fp16:
+            return half != nil && (options.precision == .fp16 || (options.precision == .int8 && tenBitInputs[conv.index] == nil))
         }
     }
 
