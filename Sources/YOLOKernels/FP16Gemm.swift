@@ -207,7 +207,18 @@ public enum FP16PackedGemm<D: FP16ISA> {
                 dst += steps * nr
             }
             if rest > 0 {
-                for v in 0..<nr { dst[v] = v < rest ? Float16(src[j + v]) : 0 }
+                // Whole vectors of the partial panel too (a 13x13 map's 169 columns leave 73 past
+                // the first panel of 96; converted one at a time, yolov3-tiny's 1x1 layer 13 took
+                // 0.494-0.514 ms at 1 thread on an Emerald Rapids, 0.460-0.482 so), then one at a
+                // time, then zeros.
+                let w = D.Halves.scalarCount
+                var v = 0
+                while v + w <= rest {
+                    UnsafeMutableRawPointer(dst + v).storeBytes(of: D.halves(src + j + v), as: D.Halves.self)
+                    v += w
+                }
+                while v < rest { dst[v] = Float16(src[j + v]); v += 1 }
+                while v < nr { dst[v] = 0; v += 1 }
             }
         }
     }
