@@ -154,9 +154,9 @@ public enum DirectConv3x3Half<D: FP16ISA> {
                 splitRow(src, height: height, width: width, channels: channels, y: 2 * py + 1, floats: floats, into: r2, half: half)
                 splitRow(src, height: height, width: width, channels: channels, y: 2 * py + 2, floats: floats, into: r3, half: half)
             } else {
-                for (i, r) in [r0, r1, r2, r3].enumerated() {
+                for i in 0..<4 {   // (r0 ... r3 are still halves + i · split here)
                     splitRow(src, height: height, width: width, channels: channels, y: 2 * py - 1 + i, floats: floats,
-                             into: r, half: half)
+                             into: halves + i * split, half: half)
                 }
             }
             for b in 0..<(filters + 7) / 8 {
