@@ -36,15 +36,15 @@ public enum DirectConv3x3Half<D: FP16ISA> {
 
     /// Floats of room for the packed weights (halves, two to a float).
     @inlinable public static func packedSize(filters: Int, channels: Int) -> Int {
-        ((filters + 7) / 8 * 8 * channels * 9 * D.directCopies + 1) / 2
+        ((filters + 7) / 8 * 8 * channels * 9 * D.weightCopies + 1) / 2
     }
 
     /// Packs Darknet-layout weights w[f][c][ky][kx], rounded to FP16, into blocks of 8 filters:
-    /// p[block][c][tap][8][copies] (DirectConv3x3's layout, each weight `D.directCopies` times),
+    /// p[block][c][tap][8][copies] (DirectConv3x3's layout, each weight `D.weightCopies` times),
     /// zero past the last filter.
     @inlinable public static func pack(_ w: UnsafePointer<Float>, filters: Int, channels: Int,
                                        into p: UnsafeMutablePointer<Float16>) {
-        let copies = D.directCopies
+        let copies = D.weightCopies
         for b in 0..<(filters + 7) / 8 {
             for c in 0..<channels {
                 for tap in 0..<9 {
@@ -89,20 +89,20 @@ public enum DirectConv3x3Half<D: FP16ISA> {
     @inlinable @inline(__always)
     static func load(_ p: UnsafePointer<Float16>) -> H { UnsafeRawPointer(p).loadUnaligned(as: H.self) }
 
-    /// One tap kx of the 8 filters (their weights at w, `D.directCopies` each) on the inputs (a: even
+    /// One tap kx of the 8 filters (their weights at w, `D.weightCopies` each) on the inputs (a: even
     /// x, b: odd x).
     @inlinable @inline(__always)
     static func tap(_ e: inout (H, H, H, H, H, H, H, H), _ o: inout (H, H, H, H, H, H, H, H),
                     _ w: UnsafePointer<Float16>, _ a: H, _ b: H) {
         let x = D.rows(w)
-        e.0 = D.directFMA(e.0, a, x, 0); o.0 = D.directFMA(o.0, b, x, 0)
-        e.1 = D.directFMA(e.1, a, x, 1); o.1 = D.directFMA(o.1, b, x, 1)
-        e.2 = D.directFMA(e.2, a, x, 2); o.2 = D.directFMA(o.2, b, x, 2)
-        e.3 = D.directFMA(e.3, a, x, 3); o.3 = D.directFMA(o.3, b, x, 3)
-        e.4 = D.directFMA(e.4, a, x, 4); o.4 = D.directFMA(o.4, b, x, 4)
-        e.5 = D.directFMA(e.5, a, x, 5); o.5 = D.directFMA(o.5, b, x, 5)
-        e.6 = D.directFMA(e.6, a, x, 6); o.6 = D.directFMA(o.6, b, x, 6)
-        e.7 = D.directFMA(e.7, a, x, 7); o.7 = D.directFMA(o.7, b, x, 7)
+        e.0 = D.weightFMA(e.0, a, x, 0); o.0 = D.weightFMA(o.0, b, x, 0)
+        e.1 = D.weightFMA(e.1, a, x, 1); o.1 = D.weightFMA(o.1, b, x, 1)
+        e.2 = D.weightFMA(e.2, a, x, 2); o.2 = D.weightFMA(o.2, b, x, 2)
+        e.3 = D.weightFMA(e.3, a, x, 3); o.3 = D.weightFMA(o.3, b, x, 3)
+        e.4 = D.weightFMA(e.4, a, x, 4); o.4 = D.weightFMA(o.4, b, x, 4)
+        e.5 = D.weightFMA(e.5, a, x, 5); o.5 = D.weightFMA(o.5, b, x, 5)
+        e.6 = D.weightFMA(e.6, a, x, 6); o.6 = D.weightFMA(o.6, b, x, 6)
+        e.7 = D.weightFMA(e.7, a, x, 7); o.7 = D.weightFMA(o.7, b, x, 7)
     }
 
     /// Sums of one output row for the block's 8 filters and column pairs j0 ..< j0 + W (the split
@@ -112,7 +112,7 @@ public enum DirectConv3x3Half<D: FP16ISA> {
                     channels: Int, half: Int, j0: Int, weights: UnsafePointer<Float16>, tile: UnsafeMutablePointer<Float>) {
         var e = (H(), H(), H(), H(), H(), H(), H(), H()), o = e
         var pw = weights
-        let tap8 = 8 * D.directCopies
+        let tap8 = 8 * D.weightCopies
         for c in 0..<channels {
             let off = c * 2 * half + j0
             for ky in 0..<3 {
@@ -160,7 +160,7 @@ public enum DirectConv3x3Half<D: FP16ISA> {
                 }
             }
             for b in 0..<(filters + 7) / 8 {
-                let weights = packed + b * channels * 72 * D.directCopies
+                let weights = packed + b * channels * 72 * D.weightCopies
                 var j0 = 0
                 while j0 < pw {
                     row(r0, r1, r2, channels: channels, half: half, j0: j0, weights: weights, tile: top)

@@ -39,19 +39,19 @@ public protocol FP16ISA: KernelMetatype {
     static func halves(_ p: UnsafePointer<Float>) -> Halves
     /// The halves h as FP32 at p (added to what is there when `accumulate`).
     static func store(_ h: Halves, _ p: UnsafeMutablePointer<Float>, accumulate: Bool)
-    /// Copies of each weight side by side in the direct convolution's packing (DirectConvHalf.swift):
-    /// 1, or 2 where `directFMA` broadcasts them as one 32-bit word.
-    static var directCopies: Int { get }
-    /// c + b · (weight r of `rows`, packed `directCopies` times) per lane, one rounding.
-    static func directFMA(_ c: Halves, _ b: Halves, _ rows: Rows, _ r: Int) -> Halves
+    /// Copies of each weight side by side in packed A and in the direct convolution's packing
+    /// (DirectConvHalf.swift): 1, or 2 where `weightFMA` broadcasts them as one 32-bit word.
+    static var weightCopies: Int { get }
+    /// c + b · (weight r of `rows`, packed `weightCopies` times) per lane, one rounding.
+    static func weightFMA(_ c: Halves, _ b: Halves, _ rows: Rows, _ r: Int) -> Halves
 }
 
 extension FP16ISA {
     @inlinable @inline(__always)
     public static func prefetch(_ p: UnsafeRawPointer) {}
-    @inlinable public static var directCopies: Int { 1 }
+    @inlinable public static var weightCopies: Int { 1 }
     @inlinable @inline(__always)
-    public static func directFMA(_ c: Halves, _ b: Halves, _ rows: Rows, _ r: Int) -> Halves { fma(c, b, rows, r) }
+    public static func weightFMA(_ c: Halves, _ b: Halves, _ rows: Rows, _ r: Int) -> Halves { fma(c, b, rows, r) }
 }
 
 extension FP16ISA where Halves == SIMD8<Float16>, Rows == SIMD8<Float16> {
@@ -88,19 +88,19 @@ public enum FP16Kernel8x3<D: FP16ISA> {
         var c40 = H(), c41 = H(), c42 = H(), c50 = H(), c51 = H(), c52 = H()
         var c60 = H(), c61 = H(), c62 = H(), c70 = H(), c71 = H(), c72 = H()
         var pa = a, pb = b
-        let ahead = gemmPrefetchSteps * 8, w = H.scalarCount
+        let copies = D.weightCopies, ahead = gemmPrefetchSteps * 8 * copies, w = H.scalarCount
         for _ in 0..<steps {
             D.prefetch(pa + ahead)
             let b0 = load(pb), b1 = load(pb + w), b2 = load(pb + 2 * w), x = D.rows(pa)
-            c00 = D.fma(c00, b0, x, 0); c01 = D.fma(c01, b1, x, 0); c02 = D.fma(c02, b2, x, 0)
-            c10 = D.fma(c10, b0, x, 1); c11 = D.fma(c11, b1, x, 1); c12 = D.fma(c12, b2, x, 1)
-            c20 = D.fma(c20, b0, x, 2); c21 = D.fma(c21, b1, x, 2); c22 = D.fma(c22, b2, x, 2)
-            c30 = D.fma(c30, b0, x, 3); c31 = D.fma(c31, b1, x, 3); c32 = D.fma(c32, b2, x, 3)
-            c40 = D.fma(c40, b0, x, 4); c41 = D.fma(c41, b1, x, 4); c42 = D.fma(c42, b2, x, 4)
-            c50 = D.fma(c50, b0, x, 5); c51 = D.fma(c51, b1, x, 5); c52 = D.fma(c52, b2, x, 5)
-            c60 = D.fma(c60, b0, x, 6); c61 = D.fma(c61, b1, x, 6); c62 = D.fma(c62, b2, x, 6)
-            c70 = D.fma(c70, b0, x, 7); c71 = D.fma(c71, b1, x, 7); c72 = D.fma(c72, b2, x, 7)
-            pa += 8
+            c00 = D.weightFMA(c00, b0, x, 0); c01 = D.weightFMA(c01, b1, x, 0); c02 = D.weightFMA(c02, b2, x, 0)
+            c10 = D.weightFMA(c10, b0, x, 1); c11 = D.weightFMA(c11, b1, x, 1); c12 = D.weightFMA(c12, b2, x, 1)
+            c20 = D.weightFMA(c20, b0, x, 2); c21 = D.weightFMA(c21, b1, x, 2); c22 = D.weightFMA(c22, b2, x, 2)
+            c30 = D.weightFMA(c30, b0, x, 3); c31 = D.weightFMA(c31, b1, x, 3); c32 = D.weightFMA(c32, b2, x, 3)
+            c40 = D.weightFMA(c40, b0, x, 4); c41 = D.weightFMA(c41, b1, x, 4); c42 = D.weightFMA(c42, b2, x, 4)
+            c50 = D.weightFMA(c50, b0, x, 5); c51 = D.weightFMA(c51, b1, x, 5); c52 = D.weightFMA(c52, b2, x, 5)
+            c60 = D.weightFMA(c60, b0, x, 6); c61 = D.weightFMA(c61, b1, x, 6); c62 = D.weightFMA(c62, b2, x, 6)
+            c70 = D.weightFMA(c70, b0, x, 7); c71 = D.weightFMA(c71, b1, x, 7); c72 = D.weightFMA(c72, b2, x, 7)
+            pa += 8 * copies
             pb += 3 * w
         }
         @inline(__always) func row(_ r: Int, _ x0: H, _ x1: H, _ x2: H) {
@@ -119,11 +119,12 @@ public enum FP16Kernel8x3<D: FP16ISA> {
                           _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool) {
         var c0 = H(), c1 = H(), c2 = H(), c3 = H(), c4 = H(), c5 = H(), c6 = H(), c7 = H()
         var pa = a, pb = b
+        let copies = D.weightCopies
         for _ in 0..<steps {
             let v = load(pb), x = D.rows(pa)
-            c0 = D.fma(c0, v, x, 0); c1 = D.fma(c1, v, x, 1); c2 = D.fma(c2, v, x, 2); c3 = D.fma(c3, v, x, 3)
-            c4 = D.fma(c4, v, x, 4); c5 = D.fma(c5, v, x, 5); c6 = D.fma(c6, v, x, 6); c7 = D.fma(c7, v, x, 7)
-            pa += 8
+            c0 = D.weightFMA(c0, v, x, 0); c1 = D.weightFMA(c1, v, x, 1); c2 = D.weightFMA(c2, v, x, 2); c3 = D.weightFMA(c3, v, x, 3)
+            c4 = D.weightFMA(c4, v, x, 4); c5 = D.weightFMA(c5, v, x, 5); c6 = D.weightFMA(c6, v, x, 6); c7 = D.weightFMA(c7, v, x, 7)
+            pa += 8 * copies
             pb += bStride
         }
         D.store(c0, c, accumulate: accumulate); D.store(c1, c + ldc, accumulate: accumulate)
@@ -140,14 +141,14 @@ public enum FP16Kernel8x3<D: FP16ISA> {
         var c0 = H(), c1 = H(), c2 = H(), c3 = H(), c4 = H(), c5 = H(), c6 = H(), c7 = H()
         var d0 = H(), d1 = H(), d2 = H(), d3 = H(), d4 = H(), d5 = H(), d6 = H(), d7 = H()
         var pa = a, pb = b
-        let w = H.scalarCount
+        let w = H.scalarCount, copies = D.weightCopies
         for _ in 0..<steps {
             let u = load(pb), v = load(pb + w), x = D.rows(pa)
-            c0 = D.fma(c0, u, x, 0); d0 = D.fma(d0, v, x, 0); c1 = D.fma(c1, u, x, 1); d1 = D.fma(d1, v, x, 1)
-            c2 = D.fma(c2, u, x, 2); d2 = D.fma(d2, v, x, 2); c3 = D.fma(c3, u, x, 3); d3 = D.fma(d3, v, x, 3)
-            c4 = D.fma(c4, u, x, 4); d4 = D.fma(d4, v, x, 4); c5 = D.fma(c5, u, x, 5); d5 = D.fma(d5, v, x, 5)
-            c6 = D.fma(c6, u, x, 6); d6 = D.fma(d6, v, x, 6); c7 = D.fma(c7, u, x, 7); d7 = D.fma(d7, v, x, 7)
-            pa += 8
+            c0 = D.weightFMA(c0, u, x, 0); d0 = D.weightFMA(d0, v, x, 0); c1 = D.weightFMA(c1, u, x, 1); d1 = D.weightFMA(d1, v, x, 1)
+            c2 = D.weightFMA(c2, u, x, 2); d2 = D.weightFMA(d2, v, x, 2); c3 = D.weightFMA(c3, u, x, 3); d3 = D.weightFMA(d3, v, x, 3)
+            c4 = D.weightFMA(c4, u, x, 4); d4 = D.weightFMA(d4, v, x, 4); c5 = D.weightFMA(c5, u, x, 5); d5 = D.weightFMA(d5, v, x, 5)
+            c6 = D.weightFMA(c6, u, x, 6); d6 = D.weightFMA(d6, v, x, 6); c7 = D.weightFMA(c7, u, x, 7); d7 = D.weightFMA(d7, v, x, 7)
+            pa += 8 * copies
             pb += bStride
         }
         @inline(__always) func row(_ r: Int, _ x: H, _ y: H) {
@@ -172,14 +173,20 @@ public enum FP16PackedGemm<D: FP16ISA> {
 
     /// Words (float-sized: two halves each) of packed A for m rows of depth k.
     @inlinable @inline(__always)
-    public static func packedASize(m: Int, k: Int) -> Int { (roundUp(m, K.mr) * k + 1) / 2 }
+    public static func packedASize(m: Int, k: Int) -> Int { (roundUp(m, K.mr) * k * D.weightCopies + 1) / 2 }
 
     /// Rounds and packs A (m x k, row stride lda) into `p`: per block of steps (offset k0, kl
     /// steps) at p + k0 * mPadded, the MR-row panels one after the other, each kl steps of MR rows;
-    /// zero past row m.
+    /// zero past row m. Each half `D.weightCopies` times (every offset that many times larger).
     @inlinable @inline(__always)
     public static func packA(_ a: UnsafePointer<Float>, lda: Int, m: Int, k: Int, kc: Int, into p: UnsafeMutablePointer<Float16>) {
-        gemmPackA(a, lda: lda, m: m, k: k, kc: kc, mr: K.mr, into: p) { Float16($0) }
+        let copies = D.weightCopies
+        guard copies > 1 else { return gemmPackA(a, lda: lda, m: m, k: k, kc: kc, mr: K.mr, into: p) { Float16($0) } }
+        let count = roundUp(m, K.mr) * k
+        let once = UnsafeMutablePointer<Float16>.allocate(capacity: max(1, count))
+        defer { once.deallocate() }
+        gemmPackA(a, lda: lda, m: m, k: k, kc: kc, mr: K.mr, into: once) { Float16($0) }
+        for i in 0..<count { for c in 0..<copies { p[i * copies + c] = once[i] } }
     }
 
     /// Words of scratch `gemm` needs: a packed block of B (halves) and an MR x NR edge tile.
@@ -249,18 +256,18 @@ public enum FP16PackedGemm<D: FP16ISA> {
             while k0 < k {
                 let kl = min(kcs, k - k0)
                 packB(b + k0 * ldb + jc, ldb: ldb, steps: kl, ncl: ncl, into: bp)
-                let aBlock = packedA + k0 * mPadded
+                let aBlock = packedA + D.weightCopies * k0 * mPadded, aStep = D.weightCopies * kl
                 gemmBlockTiles(mr: mr, nr: nr, w: D.Halves.scalarCount, rows: rowStart..<rowEnd, ncl: ncl, c: c + jc, ldc: ldc, tile: tile,
                                accumulate: k0 > 0, columnsBelow: 0,
                                run: { ib, jb, dst, ldd, acc in
-                                   K.run(kl, aBlock + ib * kl, bp + jb * kl, dst, ldd, accumulate: acc)
+                                   K.run(kl, aBlock + ib * aStep, bp + jb * kl, dst, ldd, accumulate: acc)
                                },
                                runVector: { ib, jb, j, dst, ldd, acc in
-                                   K.runVector(kl, aBlock + ib * kl, bp + jb * kl + j, bStride: nr, dst, ldd, accumulate: acc)
+                                   K.runVector(kl, aBlock + ib * aStep, bp + jb * kl + j, bStride: nr, dst, ldd, accumulate: acc)
                                },
                                runColumn: { _, _, _, _, _, _, _ in },
                                runVector2: { ib, jb, j, dst, ldd, acc in
-                                   K.runVector2(kl, aBlock + ib * kl, bp + jb * kl + j, bStride: nr, dst, ldd, accumulate: acc)
+                                   K.runVector2(kl, aBlock + ib * aStep, bp + jb * kl + j, bStride: nr, dst, ldd, accumulate: acc)
                                })
                 k0 += kl
             }

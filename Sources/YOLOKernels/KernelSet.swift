@@ -127,6 +127,8 @@ public struct KernelSet: Sendable {
     public private(set) var int8: Int8Functions?
     /// The 16-bit pair GEMM of INT8 Winograd (Int16Pairs.swift), where the level has one.
     public private(set) var int16Pairs: Int8Functions?
+    /// The direct 3x3 conv + pool on int16 pairs (DirectConvPairs.swift), where the level has it.
+    public private(set) var int16Direct: DirectPairFunctions?
     /// The BF16 GEMM, where the build has one for this level (BF16Gemm.swift); it may need more of
     /// the CPU than the rest of the set (`BF16Kernels.requires`).
     public private(set) var bf16: BF16Kernels?
@@ -153,7 +155,7 @@ public struct KernelSet: Sendable {
         func blocks(_ g: GemmFunctions) -> String { "\(g.mr)x\(g.nr)x\(g.width) kc \(g.kc) nc \(g.nc)" }
         func integers(_ f: Int8Functions?) -> String { f.map { "\($0.dot) \($0.mr)x\($0.nr)x\($0.lanes) kc \($0.kc) nc \($0.nc)" } ?? "none" }
         func half(_ h: BF16Kernels?) -> String { h.map { "\($0.dot) \(blocks($0.gemm))" } ?? "none" }
-        return "\(name): fp32 \(blocks(gemm)), int8 \(integers(int8)), pairs \(integers(int16Pairs)), bf16 \(half(bf16)), "
+        return "\(name): fp32 \(blocks(gemm)), int8 \(integers(int8)), pairs \(integers(int16Pairs)), direct pairs \(int16Direct?.dot ?? "none"), bf16 \(half(bf16)), "
             + "fp16 \(half(fp16)), fp16 weights \(half(fp16Weights))"
     }
 
@@ -170,6 +172,13 @@ public struct KernelSet: Sendable {
         precondition(int16Pairs.kc <= Int16Pairs.maxGroupsPerBlock, "int16 pairs: kc over Int16Pairs.maxGroupsPerBlock")
         var set = self
         set.int16Pairs = int16Pairs
+        return set
+    }
+
+    /// This set with `int16Direct` as its direct conv + pool on int16 pairs.
+    public func adding(int16Direct: DirectPairFunctions) -> KernelSet {
+        var set = self
+        set.int16Direct = int16Direct
         return set
     }
 

@@ -13,9 +13,7 @@ import CDot
 /// Private to this target (distinct specializations, see KernelsAVX512VNNI.swift).
 enum FP16Tag: FP16ISA {
     typealias Halves = SIMD32<Float16>
-    /// A's 8 rows of a step stay in memory: each is broadcast (vpbroadcastw) for the 3 multiply-adds
-    /// of its row. (A copy of each half beside it, for vbroadcastss, measured no faster: 1.72x
-    /// FP32's GFLOP/s against 1.75x, `yolo-bench gemm`, and would double the weights' memory.)
+    /// A's 8 rows of a step stay in memory: each is broadcast for the 3 multiply-adds of its row.
     typealias Rows = UnsafePointer<Float16>
     @inline(__always) static func prefetch(_ p: UnsafeRawPointer) { yolo_prefetch(p) }
     @inline(__always) static func rows(_ p: UnsafePointer<Float16>) -> UnsafePointer<Float16> { p }
@@ -23,11 +21,15 @@ enum FP16Tag: FP16ISA {
         yolo_fmadd_ph_512(c, b, rows + r)
     }
     @inline(__always) static func halves(_ p: UnsafePointer<Float>) -> SIMD32<Float16> { yolo_halves_512(p) }
-    /// The direct convolution's weights in pairs, broadcast by vpbroadcastd (a load) instead of
-    /// vpbroadcastw (a load and a port-5 shuffle, the port of half the multiply-adds): its 2
-    /// multiply-adds per broadcast left the shuffles a third of the port-0/5 work.
-    static var directCopies: Int { 2 }
-    @inline(__always) static func directFMA(_ c: SIMD32<Float16>, _ b: SIMD32<Float16>, _ rows: UnsafePointer<Float16>, _ r: Int) -> SIMD32<Float16> {
+    /// Packed A's and the direct convolution's weights in pairs, broadcast by vpbroadcastd (a load)
+    /// instead of vpbroadcastw (a load and a port-5 shuffle, the port of half the multiply-adds: a
+    /// shuffle per 2 or 3 of them). Measured, Emerald Rapids, 1 thread: the direct conv of layer 0
+    /// 1.18-1.24 -> 0.96-1.00 ms; the GEMM's 1x1 layers 13, 15 and 22 0.487, 0.240, 0.469 -> 0.363,
+    /// 0.185, 0.342 ms (`yolo-bench --precision int8`), at twice the memory of FP16 weights. (The
+    /// GEMM's kernel alone, in C: 1.34 -> 1.88 multiply-adds a cycle. Two stops before, the same
+    /// idea with vbroadcastss measured no faster in `yolo-bench gemm`: not understood.)
+    static var weightCopies: Int { 2 }
+    @inline(__always) static func weightFMA(_ c: SIMD32<Float16>, _ b: SIMD32<Float16>, _ rows: UnsafePointer<Float16>, _ r: Int) -> SIMD32<Float16> {
         yolo_fmadd_ph_512_pair(c, b, rows + 2 * r)
     }
     @inline(__always) static func store(_ h: SIMD32<Float16>, _ p: UnsafeMutablePointer<Float>, accumulate: Bool) {

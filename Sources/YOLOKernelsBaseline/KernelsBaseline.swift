@@ -46,6 +46,7 @@ public enum KernelsBaseline {
               kc: 256, nc: 504, winograd: BaselineTag.self, direct: SIMD4<Float>.self, BaselineTag.self)
             .adding(int8: .make(dot: "smull", kernel: Int8Kernel4x2<Int8WideningDot<BaselineTag>>.self, kc: 256, nc: 512))
             .adding(int16Pairs: .make(dot: "portable", kernel: Int8Kernel4x2<Int16PortablePairDot<BaselineTag>>.self, kc: 64, nc: 512))
+            .adding(int16Direct: .make(Int16PortablePairDot<BaselineTag>.self, filters: 8, dot: "portable", preferred: false))
     }
     #else
     public static var kernelSet: KernelSet {
@@ -53,6 +54,7 @@ public enum KernelsBaseline {
               kc: 256, nc: 504, winograd: BaselineTag.self, direct: SIMD4<Float>.self, BaselineTag.self)
             .adding(int8: .make(dot: "portable", kernel: Int8Kernel4x2<Int8PortableDot<BaselineTag>>.self, kc: 256, nc: 512))
             .adding(int16Pairs: .make(dot: "portable", kernel: Int8Kernel4x2<Int16PortablePairDot<BaselineTag>>.self, kc: 64, nc: 512))
+            .adding(int16Direct: .make(Int16PortablePairDot<BaselineTag>.self, filters: 4, dot: "portable", preferred: false))
     }
     #endif
 }

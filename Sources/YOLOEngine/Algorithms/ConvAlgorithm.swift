@@ -51,13 +51,17 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// FP16 GEMM is FP16 arithmetic (`BF16Kernels.direct`), with precision .fp16 and, in an INT8
     /// model, for a layer left out of INT8 (yolov3-tiny's first).
     case directPoolFP16 = "direct+pool-fp16"
+    /// The direct 3x3 convolution + pool on the INT8-quantized input (8 or 10 bits, as the table
+    /// gives the layer), in exact 16-bit pair products (DirectConvPairs.swift): where the level has
+    /// it (`KernelSet.int16Direct`), for a calibrated layer.
+    case directPoolInt8 = "direct+pool-int8"
 
     public var description: String { rawValue }
 
     /// The arithmetic it computes in.
     public var precision: Precision {
         switch self {
-        case .int8, .winograd4Int8, .winograd2Int8: return .int8
+        case .int8, .winograd4Int8, .winograd2Int8, .directPoolInt8: return .int8
         case .im2colBF16, .gemm1x1BF16, .winograd2BF16: return .bf16
         case .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16, .directPoolFP16: return .fp16
         default: return .fp32
@@ -71,7 +75,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .gemm1x1BF16, .gemm1x1FP16: return .gemm1x1
         case .winograd2BF16, .winograd2FP16: return .winograd2
         case .winograd4FP16: return .winograd4
-        case .directPoolFP16: return .directPool
+        case .directPoolFP16, .directPoolInt8: return .directPool
         default: return self
         }
     }
@@ -95,7 +99,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     func applies(to conv: ConvolutionalLayer, pooledBy next: MaxPoolLayer?, ourKernels: Bool) -> Bool {
         switch self {
         case .im2colBF16, .gemm1x1BF16, .winograd2BF16, .im2colFP16, .gemm1x1FP16, .winograd2FP16, .winograd4FP16,
-             .directPoolFP16:
+             .directPoolFP16, .directPoolInt8:
             return fp32Form.applies(to: conv, pooledBy: next, ourKernels: ourKernels)
         case .im2col: return !conv.isPointwise
         case .gemm1x1: return conv.isPointwise
@@ -146,8 +150,15 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     ///   (FP16-stored weights, FP32 arithmetic), the direct conv + pool in FP16 where the CPU
     ///   computes in FP16 (also an INT8 model's uncalibrated first layer).
     static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm]) -> ConvAlgorithm {
-        // (F(2x2) INT8 without INT8 im2col beside it: a 10-bit input, which only it takes.)
-        if candidates.contains(.winograd2Int8) && !candidates.contains(.int8) { return .winograd2Int8 }
+        // (INT8 without INT8 im2col beside it: a 10-bit input, which only the direct conv + pool
+        // and F(2x2) take; the direct one where it applies and its level is `preferred`. Measured,
+        // yolov3-tiny's layer 2 + pool at 1 thread on an Emerald Rapids, `yolo tune`: vpdpwssd
+        // zmm 1.70 ms against F(2x2)'s 2.58, ymm (avxvnni) 3.42 against 3.64. With vpmaddwd + vpaddd
+        // it lost: avx2 4.34 against 3.91, avx512 7.45 against 2.66; those levels do not have it.)
+        if !candidates.contains(.int8) {
+            if candidates.contains(.directPoolInt8) { return .directPoolInt8 }
+            if candidates.contains(.winograd2Int8) { return .winograd2Int8 }
+        }
         if candidates.contains(.int8) { return .int8 }
         if let half = candidates.first(where: { $0.isHalfGemm })?.precision {
             let choice = table(for: conv, candidates: candidates.filter { $0.precision == .fp32 })
@@ -183,6 +194,9 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .winograd4Int8, .winograd2Int8:
             guard let input else { fatalError("\(self) for layer \(conv.index) without its quantization") }
             return WinogradInt8Conv(conv, algorithm: self, weights: weights, input: input, kernelSet: kernelSet, pool: pool)
+        case .directPoolInt8:
+            guard let input, let pairs = kernelSet.int16Direct else { fatalError("\(self) for layer \(conv.index) without its quantization or kernels") }
+            return DirectConvPool(conv, algorithm: self, weights: weights, pairs: pairs, input: input)
         case .im2col, .im2colBF16, .im2colFP16: return Im2colGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case .gemm1x1, .gemm1x1BF16, .gemm1x1FP16: return PointwiseGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case .winograd2, .winograd4, .winograd2BF16, .winograd2FP16, .winograd4FP16:
@@ -205,6 +219,8 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .winograd4Int8: return 2 * 4 * weights + 4 * 36 * conv.filters + WinogradInt8Conv.bandBytes
         case .winograd2Int8: return 2 * weights / 9 * 16 + 4 * 16 * conv.filters + WinogradInt8Conv.bandBytes
         case .im2col, .gemm1x1, .directPool: return 4 * weights
+        // s8 weights as floats while packing, then a word per pair of channels and tap.
+        case .directPoolInt8: return 4 * weights + 2 * weights + 8 * conv.filters
         case .winograd2: return 2 * 4 * weights / 9 * 16
         case .winograd4: return 2 * 4 * weights / 9 * 36
         // Packed in 16 bits from the FP32 form's buffers: at most what that form needs.

@@ -100,8 +100,9 @@ struct PlanBuilder {
             if let refusal = checkDataSizeLimit(a.loadBytes(conv), for: "preparing layer \(i) (\(a.rawValue))") {
                 throw .invalidArgument(refusal)
             }
-            // (F(2x2) takes a layer's 10-bit input where the table marks it; the rest 8 bits.)
-            let input = a == .winograd2Int8 ? tenBitInput ?? int8Input : int8Input
+            // (F(2x2) and the direct conv + pool take a layer's 10-bit input where the table marks
+            // it; the rest 8 bits.)
+            let input = a == .winograd2Int8 || a == .directPoolInt8 ? tenBitInput ?? int8Input : int8Input
             return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: input, half: half)
         }
         guard let node = inferenceNode[i] else { return }
@@ -141,9 +142,12 @@ struct PlanBuilder {
         return standalone.contains(a) ? a : table(conv, standalone)
     }
 
-    /// The fixed table's choice among `candidates` (all but the 16-bit ones where `tableKeepsFP32`).
+    /// The fixed table's choice among `candidates` (all but the 16-bit ones where `tableKeepsFP32`,
+    /// and the INT8 direct conv + pool where the level's is not `preferred`).
     private func table(_ conv: ConvolutionalLayer, _ candidates: [ConvAlgorithm]) -> ConvAlgorithm {
-        ConvAlgorithm.table(for: conv, candidates: tableKeepsFP32 ? candidates.filter { !$0.isHalfGemm } : candidates)
+        let preferred = kernelSet.int16Direct?.preferred == true
+        let kept = candidates.filter { (!tableKeepsFP32 || !$0.isHalfGemm) && ($0 != .directPoolInt8 || preferred) }
+        return ConvAlgorithm.table(for: conv, candidates: kept)
     }
 
     /// The steps of `nodes`, deferred ([yolo]) ones apart.

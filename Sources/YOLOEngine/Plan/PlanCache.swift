@@ -31,7 +31,8 @@ public enum PlanCache {
     /// conv's vectorized row split.
     /// 4: two-vector tails of the INT8 and FP16 GEMMs' last, partial panel.
     /// 5: the direct conv + pool in FP16 (`direct+pool-fp16`), a new candidate; the spin budget in time.
-    static let kernelRevision = 5
+    /// 6: the direct conv + pool on int16 pairs (`direct+pool-int8`), a new candidate.
+    static let kernelRevision = 6
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
     /// variable is set).

@@ -56,9 +56,13 @@ struct Planner {
     let half: BF16Kernels?
     /// Whether the level has the pair GEMM of INT8 Winograd (`.winograd4Int8`, `.winograd2Int8` candidates).
     let winogradInt8: Bool
+    /// Whether the level has the direct conv + pool on int16 pairs (`.directPoolInt8` candidates).
+    let directInt8: Bool
 
     init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:],
-         tenBitInputs: [Int: Int8Quantization] = [:], half: BF16Kernels? = nil, winogradInt8: Bool = false) {
+         tenBitInputs: [Int: Int8Quantization] = [:], half: BF16Kernels? = nil, winogradInt8: Bool = false,
+         directInt8: Bool = false) {
+        self.directInt8 = directInt8
         self.tenBitInputs = tenBitInputs
         self.layers = layers
         self.winogradInt8 = winogradInt8
@@ -156,7 +160,10 @@ struct Planner {
                ConvAlgorithm.directPool.applies(to: conv, pooledBy: pool, ourKernels: ourKernels) {
                 // (FP16 where the FP16 kernels have a direct form: FP16 arithmetic.)
                 let fp16 = half?.direct != nil && offers(.fp16, for: conv) && ConvAlgorithm.directPoolFP16.allowed(by: options.convolution)
-                out.append(.convPool(conv, pool, candidates: [.directPool] + (fp16 ? [.directPoolFP16] : []) + candidates))
+                // (INT8 where the level has the pair kernel and the layer is calibrated.)
+                let int8 = directInt8 && offers(.int8, for: conv)
+                out.append(.convPool(conv, pool, candidates: [.directPool] + (fp16 ? [.directPoolFP16] : [])
+                                         + (int8 ? [.directPoolInt8] : []) + candidates))
                 i += 2
                 continue
             }
