@@ -148,6 +148,11 @@ static inline __attribute__((always_inline)) __m512h yolo_fmadd_ph_512_pair(__m5
     return _mm512_fmadd_ph(b, _mm512_castsi512_ph(_mm512_set1_epi32(word)), c);
 }
 
+/// The larger of a and b per lane (vmaxph: b where either is NaN).
+static inline __attribute__((always_inline)) __m512h yolo_max_ph_512(__m512h a, __m512h b) {
+    return _mm512_max_ph(a, b);
+}
+
 /// 32 floats at p -> 32 halves (vcvtps2phx: round to nearest even, infinity past 65504).
 static inline __attribute__((always_inline)) __m512h yolo_halves_512(const float *p) {
     __m256i lo = _mm256_castph_si256(_mm512_cvtxps_ph(_mm512_loadu_ps(p)));

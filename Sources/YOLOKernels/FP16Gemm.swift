@@ -39,6 +39,8 @@ public protocol FP16ISA: KernelMetatype {
     static func halves(_ p: UnsafePointer<Float>) -> Halves
     /// The halves h as FP32 at p (added to what is there when `accumulate`).
     static func store(_ h: Halves, _ p: UnsafeMutablePointer<Float>, accumulate: Bool)
+    /// The larger of a and b per lane (for finite halves; the direct conv's pool).
+    static func max(_ a: Halves, _ b: Halves) -> Halves
     /// Copies of each weight side by side in packed A and in the direct convolution's packing
     /// (DirectConvHalf.swift): 1, or 2 where `weightFMA` broadcasts them as one 32-bit word.
     static var weightCopies: Int { get }
@@ -63,6 +65,8 @@ extension FP16ISA where Halves == SIMD8<Float16>, Rows == SIMD8<Float16> {
     }
     @inlinable @inline(__always)
     public static func halves(_ p: UnsafePointer<Float>) -> SIMD8<Float16> { SIMD8<Float16>(gemmLoad(p) as SIMD8<Float>) }
+    @inlinable @inline(__always)
+    public static func max(_ a: SIMD8<Float16>, _ b: SIMD8<Float16>) -> SIMD8<Float16> { a.replacing(with: b, where: a .< b) }
     @inlinable @inline(__always)
     public static func store(_ h: SIMD8<Float16>, _ p: UnsafeMutablePointer<Float>, accumulate: Bool) {
         gemmStore(SIMD8<Float>(h), p, accumulate: accumulate)

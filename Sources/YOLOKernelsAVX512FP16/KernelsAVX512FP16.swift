@@ -21,6 +21,7 @@ enum FP16Tag: FP16ISA {
         yolo_fmadd_ph_512(c, b, rows + r)
     }
     @inline(__always) static func halves(_ p: UnsafePointer<Float>) -> SIMD32<Float16> { yolo_halves_512(p) }
+    @inline(__always) static func max(_ a: SIMD32<Float16>, _ b: SIMD32<Float16>) -> SIMD32<Float16> { yolo_max_ph_512(a, b) }
     /// Packed A's and the direct convolution's weights in pairs, broadcast by vpbroadcastd (a load)
     /// instead of vpbroadcastw (a load and a port-5 shuffle, the port of half the multiply-adds: a
     /// shuffle per 2 or 3 of them). Measured, Emerald Rapids, 1 thread: the direct conv of layer 0
