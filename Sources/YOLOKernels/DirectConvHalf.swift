@@ -30,10 +30,10 @@ public enum DirectConv3x3Half<D: FP16ISA> {
                 pack(w, filters: filters, channels: channels, into: halves)
             },
             scratchSize: { scratchSize(channels: $0, width: $1) },
-            pooledRows: { src, height, width, channels, packed, filters, rows, dst, scratch in
+            pooledRows: { src, height, width, channels, packed, filters, rows, dst, scratch, epilogue in
                 pooledRows(src, height: height, width: width, channels: channels,
                            packed: UnsafeRawPointer(packed).assumingMemoryBound(to: Float16.self), filters: filters, rows: rows,
-                           into: dst, scratch: scratch)
+                           into: dst, scratch: scratch, epilogue: epilogue)
             })
     }
 
@@ -143,7 +143,8 @@ public enum DirectConv3x3Half<D: FP16ISA> {
     /// lanes of the first `filters` filters (a partial vector through `partial`, W floats).
     @inlinable @inline(__always)
     static func poolTiles(_ top: UnsafePointer<Float16>, _ bottom: UnsafePointer<Float16>, count: Int, filters: Int,
-                          into out: UnsafeMutablePointer<Float>, plane: Int, partial: UnsafeMutablePointer<Float>) {
+                          into out: UnsafeMutablePointer<Float>, plane: Int, partial: UnsafeMutablePointer<Float>,
+                          epilogue: DirectEpilogue?, first: Int) {
         let w = H.scalarCount
         @inline(__always) func load(_ p: UnsafePointer<Float16>, _ i: Int) -> H {
             UnsafeRawPointer(p + i * w).loadUnaligned(as: H.self)
@@ -152,18 +153,21 @@ public enum DirectConv3x3Half<D: FP16ISA> {
             let m = D.max(D.max(load(top, r), load(top, 8 + r)), D.max(load(bottom, r), load(bottom, 8 + r)))
             if count == w {
                 D.store(m, out + r * plane, accumulate: false)
+                epilogue?.apply(out + r * plane, count: w, filter: first + r)
             } else {
                 D.store(m, partial, accumulate: false)
+                epilogue?.apply(partial, count: count, filter: first + r)
                 (out + r * plane).update(from: partial, count: count)
             }
         }
     }
 
-    /// Pooled rows `rows` of conv + 2x2 stride-2 max pool (raw sums, no bias), as
+    /// Pooled rows `rows` of conv + 2x2 stride-2 max pool (raw sums, or with `epilogue`), as
     /// `DirectConv3x3.pooledRows` (even height and width); `packed` as `pack` packs.
     @inlinable public static func pooledRows(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int,
                                              packed: UnsafePointer<Float16>, filters: Int, rows: Range<Int>,
-                                             into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>) {
+                                             into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>,
+                                             epilogue: DirectEpilogue? = nil) {
         let w = H.scalarCount, half = halfWidth(width), pw = width / 2
         let split = channels * 2 * half
         let floats = scratch
@@ -191,7 +195,8 @@ public enum DirectConv3x3Half<D: FP16ISA> {
                     row(r0, r1, r2, channels: channels, half: half, j0: j0, weights: weights, tile: top)
                     row(r1, r2, r3, channels: channels, half: half, j0: j0, weights: weights, tile: bottom)
                     poolTiles(top, bottom, count: min(w, pw - j0), filters: min(8, filters - b * 8),
-                              into: dst + b * 8 * plane + py * pw + j0, plane: plane, partial: partial)
+                              into: dst + b * 8 * plane + py * pw + j0, plane: plane, partial: partial,
+                              epilogue: epilogue, first: b * 8)
                     j0 += w
                 }
             }

@@ -26,11 +26,11 @@ public struct DirectPairFunctions: Sendable {
     public let pack: @Sendable (UnsafePointer<Float>, Int, Int, UnsafeMutablePointer<UInt32>) -> Void
     /// (channels, width) -> floats of per-thread scratch.
     public let scratchSize: @Sendable (Int, Int) -> Int
-    /// (src, height, width, channels, input, packed, scales, filters, rows, dst, scratch): pooled
-    /// rows `rows` of the scaled sums (no bias); scales per filter.
+    /// (src, height, width, channels, input, packed, scales, filters, rows, dst, scratch, epilogue):
+    /// pooled rows `rows` of the scaled sums (no bias, or with `epilogue`); scales per filter.
     public let pooledRows: @Sendable (UnsafePointer<Float>, Int, Int, Int, Int8Quantization, UnsafePointer<UInt32>,
                                       UnsafePointer<Float>, Int, Range<Int>, UnsafeMutablePointer<Float>,
-                                      UnsafeMutablePointer<Float>) -> Void
+                                      UnsafeMutablePointer<Float>, DirectEpilogue?) -> Void
     /// The instruction of its products, for reports.
     public let dot: String
     /// Whether the fixed table picks it over INT8 F(2x2) where both take a layer (measured per
@@ -45,10 +45,10 @@ public struct DirectPairFunctions: Sendable {
             packedWords: { DirectConv3x3Pairs<D>.packedWords(filters: $0, channels: $1) },
             pack: { DirectConv3x3Pairs<D>.pack($0, filters: $1, channels: $2, into: $3) },
             scratchSize: { DirectConv3x3Pairs<D>.scratchSize(channels: $0, width: $1) },
-            pooledRows: { src, h, w, c, q, packed, scales, m, rows, dst, scratch in
+            pooledRows: { src, h, w, c, q, packed, scales, m, rows, dst, scratch, epilogue in
                 DirectConv3x3Pairs<D>.pooledRows(src, height: h, width: w, channels: c, quantization: q, packed: packed,
                                                  scales: scales, filters: m, rows: rows, into: dst, scratch: scratch,
-                                                 eight: filters == 8)
+                                                 eight: filters == 8, epilogue: epilogue)
             }, dot: dot, preferred: preferred)
     }
 
@@ -58,7 +58,7 @@ public struct DirectPairFunctions: Sendable {
          scratchSize: @escaping @Sendable (Int, Int) -> Int,
          pooledRows: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Int, Int8Quantization, UnsafePointer<UInt32>,
                                           UnsafePointer<Float>, Int, Range<Int>, UnsafeMutablePointer<Float>,
-                                          UnsafeMutablePointer<Float>) -> Void, dot: String, preferred: Bool) {
+                                          UnsafeMutablePointer<Float>, DirectEpilogue?) -> Void, dot: String, preferred: Bool) {
         (self.packedWords, self.pack, self.scratchSize, self.pooledRows) = (packedWords, pack, scratchSize, pooledRows)
         (self.dot, self.preferred) = (dot, preferred)
     }
@@ -214,15 +214,18 @@ public enum DirectConv3x3Pairs<D: Int8DotISA> {
     /// the first `count` lanes of the first `filters` filters (a plain loop, vectorized by LLVM).
     @inlinable @inline(__always)
     static func poolTiles(_ top: UnsafePointer<Int32>, _ bottom: UnsafePointer<Int32>, count: Int, filters: Int,
-                          scales: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, plane: Int) {
+                          scales: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, plane: Int,
+                          epilogue: DirectEpilogue?, first: Int) {
         let w = lanes
         for r in 0..<filters {
             let line = out + r * plane, s = scales[r]
             let te = top + r * w, to = top + (8 + r) * w, be = bottom + r * w, bo = bottom + (8 + r) * w
             if count == w {
                 for l in 0..<w { line[l] = Float(Swift.max(Swift.max(te[l], to[l]), Swift.max(be[l], bo[l]))) * s }
+                epilogue?.apply(line, count: w, filter: first + r)
             } else {
                 for l in 0..<count { line[l] = Float(Swift.max(Swift.max(te[l], to[l]), Swift.max(be[l], bo[l]))) * s }
+                epilogue?.apply(line, count: count, filter: first + r)
             }
         }
     }
@@ -233,7 +236,7 @@ public enum DirectConv3x3Pairs<D: Int8DotISA> {
                                              quantization q: Int8Quantization, packed: UnsafePointer<UInt32>,
                                              scales: UnsafePointer<Float>, filters: Int, rows: Range<Int>,
                                              into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>,
-                                             eight: Bool) {
+                                             eight: Bool, epilogue: DirectEpilogue? = nil) {
         let w = lanes, half = halfWidth(width), pw = width / 2, pairs = (channels + 1) / 2
         let split = pairs * 2 * half
         let floats = scratch
@@ -269,7 +272,7 @@ public enum DirectConv3x3Pairs<D: Int8DotISA> {
                         }
                     }
                     poolTiles(top, bottom, count: min(w, pw - j0), filters: count, scales: scales + b * 8,
-                              into: dst + b * 8 * plane + py * pw + j0, plane: plane)
+                              into: dst + b * 8 * plane + py * pw + j0, plane: plane, epilogue: epilogue, first: b * 8)
                     j0 += w
                 }
             }

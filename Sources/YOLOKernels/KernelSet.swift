@@ -98,16 +98,16 @@ public struct DirectConvFunctions: Sendable {
     public let pack: @Sendable (UnsafePointer<Float>, Int, Int, UnsafeMutablePointer<Float>) -> Void
     /// (channels, width) -> floats of per-thread scratch.
     public let scratchSize: @Sendable (Int, Int) -> Int
-    /// (src, height, width, channels, packed, filters, rows, dst, scratch)
+    /// (src, height, width, channels, packed, filters, rows, dst, scratch, epilogue)
     public let pooledRows: @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafePointer<Float>, Int, Range<Int>,
-                                      UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
+                                      UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, DirectEpilogue?) -> Void
 
     @usableFromInline
     init(packedSize: @escaping @Sendable (Int, Int) -> Int,
          pack: @escaping @Sendable (UnsafePointer<Float>, Int, Int, UnsafeMutablePointer<Float>) -> Void,
          scratchSize: @escaping @Sendable (Int, Int) -> Int,
          pooledRows: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafePointer<Float>, Int, Range<Int>,
-                                          UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void) {
+                                          UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, DirectEpilogue?) -> Void) {
         (self.packedSize, self.pack, self.scratchSize, self.pooledRows) = (packedSize, pack, scratchSize, pooledRows)
     }
 }
@@ -232,7 +232,7 @@ public struct KernelSet: Sendable {
             pack: { DirectConv3x3<V, Tag>.pack($0, filters: $1, channels: $2, into: $3) },
             scratchSize: { DirectConv3x3<V, Tag>.scratchSize(channels: $0, width: $1) },
             pooledRows: { DirectConv3x3<V, Tag>.pooledRows($0, height: $1, width: $2, channels: $3, packed: $4,
-                                                           filters: $5, rows: $6, into: $7, scratch: $8) })
+                                                           filters: $5, rows: $6, into: $7, scratch: $8, epilogue: $9) })
         #if os(macOS) && arch(x86_64)
         let fp16Weights: BF16Kernels? = nil
         #else
@@ -297,13 +297,13 @@ extension DirectConvFunctions {
         pack(w, filters, channels, p)
     }
     @inline(__always) public func scratchSize(channels: Int, width: Int) -> Int { scratchSize(channels, width) }
-    /// Raw sums (no bias) of the conv + 2x2 stride-2 max pool for pooled rows `rows` (even
-    /// height and width).
+    /// Raw sums (no bias; or with `epilogue`) of the conv + 2x2 stride-2 max pool for pooled rows
+    /// `rows` (even height and width).
     @inline(__always)
     public func pooledRows(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int, packed: UnsafePointer<Float>,
                            filters: Int, rows: Range<Int>, into dst: UnsafeMutablePointer<Float>,
-                           scratch: UnsafeMutablePointer<Float>) {
+                           scratch: UnsafeMutablePointer<Float>, epilogue: DirectEpilogue? = nil) {
         precondition(height % 2 == 0 && width % 2 == 0, "direct conv + pool: pooling needs even sizes")
-        pooledRows(src, height, width, channels, packed, filters, rows, dst, scratch)
+        pooledRows(src, height, width, channels, packed, filters, rows, dst, scratch, epilogue)
     }
 }

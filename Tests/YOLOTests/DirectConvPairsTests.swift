@@ -75,9 +75,11 @@ final class DirectConvPairsTests: XCTestCase {
     func testEightBitInputIsInt8Im2colPooledBitForBit() throws {
         guard !levels.isEmpty else { throw XCTSkip("no level here has the direct conv + pool on int16 pairs") }
         var rng = SeededRandom(seed: 67)
-        for (s, filters) in [(Shape(c: 16, h: 10, w: 52), 11), (Shape(c: 4, h: 6, w: 18), 8)] {
+        // (Leaky and linear go into the kernel's pool, `DirectEpilogue`; logistic after it.)
+        for (s, filters, act) in [(Shape(c: 16, h: 10, w: 52), 11, Activation.leaky), (Shape(c: 4, h: 6, w: 18), 8, .linear),
+                                  (Shape(c: 3, h: 8, w: 20), 5, .logistic)] {
             let bias = rng.floats(filters), w = rng.floats(filters * s.c * 9), input = rng.floats(s.count, -1, 3)
-            let config = try config(s, filters: filters, activation: .leaky)
+            let config = try config(s, filters: filters, activation: act)
             let table = Int8Calibration(ranges: [0: -0.5...2.0], method: "test", imageCount: 1, cfgFingerprint: config.fingerprint)
             for level in levels {
                 func run(_ a: ConvAlgorithm) throws -> [Float] {
@@ -90,7 +92,7 @@ final class DirectConvPairsTests: XCTestCase {
                     return Array(try session.output(ofLayer: 1))
                 }
                 let direct = try run(.directPoolInt8), im2col = try run(.int8)
-                XCTAssertEqual(direct, im2col, "\(s) \(level): the same floats as INT8 im2col + max pool")
+                XCTAssertEqual(direct, im2col, "\(s) \(act) \(level): the same floats as INT8 im2col + max pool")
             }
         }
     }

@@ -12,8 +12,9 @@ final class DirectConvPool: ConvKernel {
     let conv: ConvolutionalLayer
     let storage: ModelStorage
     let workspaceFloats: Int
-    /// (src, pooled rows, dst, scratch): the kernel with its packed weights.
-    private let pooledRows: @Sendable (UnsafePointer<Float>, Range<Int>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
+    /// (src, pooled rows, dst, scratch, epilogue): the kernel with its packed weights.
+    private let pooledRows: @Sendable (UnsafePointer<Float>, Range<Int>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>,
+                                       DirectEpilogue?) -> Void
 
     /// `direct`: the kernel set's (FP32, `.directPool`) or the FP16 kernels' (`.directPoolFP16`).
     init(_ conv: ConvolutionalLayer, algorithm: ConvAlgorithm, weights: UnsafePointer<Float>, direct: DirectConvFunctions) {
@@ -25,7 +26,9 @@ final class DirectConvPool: ConvKernel {
         let packed = ParameterPointer(base: p)
         (self.conv, self.algorithm, self.storage) = (conv, algorithm, storage)
         workspaceFloats = direct.scratchSize(c, w)
-        pooledRows = { src, rows, dst, scratch in direct.pooledRows(src, h, w, c, packed.base, m, rows, dst, scratch) }
+        pooledRows = { src, rows, dst, scratch, epilogue in
+            direct.pooledRows(src, h, w, c, packed.base, m, rows, dst, scratch, epilogue)
+        }
     }
 
     /// `.directPoolInt8`: the weights quantized per filter as INT8 im2col quantizes them (s8), the
@@ -45,8 +48,9 @@ final class DirectConvPool: ConvKernel {
         let (packed, scale) = (RawParameterPointer(base: UnsafeRawPointer(words)), ParameterPointer(base: scales))
         (self.conv, self.algorithm, self.storage) = (conv, algorithm, storage)
         workspaceFloats = pairs.scratchSize(c, w)
-        pooledRows = { src, rows, dst, scratch in
-            pairs.pooledRows(src, h, w, c, input, packed.base.assumingMemoryBound(to: UInt32.self), scale.base, m, rows, dst, scratch)
+        pooledRows = { src, rows, dst, scratch, epilogue in
+            pairs.pooledRows(src, h, w, c, input, packed.base.assumingMemoryBound(to: UInt32.self), scale.base, m, rows, dst,
+                             scratch, epilogue)
         }
     }
 
@@ -58,17 +62,21 @@ final class DirectConvPool: ConvKernel {
     var parameterBytes: Int { 4 * storage.floats }
 
     /// `dst` receives the pooled output (filters x h/2 x w/2); pooled rows are split over the threads.
+    /// A leaky or linear epilogue goes into the kernel's pool (`DirectEpilogue`), others after it.
     func run(_ src: UnsafePointer<Float>, into dst: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
              context: StepContext) -> UInt64 {
         let m = conv.filters
         let (count, rowWidth) = (conv.outputShape.h / 2, conv.outputShape.w / 2)
         let (pooledRows, ctx, pool) = (pooledRows, context, context.pool)
         let parts = min(pool.threadCount, count)
+        let fused = epilogue.flatMap { e in
+            e.activation == .leaky || e.activation == .linear ? DirectEpilogue(bias: e.bias, leaky: e.activation == .leaky) : nil
+        }
         pool.run { part in
             guard part < parts else { return }
             let rows = count * part / parts ..< count * (part + 1) / parts
-            pooledRows(src, rows, dst, ctx.workspace(part: part))
-            if let epilogue {
+            pooledRows(src, rows, dst, ctx.workspace(part: part), fused)
+            if fused == nil, let epilogue {
                 applyBiasActivation(dst + rows.lowerBound * rowWidth, bias: epilogue.bias, channels: 0..<m,
                                     spatial: rows.count * rowWidth, channelStride: count * rowWidth,
                                     activation: epilogue.activation)
