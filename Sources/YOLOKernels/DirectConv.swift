@@ -155,11 +155,12 @@ func directConvSplitRow<V: SIMD>(_ src: UnsafePointer<Float>, height: Int, width
     }
 }
 
-/// Bias + activation that a direct conv + pool applies to its pooled rows as it writes them, where
-/// the activation is leaky or linear: the values of `biasActivateVectors` (x + b, then 0.1 x where
+/// Bias + activation that a conv fused with the max pool after it (the direct conv + pool, Winograd
+/// F(2x2)'s pooled output transform) applies to the pooled values as it writes them, where the
+/// activation is leaky or linear: the values of `biasActivateVectors` (x + b, then 0.1 x where
 /// negative), so the fused step is bit for bit the unfused pair. Saves a pass over the pooled map
 /// (yolov3-tiny's layer 0: 16 x 208 x 208 floats).
-public struct DirectEpilogue {
+public struct PooledEpilogue {
     /// Per filter.
     public let bias: UnsafePointer<Float>
     public let leaky: Bool
@@ -185,7 +186,7 @@ public struct DirectEpilogue {
 /// vector's loop has a constant count once inlined, so it is vectorized W wide, not 4.
 @inlinable @inline(__always)
 func directConvPoolTiles(_ top: UnsafePointer<Float>, _ bottom: UnsafePointer<Float>, width w: Int, count: Int,
-                         filters: Int, into out: UnsafeMutablePointer<Float>, plane: Int, epilogue: DirectEpilogue?,
+                         filters: Int, into out: UnsafeMutablePointer<Float>, plane: Int, epilogue: PooledEpilogue?,
                          first: Int) {
     for r in 0..<filters {
         let line = out + r * plane
@@ -248,7 +249,7 @@ public enum DirectConv3x3<V: SIMD, Tag: GemmISA> where V.Scalar == Float {
     @inlinable public static func pooledRows(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int,
                                              packed: UnsafePointer<Float>, filters: Int, rows: Range<Int>,
                                              into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>,
-                                             epilogue: DirectEpilogue? = nil) {
+                                             epilogue: PooledEpilogue? = nil) {
         let w = V.scalarCount, half = halfWidth(width), pw = width / 2
         let split = channels * 2 * half
         var (r0, r1, r2, r3) = (scratch, scratch + split, scratch + 2 * split, scratch + 3 * split)

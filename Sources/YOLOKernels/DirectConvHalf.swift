@@ -144,7 +144,7 @@ public enum DirectConv3x3Half<D: FP16ISA> {
     @inlinable @inline(__always)
     static func poolTiles(_ top: UnsafePointer<Float16>, _ bottom: UnsafePointer<Float16>, count: Int, filters: Int,
                           into out: UnsafeMutablePointer<Float>, plane: Int, partial: UnsafeMutablePointer<Float>,
-                          epilogue: DirectEpilogue?, first: Int) {
+                          epilogue: PooledEpilogue?, first: Int) {
         let w = H.scalarCount
         @inline(__always) func load(_ p: UnsafePointer<Float16>, _ i: Int) -> H {
             UnsafeRawPointer(p + i * w).loadUnaligned(as: H.self)
@@ -167,7 +167,7 @@ public enum DirectConv3x3Half<D: FP16ISA> {
     @inlinable public static func pooledRows(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int,
                                              packed: UnsafePointer<Float16>, filters: Int, rows: Range<Int>,
                                              into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>,
-                                             epilogue: DirectEpilogue? = nil) {
+                                             epilogue: PooledEpilogue? = nil) {
         let w = H.scalarCount, half = halfWidth(width), pw = width / 2
         let split = channels * 2 * half
         let floats = scratch

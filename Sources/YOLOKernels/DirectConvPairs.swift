@@ -30,7 +30,7 @@ public struct DirectPairFunctions: Sendable {
     /// pooled rows `rows` of the scaled sums (no bias, or with `epilogue`); scales per filter.
     public let pooledRows: @Sendable (UnsafePointer<Float>, Int, Int, Int, Int8Quantization, UnsafePointer<UInt32>,
                                       UnsafePointer<Float>, Int, Range<Int>, UnsafeMutablePointer<Float>,
-                                      UnsafeMutablePointer<Float>, DirectEpilogue?) -> Void
+                                      UnsafeMutablePointer<Float>, PooledEpilogue?) -> Void
     /// The instruction of its products, for reports.
     public let dot: String
     /// Whether the fixed table picks it over INT8 F(2x2) where both take a layer (measured per
@@ -58,7 +58,7 @@ public struct DirectPairFunctions: Sendable {
          scratchSize: @escaping @Sendable (Int, Int) -> Int,
          pooledRows: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Int, Int8Quantization, UnsafePointer<UInt32>,
                                           UnsafePointer<Float>, Int, Range<Int>, UnsafeMutablePointer<Float>,
-                                          UnsafeMutablePointer<Float>, DirectEpilogue?) -> Void, dot: String, preferred: Bool) {
+                                          UnsafeMutablePointer<Float>, PooledEpilogue?) -> Void, dot: String, preferred: Bool) {
         (self.packedWords, self.pack, self.scratchSize, self.pooledRows) = (packedWords, pack, scratchSize, pooledRows)
         (self.dot, self.preferred) = (dot, preferred)
     }
@@ -215,7 +215,7 @@ public enum DirectConv3x3Pairs<D: Int8DotISA> {
     @inlinable @inline(__always)
     static func poolTiles(_ top: UnsafePointer<Int32>, _ bottom: UnsafePointer<Int32>, count: Int, filters: Int,
                           scales: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, plane: Int,
-                          epilogue: DirectEpilogue?, first: Int) {
+                          epilogue: PooledEpilogue?, first: Int) {
         let w = lanes
         for r in 0..<filters {
             let line = out + r * plane, s = scales[r]
@@ -236,7 +236,7 @@ public enum DirectConv3x3Pairs<D: Int8DotISA> {
                                              quantization q: Int8Quantization, packed: UnsafePointer<UInt32>,
                                              scales: UnsafePointer<Float>, filters: Int, rows: Range<Int>,
                                              into dst: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>,
-                                             eight: Bool, epilogue: DirectEpilogue? = nil) {
+                                             eight: Bool, epilogue: PooledEpilogue? = nil) {
         let w = lanes, half = halfWidth(width), pw = width / 2, pairs = (channels + 1) / 2
         let split = pairs * 2 * half
         let floats = scratch

@@ -76,7 +76,8 @@ public struct WinogradFunctions: Sendable {
                                        UnsafeMutablePointer<UInt32>) -> Void)?
     /// F(2x2) only: the output transform fused with the 2x2 stride-2 max pool (WinogradPooledSIMD.swift).
     /// (m, filterCount, filters, tiles, planeStride, dst)
-    public let outputPooled: (@Sendable (UnsafePointer<Float>, Int, Range<Int>, Int, Int, UnsafeMutablePointer<Float>) -> Void)?
+    public let outputPooled: (@Sendable (UnsafePointer<Float>, Int, Range<Int>, Int, Int, UnsafeMutablePointer<Float>,
+                                         PooledEpilogue?) -> Void)?
 
     @usableFromInline
     init(input: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Int, Range<Int>, Range<Int>, Int,
@@ -85,7 +86,8 @@ public struct WinogradFunctions: Sendable {
                                       UnsafeMutablePointer<Float>) -> Void,
          inputPairs: (@Sendable (UnsafePointer<Float>, Int, Int, Int, Range<Int>, Range<Int>, Int, Int8Quantization,
                                  UnsafeMutablePointer<UInt32>) -> Void)?,
-         outputPooled: (@Sendable (UnsafePointer<Float>, Int, Range<Int>, Int, Int, UnsafeMutablePointer<Float>) -> Void)?) {
+         outputPooled: (@Sendable (UnsafePointer<Float>, Int, Range<Int>, Int, Int, UnsafeMutablePointer<Float>,
+                                   PooledEpilogue?) -> Void)?) {
         (self.input, self.output, self.inputPairs, self.outputPooled) = (input, output, inputPairs, outputPooled)
     }
 }
@@ -100,14 +102,14 @@ public struct DirectConvFunctions: Sendable {
     public let scratchSize: @Sendable (Int, Int) -> Int
     /// (src, height, width, channels, packed, filters, rows, dst, scratch, epilogue)
     public let pooledRows: @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafePointer<Float>, Int, Range<Int>,
-                                      UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, DirectEpilogue?) -> Void
+                                      UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, PooledEpilogue?) -> Void
 
     @usableFromInline
     init(packedSize: @escaping @Sendable (Int, Int) -> Int,
          pack: @escaping @Sendable (UnsafePointer<Float>, Int, Int, UnsafeMutablePointer<Float>) -> Void,
          scratchSize: @escaping @Sendable (Int, Int) -> Int,
          pooledRows: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafePointer<Float>, Int, Range<Int>,
-                                          UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, DirectEpilogue?) -> Void) {
+                                          UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, PooledEpilogue?) -> Void) {
         (self.packedSize, self.pack, self.scratchSize, self.pooledRows) = (packedSize, pack, scratchSize, pooledRows)
     }
 }
@@ -220,7 +222,7 @@ public struct KernelSet: Sendable {
             inputPairs: { WinogradSIMD<W>.input2Pairs($0, height: $1, width: $2, channelCount: $3, pairs: $4, tileRows: $5,
                                                       tilesWide: $6, quantization: $7, into: $8) },
             outputPooled: { WinogradSIMD<W>.output2Pooled($0, filterCount: $1, filters: $2, tiles: $3, planeStride: $4,
-                                                          into: $5) })
+                                                          into: $5, epilogue: $6) })
         let w4 = WinogradFunctions(
             input: { WinogradSIMD<W>.input4($0, height: $1, width: $2, channelCount: $3, channels: $4, tileRows: $5,
                                             tilesWide: $6, into: $7) },
@@ -302,7 +304,7 @@ extension DirectConvFunctions {
     @inline(__always)
     public func pooledRows(_ src: UnsafePointer<Float>, height: Int, width: Int, channels: Int, packed: UnsafePointer<Float>,
                            filters: Int, rows: Range<Int>, into dst: UnsafeMutablePointer<Float>,
-                           scratch: UnsafeMutablePointer<Float>, epilogue: DirectEpilogue? = nil) {
+                           scratch: UnsafeMutablePointer<Float>, epilogue: PooledEpilogue? = nil) {
         precondition(height % 2 == 0 && width % 2 == 0, "direct conv + pool: pooling needs even sizes")
         pooledRows(src, height, width, channels, packed, filters, rows, dst, scratch, epilogue)
     }

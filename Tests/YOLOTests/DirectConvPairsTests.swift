@@ -75,7 +75,7 @@ final class DirectConvPairsTests: XCTestCase {
     func testEightBitInputIsInt8Im2colPooledBitForBit() throws {
         guard !levels.isEmpty else { throw XCTSkip("no level here has the direct conv + pool on int16 pairs") }
         var rng = SeededRandom(seed: 67)
-        // (Leaky and linear go into the kernel's pool, `DirectEpilogue`; logistic after it.)
+        // (Leaky and linear go into the kernel's pool, `PooledEpilogue`; logistic after it.)
         for (s, filters, act) in [(Shape(c: 16, h: 10, w: 52), 11, Activation.leaky), (Shape(c: 4, h: 6, w: 18), 8, .linear),
                                   (Shape(c: 3, h: 8, w: 20), 5, .logistic)] {
             let bias = rng.floats(filters), w = rng.floats(filters * s.c * 9), input = rng.floats(s.count, -1, 3)

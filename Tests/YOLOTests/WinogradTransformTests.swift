@@ -142,9 +142,24 @@ final class WinogradTransformTests: XCTestCase {
                             guard let pooled = t.winograd2.outputPooled else { XCTFail("\(t.name): no pooled output"); continue }
                             var got = [Float](repeating: .nan, count: filterCount * th * tw)
                             m.withUnsafeBufferPointer { pm in got.withUnsafeMutableBufferPointer { o in
-                                pooled(pm.baseAddress!, filterCount, filters, tiles, th * tw, o.baseAddress! + rows.lowerBound * tw)
+                                pooled(pm.baseAddress!, filterCount, filters, tiles, th * tw, o.baseAddress! + rows.lowerBound * tw, nil)
                             } }
                             assertBitEqual(got, expected, "\(t.name) pooled F(2) \(h)x\(w) f \(filters) of \(filterCount) rows \(rows)")
+                            // With a leaky epilogue: biasActivate's values on the pooled ones.
+                            let bias = (0..<filterCount).map { Float($0 % 5) * 0.37 - 0.8 }
+                            var activated = expected
+                            for f in filters {
+                                for i in f * th * tw ..< (f + 1) * th * tw where !activated[i].isNaN {
+                                    let v = activated[i] + bias[f]
+                                    activated[i] = v < 0 ? v * 0.1 : v
+                                }
+                            }
+                            got = [Float](repeating: .nan, count: filterCount * th * tw)
+                            m.withUnsafeBufferPointer { pm in got.withUnsafeMutableBufferPointer { o in bias.withUnsafeBufferPointer { b in
+                                pooled(pm.baseAddress!, filterCount, filters, tiles, th * tw, o.baseAddress! + rows.lowerBound * tw,
+                                       PooledEpilogue(bias: b.baseAddress!, leaky: true))
+                            } } }
+                            assertBitEqual(got, activated, "\(t.name) pooled F(2) + leaky \(h)x\(w) f \(filters) rows \(rows)")
                             cases += 1
                         }
                     }

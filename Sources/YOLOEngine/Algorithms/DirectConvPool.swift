@@ -14,7 +14,7 @@ final class DirectConvPool: ConvKernel {
     let workspaceFloats: Int
     /// (src, pooled rows, dst, scratch, epilogue): the kernel with its packed weights.
     private let pooledRows: @Sendable (UnsafePointer<Float>, Range<Int>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>,
-                                       DirectEpilogue?) -> Void
+                                       PooledEpilogue?) -> Void
 
     /// `direct`: the kernel set's (FP32, `.directPool`) or the FP16 kernels' (`.directPoolFP16`).
     init(_ conv: ConvolutionalLayer, algorithm: ConvAlgorithm, weights: UnsafePointer<Float>, direct: DirectConvFunctions) {
@@ -62,7 +62,7 @@ final class DirectConvPool: ConvKernel {
     var parameterBytes: Int { 4 * storage.floats }
 
     /// `dst` receives the pooled output (filters x h/2 x w/2); pooled rows are split over the threads.
-    /// A leaky or linear epilogue goes into the kernel's pool (`DirectEpilogue`), others after it.
+    /// A leaky or linear epilogue goes into the kernel's pool (`PooledEpilogue`), others after it.
     func run(_ src: UnsafePointer<Float>, into dst: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
              context: StepContext) -> UInt64 {
         let m = conv.filters
@@ -70,7 +70,7 @@ final class DirectConvPool: ConvKernel {
         let (pooledRows, ctx, pool) = (pooledRows, context, context.pool)
         let parts = min(pool.threadCount, count)
         let fused = epilogue.flatMap { e in
-            e.activation == .leaky || e.activation == .linear ? DirectEpilogue(bias: e.bias, leaky: e.activation == .leaky) : nil
+            e.activation == .leaky || e.activation == .linear ? PooledEpilogue(bias: e.bias, leaky: e.activation == .leaky) : nil
         }
         pool.run { part in
             guard part < parts else { return }

@@ -134,10 +134,14 @@ struct WinogradOutput {
         if let pooled = transforms.outputPooled, WinogradOutput.poolsTiles(transforms, tile: tile, tilesWide: tw, pooledWidth: pw) {
             // F(2x2): a tile is a window of the pool; its maximum straight into the pool's map.
             let tiles = tileRows.count * tw
+            // (A leaky or linear epilogue as the maxima are written, others after.)
+            let fused = act == .leaky || act == .linear ? PooledEpilogue(bias: bias, leaky: act == .leaky) : nil
             let output = { (fs: Range<Int>) in
-                pooled(mo, m, fs, tiles, ph * pw, dst)
-                applyBiasActivation(dst, bias: bias, channels: fs, spatial: pooledRows.count * pw, channelStride: ph * pw,
-                                    activation: act)
+                pooled(mo, m, fs, tiles, ph * pw, dst, fused)
+                if fused == nil {
+                    applyBiasActivation(dst, bias: bias, channels: fs, spatial: pooledRows.count * pw, channelStride: ph * pw,
+                                        activation: act)
+                }
             }
             if let pool { pool.parallelFor(m, output) } else { output(0..<m) }
             return
