@@ -41,6 +41,21 @@ func directConvTaps<V: SIMD, Tag: GemmISA>(_ e0: inout V, _ e1: inout V, _ e2: i
     tap(16, eB, oB)
 }
 
+/// The direct kernels' order of packed weights: blocks of 8 filters, in each `groups` (channels, or
+/// pairs of them), 9 taps, the block's 8 filters; `store(i, f, g, tap)` for each slot i in turn (f
+/// may be past the last filter: the slot is then a zero).
+@inlinable @inline(__always)
+func directConvPackOrder(filters: Int, groups: Int, _ store: (Int, Int, Int, Int) -> Void) {
+    var i = 0
+    for b in 0..<(filters + 7) / 8 {
+        for g in 0..<groups {
+            for tap in 0..<9 {
+                for r in 0..<8 { store(i, b * 8 + r, g, tap); i += 1 }
+            }
+        }
+    }
+}
+
 /// Calls `body(E[j], O[j], E[j + 1], O[j + 1])` (the vectors at j0 of the split rows) for each
 /// channel and each of the rows `r0`, `r1`, `r2` (ky), in that order: the loop of both direct
 /// rows. (A loop over ky, not three copies of its body: written out, LLVM spilled the AVX-512
@@ -210,16 +225,8 @@ public enum DirectConv3x3<V: SIMD, Tag: GemmISA> where V.Scalar == Float {
     /// Packs Darknet-layout weights w[f][c][ky][kx] into blocks of 8 filters: p[block][c][tap][8].
     @inlinable public static func pack(_ w: UnsafePointer<Float>, filters: Int, channels: Int,
                                        into p: UnsafeMutablePointer<Float>) {
-        for b in 0..<(filters + 7) / 8 {
-            for c in 0..<channels {
-                for tap in 0..<9 {
-                    let dst = p + ((b * channels + c) * 9 + tap) * 8
-                    for r in 0..<8 {
-                        let f = b * 8 + r
-                        dst[r] = f < filters ? w[(f * channels + c) * 9 + tap] : 0
-                    }
-                }
-            }
+        directConvPackOrder(filters: filters, groups: channels) { i, f, c, tap in
+            p[i] = f < filters ? w[(f * channels + c) * 9 + tap] : 0
         }
     }
 

@@ -48,17 +48,9 @@ public enum DirectConv3x3Half<D: FP16ISA> {
     @inlinable public static func pack(_ w: UnsafePointer<Float>, filters: Int, channels: Int,
                                        into p: UnsafeMutablePointer<Float16>) {
         let copies = D.weightCopies
-        for b in 0..<(filters + 7) / 8 {
-            for c in 0..<channels {
-                for tap in 0..<9 {
-                    let dst = p + ((b * channels + c) * 9 + tap) * 8 * copies
-                    for r in 0..<8 {
-                        let f = b * 8 + r
-                        let h: Float16 = f < filters ? Float16(w[(f * channels + c) * 9 + tap]) : 0
-                        for k in 0..<copies { dst[r * copies + k] = h }
-                    }
-                }
-            }
+        directConvPackOrder(filters: filters, groups: channels) { i, f, c, tap in
+            let h: Float16 = f < filters ? Float16(w[(f * channels + c) * 9 + tap]) : 0
+            for k in 0..<copies { p[i * copies + k] = h }
         }
     }
 

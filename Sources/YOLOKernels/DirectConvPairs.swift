@@ -82,18 +82,9 @@ public enum DirectConv3x3Pairs<D: Int8DotISA> {
     /// the last filter and channel.
     @inlinable public static func pack(_ w: UnsafePointer<Float>, filters: Int, channels: Int,
                                        into p: UnsafeMutablePointer<UInt32>) {
-        let pairs = (channels + 1) / 2
-        for b in 0..<(filters + 7) / 8 {
-            for g in 0..<pairs {
-                for tap in 0..<9 {
-                    let dst = p + ((b * pairs + g) * 9 + tap) * 8
-                    for r in 0..<8 {
-                        let f = b * 8 + r
-                        func weight(_ c: Int) -> Int32 { f < filters && c < channels ? Int32(w[(f * channels + c) * 9 + tap]) : 0 }
-                        dst[r] = int16PairWord(weight(2 * g), weight(2 * g + 1))
-                    }
-                }
-            }
+        directConvPackOrder(filters: filters, groups: (channels + 1) / 2) { i, f, g, tap in
+            func weight(_ c: Int) -> Int32 { f < filters && c < channels ? Int32(w[(f * channels + c) * 9 + tap]) : 0 }
+            p[i] = int16PairWord(weight(2 * g), weight(2 * g + 1))
         }
     }
 

@@ -83,9 +83,51 @@ final class DirectConvHalfTests: XCTestCase {
                         XCTAssertLessThanOrEqual(worst, 4, "\(what): \(worst) FP16 ulps from the reference")
                     }
                     XCTAssertFalse(got.contains { $0.isNaN }, what)
+                    XCTAssertEqual(try Self.withEpilogue(k, x, c: c, h: h, w: w, packed: packed, filters: filters, split: split),
+                                   Self.leakyAfter(got, filters: filters), what)
                 }
             }
         }
+    }
+
+    /// The kernel's fused bias + leaky (`PooledEpilogue`) is biasActivate's values on its raw
+    /// pooled sums, bit for bit: here and for the FP32 direct kernels of every level.
+    func testFusedEpilogueIsTheSeparatePass() throws {
+        var rng = SeededRandom(seed: 29)
+        let (c, h, w, filters) = (3, 6, 70, 11)
+        let x = rng.floats(c * h * w), weights = rng.floats(filters * c * 9)
+        for set in KernelLevel.supported.compactMap(\.kernelSet) {
+            let k = set.direct
+            var packed = [Float](repeating: .nan, count: k.packedSize(filters: filters, channels: c))
+            k.pack(weights, filters: filters, channels: c, into: &packed)
+            var raw = [Float](repeating: .nan, count: filters * h / 2 * w / 2)
+            var scratch = [Float](repeating: .nan, count: k.scratchSize(channels: c, width: w))
+            k.pooledRows(x, height: h, width: w, channels: c, packed: packed, filters: filters, rows: 0..<h / 2, into: &raw,
+                         scratch: &scratch)
+            XCTAssertEqual(try Self.withEpilogue(k, x, c: c, h: h, w: w, packed: packed, filters: filters, split: [0..<1, 1..<h / 2]),
+                           Self.leakyAfter(raw, filters: filters), set.name)
+        }
+    }
+
+    static func bias(_ filters: Int) -> [Float] { (0..<filters).map { Float($0 % 4) * 0.9 - 1.3 } }
+
+    /// v + bias, then 0.1 v where negative (biasActivate's leaky), per filter plane.
+    static func leakyAfter(_ raw: [Float], filters: Int) -> [Float] {
+        let plane = raw.count / filters, b = bias(filters)
+        return raw.enumerated().map { i, x in let v = x + b[i / plane]; return v < 0 ? v * 0.1 : v }
+    }
+
+    static func withEpilogue(_ k: DirectConvFunctions, _ x: [Float], c: Int, h: Int, w: Int, packed: [Float], filters: Int,
+                             split: [Range<Int>]) throws -> [Float] {
+        var got = [Float](repeating: .nan, count: filters * h / 2 * w / 2)
+        var scratch = [Float](repeating: .nan, count: k.scratchSize(channels: c, width: w))
+        bias(filters).withUnsafeBufferPointer { b in
+            for rows in split {
+                k.pooledRows(x, height: h, width: w, channels: c, packed: packed, filters: filters, rows: rows, into: &got,
+                             scratch: &scratch, epilogue: PooledEpilogue(bias: b.baseAddress!, leaky: true))
+            }
+        }
+        return got
     }
 
     /// Sums round to FP16 as they go (an ulp of 2 past 2048). A 2x2 input of ones, weight 2048 at
