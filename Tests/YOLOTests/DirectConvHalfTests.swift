@@ -114,7 +114,10 @@ final class DirectConvHalfTests: XCTestCase {
     /// v + bias, then 0.1 v where negative (biasActivate's leaky), per filter plane.
     static func leakyAfter(_ raw: [Float], filters: Int) -> [Float] {
         let plane = raw.count / filters, b = bias(filters)
-        return raw.enumerated().map { i, x in let v = x + b[i / plane]; return v < 0 ? v * 0.1 : v }
+        return raw.enumerated().map { (i: Int, x: Float) -> Float in
+            let v: Float = x + b[i / plane]
+            return v < 0 ? v * 0.1 : v
+        }
     }
 
     static func withEpilogue(_ k: DirectConvFunctions, _ x: [Float], c: Int, h: Int, w: Int, packed: [Float], filters: Int,

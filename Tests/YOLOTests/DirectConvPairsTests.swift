@@ -27,8 +27,13 @@ final class DirectConvPairsTests: XCTestCase {
         for f in 0..<filters {
             for y in 0..<h / 2 {
                 for xx in 0..<w / 2 {
-                    let at = { (dy: Int, dx: Int) in x[(f * h + 2 * y + dy) * w + 2 * xx + dx] }
-                    out.append(max(max(at(0, 0), at(0, 1)), max(at(1, 0), at(1, 1))))
+                    // (In steps: Swift 6.0's type checker gives up on the one-expression form.)
+                    func at(_ dy: Int, _ dx: Int) -> Float {
+                        let row: Int = f * h + 2 * y + dy
+                        return x[row * w + 2 * xx + dx]
+                    }
+                    let upper: Float = max(at(0, 0), at(0, 1)), lower: Float = max(at(1, 0), at(1, 1))
+                    out.append(max(upper, lower))
                 }
             }
         }
