@@ -8,7 +8,7 @@ drift = the mean and largest confidence change of the matched detections (a fine
 the counts, which one borderline box moves; scripts/photo-variants.sh makes more inputs).
 
   scripts/int8-accuracy.py ../shared/images samples [--table F] [--thresh 0.25] [--yolo PATH]
-                           [--precision int8|bf16|fp16]
+                           [--precision int8|bf16|fp16] [--fallback auto|fp16|bf16|fp32]
 
 Prints one line per photo where the two differ and the pooled figures; exits 1 when recall or
 precision is below --require (default 0.97)."""
@@ -51,12 +51,15 @@ def main():
     p.add_argument("--yolo", default=".build/release/yolo")
     p.add_argument("--require", type=float, default=0.97)
     p.add_argument("--precision", default="int8", choices=["int8", "bf16", "fp16"])
+    p.add_argument("--fallback", choices=["auto", "fp16", "bf16", "fp32"],
+                   help="INT8: the arithmetic of the layers not in INT8 (yolo's --int8-fallback)")
     a = p.parse_args()
-    if a.table and a.precision != "int8":
-        p.error("--table is for --precision int8")
+    if (a.table or a.fallback) and a.precision != "int8":
+        p.error("--table and --fallback are for --precision int8")
     label = a.precision.upper()
     fp32 = detect(a.yolo, a.inputs, a.thresh, [])
-    int8 = detect(a.yolo, a.inputs, a.thresh, ["--precision", a.precision] + (["--int8-table", a.table] if a.table else []))
+    int8 = detect(a.yolo, a.inputs, a.thresh, ["--precision", a.precision] + (["--int8-table", a.table] if a.table else [])
+                  + (["--int8-fallback", a.fallback] if a.fallback else []))
     total_ref = total_got = total_match = 0
     drifts = []
     for image in sorted(fp32):

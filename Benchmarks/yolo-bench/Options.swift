@@ -27,7 +27,8 @@ options:
   --precision LIST convolution arithmetic: fp32 (default), int8, bf16, fp16 (FP32 where the planner
                    keeps it); with several, one model each, measured in turn per thread count
   --int8-table F   INT8 calibration table (default: next to the weights, as for yolo)
-  --int8-fallback P  with int8, the layers not in INT8: fp16 (default, where the CPU computes in FP16) or fp32
+  --int8-fallback P  with int8, the layers not in INT8: auto (default: FP16 where the CPU computes in FP16,
+                   else BF16 where it has AVX-512 BF16, else FP32), fp16, bf16 or fp32
   --no-layers      skip the per-layer table
   --inflight N     frames in flight for the throughput test: N one-thread sessions sharing one
                    model, the first --conv algorithm (default: cores; 0 skips)
@@ -62,7 +63,7 @@ struct Options {
     var gemm: [ModelOptions.GemmBackend] = [.automatic]
     var precision: [Precision] = [.fp32]
     var int8Table: String? = nil
-    var int8AllowsFP16: Bool? = nil
+    var int8Fallback: Int8Fallback? = nil
 }
 
 func parse(_ args: [String]) -> Options {
@@ -110,8 +111,8 @@ func parse(_ args: [String]) -> Options {
         case "--int8-table": o.int8Table = value()
         case "--int8-fallback":
             let v = value()
-            guard v == "fp16" || v == "fp32" else { fail("--int8-fallback \(v): expected fp16 or fp32") }
-            o.int8AllowsFP16 = v == "fp16"
+            guard let f = Int8Fallback(rawValue: v) else { fail("--int8-fallback \(v): expected auto, fp16, bf16 or fp32") }
+            o.int8Fallback = f
         case "--no-layers": o.layers = false
         case "--json": o.json = true
         case "--image": o.image = value()
@@ -123,7 +124,7 @@ func parse(_ args: [String]) -> Options {
         }
         i += 1
     }
-    if o.int8AllowsFP16 != nil && !o.precision.contains(.int8) { fail("--int8-fallback is for --precision int8") }
+    if o.int8Fallback != nil && !o.precision.contains(.int8) { fail("--int8-fallback is for --precision int8") }
     return o
 }
 

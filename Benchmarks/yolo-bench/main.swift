@@ -60,7 +60,7 @@ func loadInput(_ path: String, count: Int) -> [Float] {
     }
     var o = ModelOptions(convolution: conv, gemm: gemm, planning: planning, tuningThreads: threads, precision: precision,
                          calibration: try options.int8Table.map { try Int8Calibration(path: $0) })
-    o.int8AllowsFP16 = options.int8AllowsFP16 ?? o.int8AllowsFP16
+    o.int8Fallback = options.int8Fallback ?? o.int8Fallback
     return o
 }
 

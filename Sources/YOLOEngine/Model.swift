@@ -153,12 +153,13 @@ public final class Model: Sendable {
             $0.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
         }.max()!
         let features = HostCPU.features.union(options.assumesFP16Arithmetic ? .fp16 : [])
-        // (INT8: the FP16 arithmetic GEMM, where the CPU has one, for the layers not in INT8.)
-        let half = options.precision == .int8 ? (options.int8AllowsFP16 ? kernelSet.fp16(on: features) : nil)
-            : try kernelSet.halfGemm(for: options.precision, on: features)
+        // (INT8: the 16-bit GEMM of `int8Fallback`, where the CPU has it, for the layers not in INT8.)
+        let fallback = options.precision == .int8 ? try kernelSet.int8Fallback(options.int8Fallback, on: features) : nil
+        let half = options.precision == .int8 ? fallback?.kernels : try kernelSet.halfGemm(for: options.precision, on: features)
+        let halfPrecision = options.precision == .int8 ? fallback?.precision : options.precision
         gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, Gemm.scratchPerThread(half?.gemm))
         let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs,
-                              tenBitInputs: tenBitInputs, half: half, winogradInt8: kernelSet.int16Pairs != nil,
+                              tenBitInputs: tenBitInputs, half: half, halfPrecision: halfPrecision, winogradInt8: kernelSet.int16Pairs != nil,
                               directInt8: kernelSet.int16Direct != nil)
         let order = layers.filter { $0.head == nil } + layers.filter { $0.head != nil }
         let bound = ActivationPlan(writes: order.map { ($0.index, $0.sources) }, deferred: Model.heads(layers).count,
@@ -204,7 +205,7 @@ public final class Model: Sendable {
             let t = HalfProbe.measure(half: half.gemm, fp32: gemm)
             if !HalfProbe.pays(half: t.half, fp32: t.fp32) {
                 builder.tableKeepsFP32 = true
-                warnings.append(HalfProbe.note(options.precision, half: options.precision == .int8 ? .fp16 : options.precision,
+                warnings.append(HalfProbe.note(options.precision, half: halfPrecision ?? options.precision,
                                                dot: half.dot, half: t.half, fp32: t.fp32))
             }
         }

@@ -64,13 +64,19 @@ public struct ModelOptions: Sendable, Equatable {
     /// The INT8 calibration table (`.int8`): per convolution, its input's range. nil: the table
     /// next to the weights file (`Int8Calibration.defaultPath(weights:)`) when loading from files.
     public var calibration: Int8Calibration?
-    /// With `.int8`, where the CPU computes in FP16 (AVX-512 FP16, 64-bit ARM with FP16
-    /// arithmetic): the FP16 forms are candidates too, on every convolution but those the table
-    /// gives 10-bit inputs (`a10`), so that the layers left out of INT8 (not calibrated, marked
-    /// `fp32` by the table) take FP16 where `.fp16` would (the table's choice), and a measured
-    /// plan takes whichever of FP32, FP16 and INT8 (where calibrated) is fastest. false: FP32 and
-    /// INT8 only. No effect elsewhere.
-    public var int8AllowsFP16 = true
+    /// With `.int8`, the arithmetic of the layers not in INT8 (`Int8Fallback`): by default the
+    /// 16-bit form this CPU runs fastest, FP16 where it computes in FP16, else BF16 where it has
+    /// AVX-512 BF16; the 16-bit forms are then candidates on every convolution but those the
+    /// table gives 10-bit inputs (`a10`), so that the layers left out of INT8 (not calibrated,
+    /// marked `fp32` by the table) take them where `.fp16` or `.bf16` would (the table's choice),
+    /// and a measured plan takes whichever of FP32, 16 bits and INT8 (where calibrated) is fastest.
+    /// No effect elsewhere.
+    public var int8Fallback: Int8Fallback = .auto
+    /// `int8Fallback` as it was first offered: true for `.auto`, false for `.fp32`.
+    public var int8AllowsFP16: Bool {
+        get { int8Fallback != .fp32 }
+        set { int8Fallback = newValue ? .auto : .fp32 }
+    }
     /// Tests only: the CPU counts as having FP16 arithmetic, so that on x86 `precision .fp16`
     /// plans and runs with the software model of the FP16 GEMM (the avx2 level's).
     var assumesFP16Arithmetic = false
@@ -102,13 +108,27 @@ public struct ModelOptions: Sendable, Equatable {
 }
 
 
+/// The arithmetic of an INT8 model's layers that are not in INT8 (`ModelOptions.int8Fallback`).
+public enum Int8Fallback: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// FP16 where the CPU computes in FP16 (AVX-512 FP16, 64-bit ARM with asimdhp), else BF16
+    /// where it has AVX-512 BF16 (Zen 4 and later, Cooper Lake), else FP32.
+    case auto
+    /// FP16 arithmetic; loading fails where the CPU has none.
+    case fp16
+    /// BF16 products (vdpbf16ps); loading fails where the CPU lacks AVX-512 BF16.
+    case bf16
+    /// FP32 always: the same bits on every CPU for those layers.
+    case fp32
+    public var description: String { rawValue }
+}
+
 /// The arithmetic of a model's convolutions (`ModelOptions.precision`).
 public enum Precision: String, Sendable, CaseIterable, CustomStringConvertible {
     /// 32-bit floats everywhere (the reference).
     case fp32
     /// 8-bit integers where calibrated: u8 activations (per tensor) x s8 weights (per filter),
-    /// int32 sums, float outputs; FP32 elsewhere (or FP16 where the CPU computes in FP16:
-    /// `ModelOptions.int8AllowsFP16`).
+    /// int32 sums, float outputs; FP32 elsewhere (or 16 bits where the CPU computes them fast:
+    /// `ModelOptions.int8Fallback`).
     case int8
     /// bfloat16 products (8-bit mantissas, FP32's range) with FP32 sums where the CPU has AVX-512
     /// BF16 (vdpbf16ps: twice FP32's multiply-adds per instruction): weights rounded at load, GEMM

@@ -1,4 +1,4 @@
-// `--precision fp32|int8|bf16|fp16`, `--int8-table FILE` and `--int8-fallback fp16|fp32`, the same
+// `--precision fp32|int8|bf16|fp16`, `--int8-table FILE` and `--int8-fallback auto|fp16|bf16|fp32`, the same
 // for every command that loads a model (detect, stream, tune, heads): one function to call after
 // parsing.
 import Foundation
@@ -22,12 +22,14 @@ let precisionUsage = """
                    elsewhere FP32 arithmetic)
   --int8-table F   the INT8 calibration table (yolo calibrate); default: the weights' path
                    with .int8 for its extension (weights/yolov3-tiny.int8 ships with the repository)
-  --int8-fallback P  with --precision int8, the arithmetic of the layers not in INT8: fp16
-                   (default: FP16 where the CPU computes in FP16 and the plan takes it, else
-                   FP32) or fp32 (FP32 always: the same bits on every CPU for those layers)
+  --int8-fallback P  with --precision int8, the arithmetic of the layers not in INT8: auto
+                   (default: FP16 where the CPU computes in FP16, else BF16 where it has
+                   AVX-512 BF16, where the plan takes them; else FP32), fp16 or bf16 (that
+                   one; an error where the CPU lacks it) or fp32 (FP32 always: the same bits
+                   on every CPU for those layers)
 """
 
-/// Sets `options.precision`, `options.calibration` and `options.int8AllowsFP16` from `--precision`,
+/// Sets `options.precision`, `options.calibration` and `options.int8Fallback` from `--precision`,
 /// `--int8-table` and `--int8-fallback` (the table is read here, so a bad one is reported before
 /// the model loads; without `--int8-table`, the model looks next to the weights).
 func applyPrecisionOptions(_ a: Arguments, to options: inout ModelOptions) throws {
@@ -40,10 +42,10 @@ func applyPrecisionOptions(_ a: Arguments, to options: inout ModelOptions) throw
     }
     if let fallback = a.string("int8-fallback") {
         guard options.precision == .int8 else { throw UsageError("--int8-fallback is for --precision int8") }
-        guard ["fp16", "fp32"].contains(fallback.lowercased()) else {
-            throw UsageError("--int8-fallback \(fallback): expected fp16 or fp32")
+        guard let value = Int8Fallback(rawValue: fallback.lowercased()) else {
+            throw UsageError("--int8-fallback \(fallback): expected auto, fp16, bf16 or fp32")
         }
-        options.int8AllowsFP16 = fallback.lowercased() == "fp16"
+        options.int8Fallback = value
     }
     if let table = a.string("int8-table") {
         guard options.precision == .int8 else { throw UsageError("--int8-table is for --precision int8") }

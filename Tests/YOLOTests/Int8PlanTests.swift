@@ -117,7 +117,7 @@ final class Int8PlanTests: XCTestCase {
                           threads: 1, options: o)
         }
         XCTAssertNotEqual(key(options), key(strict))
-        XCTAssertTrue(key(strict).contains("; precision int8 without fp16"), key(strict))
+        XCTAssertTrue(key(strict).contains("; precision int8 fallback fp32"), key(strict))
     }
 
     /// A layer the table gives 10-bit inputs (`a10`) gets no FP16 form in an INT8 model, where the

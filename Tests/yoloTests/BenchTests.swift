@@ -82,8 +82,8 @@ final class BenchTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("warning: the machine was not quiet"), r.stderr)
     }
 
-    /// `--int8-fallback fp32` keeps the layers not in INT8 in FP32 (no FP16 form in the layer
-    /// table, where on a CPU with FP16 arithmetic the default takes them); bad uses are named.
+    /// `--int8-fallback fp32` keeps the layers not in INT8 in FP32 (no FP16 or BF16 form in the layer
+    /// table, where on a CPU with FP16 arithmetic or AVX-512 BF16 the default takes them); bad uses are named.
     func testInt8FallbackReachesThePlan() throws {
         let weights = try weightsDirectory()
         let r = try bench(["--precision", "int8", "--int8-fallback", "fp32", "--plan", "table", "--runs", "1", "--inflight", "0",
@@ -91,9 +91,9 @@ final class BenchTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.contains(" int8 "), r.stdout)
         XCTAssertTrue(r.stdout.contains(" gemm1x1 "), r.stdout)
-        XCTAssertFalse(r.stdout.contains("-fp16"), r.stdout)
+        XCTAssertFalse(r.stdout.contains("-fp16") || r.stdout.contains("-bf16"), r.stdout)
         for (args, message) in [(["--int8-fallback", "fp32"], "--int8-fallback is for --precision int8"),
-                                (["--precision", "int8", "--int8-fallback", "bf16"], "--int8-fallback bf16: expected fp16 or fp32")] {
+                                (["--precision", "int8", "--int8-fallback", "int4"], "--int8-fallback int4: expected auto, fp16, bf16 or fp32")] {
             let bad = try bench(args + quick, environment: [:])
             XCTAssertEqual(bad.status, 64)
             XCTAssertTrue(bad.stderr.contains("yolo-bench: \(message)\n"), bad.stderr)

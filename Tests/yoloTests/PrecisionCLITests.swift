@@ -23,7 +23,7 @@ extension CLITests {
         for (args, status, message) in [(["--precision", "int4"], 64, "--precision int4: expected fp32, int8, bf16 or fp16"),
                                         (["--int8-table", dir + "/bad.int8"], 64, "--int8-table is for --precision int8"),
                                         (["--int8-fallback", "fp32"], 64, "--int8-fallback is for --precision int8"),
-                                        (["--precision", "int8", "--int8-fallback", "bf16"], 64, "--int8-fallback bf16: expected fp16 or fp32"),
+                                        (["--precision", "int8", "--int8-fallback", "int4"], 64, "--int8-fallback int4: expected auto, fp16, bf16 or fp32"),
                                         (["--precision", "int8", "--int8-table", dir + "/bad.int8"], 1,
                                          "bad.int8: line 5: layer 0: min 1 and max 2 must be finite numbers with min <= 0 <= max"),
                                         (["--precision", "int8", "--int8-table", dir + "/other.int8"], 1,

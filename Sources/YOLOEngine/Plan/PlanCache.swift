@@ -32,7 +32,8 @@ public enum PlanCache {
     /// 4: two-vector tails of the INT8 and FP16 GEMMs' last, partial panel.
     /// 5: the direct conv + pool in FP16 (`direct+pool-fp16`), a new candidate; the spin budget in time.
     /// 6: the direct conv + pool on int16 pairs (`direct+pool-int8`), a new candidate.
-    static let kernelRevision = 6
+    /// 7: BF16 candidates in INT8 models where the CPU has AVX-512 BF16 and no FP16 arithmetic.
+    static let kernelRevision = 7
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
     /// variable is set).
@@ -48,7 +49,7 @@ public enum PlanCache {
         return "engine plan \(formatVersion); cpu \(HostCPU.identity); level \(kernelSet)\(openBLAS ? " + OpenBLAS" : ""); "
             + "threads \(threads); cfg \(config.fingerprint); input \(input); convolution \(options.convolution.rawValue); "
             + "fuses \(options.fusesLayers)" + (options.precision == .fp32 ? "" : "; precision \(options.precision.rawValue)")
-            + (options.precision == .int8 && !options.int8AllowsFP16 ? " without fp16" : "")
+            + (options.precision == .int8 && options.int8Fallback != .auto ? " fallback \(options.int8Fallback)" : "")
             + (options.calibration.map { "; int8 table \($0.fingerprint)" } ?? "") + buildField + build + "; kernels " + kernels
     }
 

@@ -54,14 +54,16 @@ struct Planner {
     /// The BF16 or FP16 GEMM (precision .bf16 or .fp16 on a CPU that runs it; with .int8, the
     /// FP16 arithmetic GEMM where the CPU has one), else nil: no candidates in those precisions.
     let half: BF16Kernels?
+    /// `half`'s arithmetic, .bf16 or .fp16 (nil without `half`).
+    let halfPrecision: Precision?
     /// Whether the level has the pair GEMM of INT8 Winograd (`.winograd4Int8`, `.winograd2Int8` candidates).
     let winogradInt8: Bool
     /// Whether the level has the direct conv + pool on int16 pairs (`.directPoolInt8` candidates).
     let directInt8: Bool
 
     init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:],
-         tenBitInputs: [Int: Int8Quantization] = [:], half: BF16Kernels? = nil, winogradInt8: Bool = false,
-         directInt8: Bool = false) {
+         tenBitInputs: [Int: Int8Quantization] = [:], half: BF16Kernels? = nil, halfPrecision: Precision? = nil,
+         winogradInt8: Bool = false, directInt8: Bool = false) {
         self.directInt8 = directInt8
         self.tenBitInputs = tenBitInputs
         self.layers = layers
@@ -70,6 +72,7 @@ struct Planner {
         self.ourKernels = ourKernels
         self.int8Inputs = int8Inputs
         self.half = half
+        self.halfPrecision = half == nil ? nil : halfPrecision ?? (options.precision == .int8 ? .fp16 : options.precision)
         var readers = [Int](repeating: 0, count: layers.count)
         for l in layers { for s in l.sources where s >= 0 { readers[s] += 1 } }
         for l in layers { if let h = l.head, h.inputLayer >= 0 { readers[h.inputLayer] += 1 } }
@@ -90,10 +93,10 @@ struct Planner {
     }
 
     /// Whether `conv` may compute in `precision`: FP32 always, INT8 where calibrated, BF16 or FP16
-    /// (the model's precision) with its GEMM; FP16 in an INT8 model too, where `half` is the FP16
-    /// arithmetic GEMM (`ModelOptions.int8AllowsFP16`: Model passes no other), but not on a layer
-    /// the calibration table gives 10-bit inputs (`a10`): it was marked because 8-bit inputs cost
-    /// detections, and FP16 sums cost them too. Measured (Emerald Rapids, `yolo tune --precision
+    /// (the model's precision) with its GEMM; in an INT8 model, that of `half` too (FP16
+    /// arithmetic or BF16: `ModelOptions.int8Fallback`), but not on a layer the calibration table
+    /// gives 10-bit inputs (`a10`): it was marked because 8-bit inputs cost detections, and 16-bit
+    /// sums and products cost them too. Measured (Emerald Rapids, `yolo tune --precision
     /// int8`): yolov3-tiny's layer 2 by the FP16 direct conv + pool took 1.53 ms against 2.03 for
     /// its 10-bit INT8 F(2x2), and the tuned plan lost 2 of camera.png's 5 detections at threshold
     /// 0.1 (the 16 photos: recall 0.929, against 1.000).
@@ -101,9 +104,9 @@ struct Planner {
         switch precision {
         case .fp32: return true
         case .int8: return int8Inputs[conv.index] != nil
-        case .bf16: return half != nil && options.precision == .bf16
-        case .fp16:
-            return half != nil && (options.precision == .fp16 || (options.precision == .int8 && tenBitInputs[conv.index] == nil))
+        case .bf16, .fp16:
+            return halfPrecision == precision
+                && (options.precision == precision || (options.precision == .int8 && tenBitInputs[conv.index] == nil))
         }
     }
 

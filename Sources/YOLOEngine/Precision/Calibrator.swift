@@ -76,7 +76,7 @@ public enum Int8Calibrator {
         for layer in table.ranges.keys.sorted() {
             var options = ModelOptions(precision: .int8, calibration: table.only(layer))
             options.algorithms = [:]
-            options.int8AllowsFP16 = false      // the others FP32, as the table's effects are defined
+            options.int8Fallback = .fp32        // the others FP32, as the table's effects are defined
             let single = try Session(model: try load(options), threads: threads)
             var (sum, seen) = (0.0, 0)
             for n in 0..<count {
