@@ -14,7 +14,8 @@
 //
 // Tails: rows past m and columns past n are zero in the packed panels, as is the last pair's
 // second step when k is odd; edge tiles are computed into a scratch tile and copied out, the last,
-// partial NR panel one vector of columns at a time (gemmBlockTiles, PackedGemm.swift). The FP32
+// partial NR panel one vector of columns at a time and its last few (< W/2) one column at a time,
+// two pairs an instruction (`runColumn`) (gemmBlockTiles, PackedGemm.swift). The FP32
 // GEMM's calling convention (`GemmFunctions`, packed A in float-sized words), so that every GEMM
 // user of the engine can run either. Generic and @inlinable: the AVX-512 BF16 target instantiates
 // it with its instructions.
@@ -43,12 +44,22 @@ public protocol BF16DotISA: KernelMetatype {
     static func dot(_ acc: Floats, _ b: Pairs, _ a: Pairs) -> Floats
     /// Per lane bfloat16(x0) | bfloat16(x1) << 16, rounded as `bfloat16Bits`.
     static func pairs(_ x0: Floats, _ x1: Floats) -> Pairs
+    /// Lanes 0 ..< W/2 of `lo`, then lanes 0 ..< W/2 of `hi` (the column kernel's two pairs).
+    static func halves(_ lo: Pairs, _ hi: Pairs) -> Pairs
     static func prefetch(_ p: UnsafeRawPointer)
 }
 
 extension BF16DotISA {
     @inlinable @inline(__always)
     public static func prefetch(_ p: UnsafeRawPointer) {}
+
+    @inlinable @inline(__always)
+    public static func halves(_ lo: Pairs, _ hi: Pairs) -> Pairs {
+        var v = lo
+        let h = Pairs.scalarCount / 2
+        for l in 0..<h { v[h + l] = hi[l] }
+        return v
+    }
 }
 
 /// 8 x (3·W) tiles of FP32 sums: 24 accumulators + 3 B vectors + 1 broadcast (32 zmm registers).
@@ -120,6 +131,51 @@ public enum BF16Kernel8x3<D: BF16DotISA> {
         gemmStore(c2, c + 2 * ldc, accumulate: accumulate); gemmStore(c3, c + 3 * ldc, accumulate: accumulate)
         gemmStore(c4, c + 4 * ldc, accumulate: accumulate); gemmStore(c5, c + 5 * ldc, accumulate: accumulate)
         gemmStore(c6, c + 6 * ldc, accumulate: accumulate); gemmStore(c7, c + 7 * ldc, accumulate: accumulate)
+    }
+}
+
+extension BF16Kernel8x3 {
+    /// Whether `runColumn` applies: a vector holds two pairs of the panel's 8 rows (W = 2 MR).
+    @inlinable static var hasColumnKernel: Bool { D.Floats.scalarCount == 2 * mr }
+
+    /// C[rows x 1] (row stride ldc) = (or +=) one column of a panel: two pairs per instruction,
+    /// the packed A panel's 8 rows of pair p in lanes 0-7 and of p + 1 in 8-15 (one load) dotted
+    /// with the column's words of p and p + 1, each broadcast to its half (`BF16DotISA.halves`);
+    /// four partial sums, the halves added at the end. For the last few (< W/2) columns of C,
+    /// where a vector of columns (`runVector`: 8 instructions a pair) wastes most of its lanes:
+    /// Winograd F(2x2)'s GEMMs on a 13x13 map have 49 columns, 48 and 1.
+    @inlinable @inline(__always)
+    static func runColumn(_ pairs: Int, _ a: UnsafePointer<UInt32>, _ b: UnsafePointer<UInt32>, bStride: Int,
+                          _ c: UnsafeMutablePointer<Float>, _ ldc: Int, rows: Int, accumulate: Bool) {
+        typealias F = D.Floats
+        var s0 = F(), s1 = F(), s2 = F(), s3 = F()
+        var pa = a, pb = b, p = 0
+        @inline(__always) func step(_ s: inout F, _ pa: UnsafePointer<UInt32>, _ pb: UnsafePointer<UInt32>) {
+            s = D.dot(s, D.halves(D.Pairs(repeating: pb[0]), D.Pairs(repeating: pb[bStride])), bf16Load(pa))
+        }
+        while p + 8 <= pairs {
+            step(&s0, pa, pb); step(&s1, pa + 16, pb + 2 * bStride)
+            step(&s2, pa + 32, pb + 4 * bStride); step(&s3, pa + 48, pb + 6 * bStride)
+            pa += 64
+            pb += 8 * bStride
+            p += 8
+        }
+        while p + 2 <= pairs {
+            step(&s0, pa, pb)
+            pa += 16
+            pb += 2 * bStride
+            p += 2
+        }
+        if p < pairs {   // an odd last pair: its 8 rows alone, lanes 8-15 zero
+            var x = D.Pairs(), y = D.Pairs()
+            for l in 0..<8 { x[l] = pa[l]; y[l] = pb[0] }
+            s1 = D.dot(s1, y, x)
+        }
+        let sum = (s0 + s1) + (s2 + s3)
+        for r in 0..<rows {
+            let v = sum[r] + sum[8 + r]
+            c[r * ldc] = accumulate ? c[r * ldc] + v : v
+        }
     }
 }
 
@@ -251,14 +307,16 @@ public enum BF16PackedGemm<D: BF16DotISA> {
                 packB(b + 2 * p0 * ldb + jc, ldb: ldb, steps: min(2 * pl, k - 2 * p0), ncl: ncl, into: bp)
                 let aBlock = packedA + p0 * mPadded
                 gemmBlockTiles(mr: mr, nr: nr, w: w, rows: rowStart..<rowEnd, ncl: ncl, c: c + jc, ldc: ldc, tile: tile,
-                               accumulate: accumulate, columnsBelow: 0,
+                               accumulate: accumulate, columnsBelow: K.hasColumnKernel ? w / 2 : 0,
                                run: { ib, jb, dst, ldd, acc in
                                    K.run(pl, aBlock + ib * pl, bp + jb * pl, dst, ldd, accumulate: acc)
                                },
                                runVector: { ib, jb, j, dst, ldd, acc in
                                    K.runVector(pl, aBlock + ib * pl, bp + jb * pl + j, bStride: nr, dst, ldd, accumulate: acc)
                                },
-                               runColumn: { _, _, _, _, _, _, _ in })
+                               runColumn: { ib, jb, j, dst, ldd, rows, acc in
+                                   K.runColumn(pl, aBlock + ib * pl, bp + jb * pl + j, bStride: nr, dst, ldd, rows: rows, accumulate: acc)
+                               })
                 p0 += pl
             }
             jc += ncl

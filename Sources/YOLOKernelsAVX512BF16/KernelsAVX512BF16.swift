@@ -18,6 +18,9 @@ enum BF16Tag: BF16DotISA {
     @inline(__always) static func pairs(_ x0: SIMD16<Float>, _ x1: SIMD16<Float>) -> SIMD16<UInt32> {
         unsafeBitCast(yolo_bf16_pairs_512(x0, x1), to: SIMD16<UInt32>.self)
     }
+    @inline(__always) static func halves(_ lo: SIMD16<UInt32>, _ hi: SIMD16<UInt32>) -> SIMD16<UInt32> {
+        SIMD16(lowHalf: lo.lowHalf, highHalf: hi.lowHalf)
+    }
 }
 
 public enum KernelsAVX512BF16 {

@@ -48,7 +48,7 @@ extension KernelSet {
             throw .invalidArgument("int8 fallback bf16: kernel level \(name) has no BF16 kernels (YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel chose a lower level): use auto or fp32")
         case .fp16:
             if let k = fp16(on: features) { return (k, .fp16) }
-            throw .invalidArgument("int8 fallback fp16 needs a CPU that computes in FP16 (AVX-512 FP16: Sapphire Rapids and later Xeons; 64-bit ARM with asimdhp: Cortex-A55, A76) and a kernel level with those kernels; this one has neither or a lower level was chosen: use auto, bf16 or fp32")
+            throw .invalidArgument("int8 fallback fp16 needs a CPU that computes in FP16 (AVX-512 FP16: Sapphire Rapids and later Xeons; 64-bit ARM with asimdhp: Cortex-A55, A76) and a kernel level with FP16 kernels; this CPU, or the level YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel chose, has none: use auto, bf16 or fp32")
         }
     }
 
