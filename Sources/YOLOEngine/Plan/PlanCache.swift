@@ -32,7 +32,8 @@ public enum PlanCache {
     /// 4: two-vector tails of the INT8 and FP16 GEMMs' last, partial panel.
     /// 5: the direct conv + pool in FP16 (`direct+pool-fp16`), a new candidate; the spin budget in time.
     /// 6: the direct conv + pool on int16 pairs (`direct+pool-int8`), a new candidate.
-    /// 7: BF16 candidates in INT8 models where the CPU has AVX-512 BF16 and no FP16 arithmetic.
+    /// 7: BF16 candidates in INT8 models where the CPU has AVX-512 BF16 and no FP16 arithmetic; the
+    /// BF16 GEMM's column kernel for the last few columns.
     static let kernelRevision = 7
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
