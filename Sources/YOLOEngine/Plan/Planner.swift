@@ -51,8 +51,8 @@ struct Planner {
     /// The 10-bit quantization of the inputs the calibration table marks `a10` (INT8 Winograd
     /// F(2x2) takes them; where the level has it, the other INT8 forms are not offered there).
     let tenBitInputs: [Int: Int8Quantization]
-    /// The BF16 or FP16 GEMM (precision .bf16 or .fp16 on a CPU that runs it; with .int8, the
-    /// FP16 arithmetic GEMM where the CPU has one), else nil: no candidates in those precisions.
+    /// The BF16 or FP16 GEMM (precision .bf16 or .fp16 on a CPU that runs it; with .int8, that of
+    /// `ModelOptions.int8Fallback` where the CPU has it), else nil: no candidates in those precisions.
     let half: BF16Kernels?
     /// `half`'s arithmetic, .bf16 or .fp16 (nil without `half`).
     let halfPrecision: Precision?
@@ -72,7 +72,7 @@ struct Planner {
         self.ourKernels = ourKernels
         self.int8Inputs = int8Inputs
         self.half = half
-        self.halfPrecision = half == nil ? nil : halfPrecision ?? (options.precision == .int8 ? .fp16 : options.precision)
+        self.halfPrecision = half == nil ? nil : halfPrecision
         var readers = [Int](repeating: 0, count: layers.count)
         for l in layers { for s in l.sources where s >= 0 { readers[s] += 1 } }
         for l in layers { if let h = l.head, h.inputLayer >= 0 { readers[h.inputLayer] += 1 } }
