@@ -116,4 +116,23 @@ final class WinogradPoolTests: XCTestCase {
             XCTAssertFalse(model.inference.steps.contains { $0.algorithm.hasSuffix("+pool") }, pool)
         }
     }
+
+    /// Blocks of tile rows (`WinogradConv.blockRows`): about 256K floats of transforms where 128
+    /// tiles fit there; past that, F(2x2) takes up to `spill` floats in evened-out blocks, F(4x4)
+    /// stays at 128 tiles.
+    func testBlockRowsSpillPastTheCacheOnlyForF2x2() {
+        // In the cache: 2 rows of 78K floats (52 tiles wide, 3 rows make 128 tiles: the larger).
+        XCTAssertEqual(WinogradConv.blockRows(tile: 2, perRow: 79_872, tilesHigh: 104, tilesWide: 104), 3)
+        XCTAssertEqual(WinogradConv.blockRows(tile: 2, perRow: 20_000, tilesHigh: 32, tilesWide: 33), 13)
+        // yolov3-tiny's layer 21 in BF16 (13 x 13 tiles, 133K floats a row): one block, not 10 + 3.
+        XCTAssertEqual(WinogradConv.blockRows(tile: 2, perRow: 133_120, tilesHigh: 13, tilesWide: 13), 13)
+        XCTAssertEqual(WinogradConv.blockRows(tile: 4, perRow: 133_120, tilesHigh: 13, tilesWide: 13), 10)
+        // Past the spill: 21 rows fit, 32 rows -> two blocks of 16, not 21 + 11.
+        XCTAssertEqual(WinogradConv.blockRows(tile: 2, perRow: 98_304, tilesHigh: 32, tilesWide: 32), 16)
+        XCTAssertEqual(WinogradConv.blockRows(tile: 2, perRow: 98_304, tilesHigh: 45, tilesWide: 32,
+                                              spill: 1_000_000), 9)
+        // 128 tiles at least (32 rows of 4), then evened out (50 rows: 25 + 25, not 32 + 18); never 0.
+        XCTAssertEqual(WinogradConv.blockRows(tile: 2, perRow: 3_000_000, tilesHigh: 50, tilesWide: 4), 25)
+        XCTAssertEqual(WinogradConv.blockRows(tile: 2, perRow: 0, tilesHigh: 1, tilesWide: 0), 1)
+    }
 }
