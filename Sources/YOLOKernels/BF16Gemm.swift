@@ -286,6 +286,18 @@ public enum BF16PackedGemm<D: BF16DotISA> {
     public static func gemm(m: Int, n: Int, k: Int, packedA: UnsafePointer<UInt32>, b: UnsafePointer<Float>, ldb: Int,
                             c: UnsafeMutablePointer<Float>, ldc: Int, scratch: UnsafeMutablePointer<Float>, kc: Int, nc: Int,
                             rowStart: Int = 0, rowEnd: Int? = nil) {
+        gemmBlocks(m: m, n: n, k: k, packedA: packedA, c: c, ldc: ldc, scratch: scratch, kc: kc, nc: nc,
+                   rowStart: rowStart, rowEnd: rowEnd) { jc, p0, pl, ncl, bp in
+            packB(b + 2 * p0 * ldb + jc, ldb: ldb, steps: min(2 * pl, k - 2 * p0), ncl: ncl, into: bp)
+        }
+    }
+
+    /// The blocks of `gemm`, B's block of pairs p0 ..< p0 + pl and columns jc ..< jc + ncl packed
+    /// into bp by `pack(jc, p0, pl, ncl, bp)`.
+    @inlinable @inline(__always)
+    static func gemmBlocks(m: Int, n: Int, k: Int, packedA: UnsafePointer<UInt32>, c: UnsafeMutablePointer<Float>, ldc: Int,
+                           scratch: UnsafeMutablePointer<Float>, kc: Int, nc: Int, rowStart: Int, rowEnd: Int?,
+                           pack: (Int, Int, Int, Int, UnsafeMutablePointer<UInt32>) -> Void) {
         let rowEnd = min(m, rowEnd ?? m)
         guard rowStart < rowEnd, n > 0 else { return }
         guard k > 0 else {
@@ -304,7 +316,7 @@ public enum BF16PackedGemm<D: BF16DotISA> {
             while p0 < pairs {
                 let pl = min(kcp, pairs - p0)
                 let accumulate = p0 > 0
-                packB(b + 2 * p0 * ldb + jc, ldb: ldb, steps: min(2 * pl, k - 2 * p0), ncl: ncl, into: bp)
+                pack(jc, p0, pl, ncl, bp)
                 let aBlock = packedA + p0 * mPadded
                 gemmBlockTiles(mr: mr, nr: nr, w: w, rows: rowStart..<rowEnd, ncl: ncl, c: c + jc, ldc: ldc, tile: tile,
                                accumulate: accumulate, columnsBelow: K.hasColumnKernel ? w / 2 : 0,
@@ -340,6 +352,9 @@ public struct BF16Kernels: Sendable {
     /// The direct 3x3 convolution + pool in this arithmetic (FP16 only, where the CPU computes
     /// in FP16: DirectConvHalf.swift), packed weights and scratch counted in floats.
     public let direct: DirectConvFunctions?
+    /// BF16 Winograd F(2x2) with the input transform in this GEMM's words (WinogradBF16.swift),
+    /// where the level has it (nil: FP16, and levels without).
+    public let winogradPairs: BF16WinogradPairs?
 
     /// The BF16 GEMM of dot product `D` with blocking kc steps of k x nc columns, named `level`.
     @inlinable
@@ -360,12 +375,18 @@ public struct BF16Kernels: Sendable {
 
     @usableFromInline
     init(dot: String, requires: CPUFeatureSet, gemm: GemmFunctions, weightsOnly: Bool = false,
-         direct: DirectConvFunctions? = nil) {
+         direct: DirectConvFunctions? = nil, winogradPairs: BF16WinogradPairs? = nil) {
         (self.dot, self.requires, self.gemm, self.weightsOnly, self.direct) = (dot, requires, gemm, weightsOnly, direct)
+        self.winogradPairs = winogradPairs
     }
 
     /// These kernels with `direct` as their direct convolution + pool.
     @usableFromInline func adding(direct: DirectConvFunctions) -> BF16Kernels {
-        BF16Kernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct)
+        BF16Kernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct, winogradPairs: winogradPairs)
+    }
+
+    /// These kernels with `pairs` as their Winograd F(2x2) on bfloat16 pairs.
+    public func adding(winogradPairs pairs: BF16WinogradPairs) -> BF16Kernels {
+        BF16Kernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct, winogradPairs: pairs)
     }
 }

@@ -23,6 +23,11 @@ enum BF16Tag: BF16DotISA {
     }
 }
 
+/// The Winograd transforms' vectors: the GEMM's floats (WinogradBF16.swift).
+extension BF16Tag: WinogradISA {
+    typealias Vector = SIMD16<Float>
+}
+
 public enum KernelsAVX512BF16 {
     /// Tiles of 8 x 48 FP32 sums (8 x 3 zmm accumulators), 2 steps of k per vdpbf16ps; blocks of
     /// 512 steps of k (the packed B panel as many bytes as the FP32 GEMM's 256) x 480 columns.
@@ -30,6 +35,7 @@ public enum KernelsAVX512BF16 {
     public static var bf16: BF16Kernels? {
         BF16Kernels.make(level: "avx512bf16", dot: "vdpbf16ps", requires: [.avx2, .avx512, .avx512VNNI, .avx512BF16], BF16Tag.self,
                          kc: 512, nc: 480)
+            .adding(winogradPairs: .make(BF16Tag.self, kc: 512, nc: 480))
     }
 }
 #elseif arch(x86_64)

@@ -200,7 +200,8 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
         case .im2col, .im2colBF16, .im2colFP16: return Im2colGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case .gemm1x1, .gemm1x1BF16, .gemm1x1FP16: return PointwiseGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case .winograd2, .winograd4, .winograd2BF16, .winograd2FP16, .winograd4FP16:
-            return WinogradConv(conv, algorithm: self, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: pool)
+            return WinogradConv(conv, algorithm: self, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: pool,
+                                pairs: self == .winograd2BF16 ? half?.winogradPairs : nil)
         case .directPool: return DirectConvPool(conv, algorithm: self, weights: weights, direct: kernelSet.direct)
         case .directPoolFP16:
             guard let direct = half?.direct else { fatalError("\(self) for layer \(conv.index) without FP16 direct kernels") }

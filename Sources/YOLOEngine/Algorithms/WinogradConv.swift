@@ -17,12 +17,16 @@ final class WinogradConv: WinogradBlocks {
     let kernels: [GemmWeights]
     let transforms: WinogradFunctions
     let storage: ModelStorage
+    /// BF16 F(2x2) where the GEMM has it: the input transform writes the GEMM's bfloat16 pairs
+    /// (WinogradBF16.swift), with no float V between.
+    let pairs: BF16WinogradPairs?
 
     /// Transforms the folded weights (filters x channels x 9) on `pool`'s threads, packs them for
     /// `gemm` (nil: OpenBLAS; the BF16 GEMM for `.winograd2BF16`), with the
-    /// transforms of `kernelSet`.
+    /// transforms of `kernelSet` (the input's of `pairs` where given: that GEMM's).
     init(_ conv: ConvolutionalLayer, algorithm: ConvAlgorithm, weights: UnsafePointer<Float>, kernelSet: KernelSet,
-         gemm: GemmFunctions?, pool: WorkerPool) {
+         gemm: GemmFunctions?, pool: WorkerPool, pairs: BF16WinogradPairs? = nil) {
+        self.pairs = algorithm.fp32Form == .winograd2 && gemm != nil ? pairs : nil
         let tile = algorithm.fp32Form == .winograd4 ? 4 : 2
         precondition(conv.is3x3Same && [.winograd2, .winograd4].contains(algorithm.fp32Form),
                      "WinogradConv: layer \(conv.index) is not 3x3 stride 1 pad 1, or \(algorithm) is not Winograd")
@@ -87,6 +91,7 @@ final class WinogradConv: WinogradBlocks {
         let (c, m, h, w, tw) = (conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)
         let tiles = tileRows.count * tw
         let v = workspace, mo = workspace + positions * c * tiles
+        if let pairs { return pairBlock(src, tileRows: tileRows, place, output, pairs: pairs, v: v, mo: mo) }
         let transforms = transforms
         let input = { (ch: Range<Int>) in
             transforms.input(src, height: h, width: w, channelCount: c, channels: ch, tileRows: tileRows, tilesWide: tw,
@@ -96,6 +101,26 @@ final class WinogradConv: WinogradBlocks {
         let elapsed = timed(place.timed) {
             Gemm.multiplyBatch(kernels, v, bStride: c * tiles, n: tiles, into: mo, cStride: m * tiles, pool: pool,
                                scratch: place.scratch)
+        }
+        output.write(mo, tileRows: tileRows, pool: pool)
+        return elapsed
+    }
+
+    /// `block` through `pairs`: V as words of bfloat16 pairs of channels (half V's floats, in its
+    /// room), each position's GEMM on its words.
+    private func pairBlock(_ src: UnsafePointer<Float>, tileRows: Range<Int>, _ place: BlockPlace, _ output: WinogradOutput,
+                           pairs: BF16WinogradPairs, v: UnsafeMutablePointer<Float>, mo: UnsafeMutablePointer<Float>) -> UInt64 {
+        let (pool, c, m, h, w, tw) = (place.pool, conv.inputShape.c, conv.filters, conv.inputShape.h, conv.inputShape.w, tilesWide)
+        let tiles = tileRows.count * tw, g = (c + 1) / 2
+        let words = UnsafeMutableRawPointer(v).assumingMemoryBound(to: UInt32.self)
+        let input = { (ps: Range<Int>) in pairs.input(src, h, w, c, ps, tileRows, tw, words) }
+        if let pool { pool.parallelFor(g, input) } else { input(0..<g) }
+        let kernels = kernels, scratch = place.scratch
+        let elapsed = timed(place.timed) {
+            Gemm.batch(kernels.count, pool: pool) { xi, part in
+                let a = kernels[xi]
+                pairs.gemm(m, tiles, c, a.packed!, words + xi * g * tiles, tiles, mo + xi * m * tiles, tiles, scratch.part(part), 0..<m)
+            }
         }
         output.write(mo, tileRows: tileRows, pool: pool)
         return elapsed

@@ -188,11 +188,15 @@ enum Gemm {
     /// pool, its threads share out the products.
     static func multiplyBatch(_ a: [GemmWeights], _ b: UnsafePointer<Float>, bStride: Int, n: Int,
                               into c: UnsafeMutablePointer<Float>, cStride: Int, pool: WorkerPool?, scratch: GemmScratch) {
-        let count = a.count
-        let product = { (i: Int, part: Int) in
+        batch(a.count, pool: pool) { i, part in
             kernel(a[i], rows: 0..<a[i].rows, b + i * bStride, ldb: n, cols: 0..<n, into: c + i * cStride, ldc: n,
                    scratch: scratch.part(part))
         }
+    }
+
+    /// product(i, part) for i in 0..<count, shared out whole among `pool`'s threads (part: the
+    /// thread's index, for its scratch), or on the calling thread.
+    static func batch(_ count: Int, pool: WorkerPool?, _ product: (Int, Int) -> Void) {
         if let pool, pool.threadCount > 1 {
             let parts = pool.threadCount
             pool.run { part in
