@@ -4,7 +4,8 @@
 // transform (Aᵀ m A) into the output rows, then the epilogue (or the max pool after it, then the
 // epilogue: the blocks and the output stage are WinogradPool.swift's). The transforms are the kernel set's
 // SIMD ones, bit-identical to the scalar references of YOLOKernels. The GEMMs in FP32 or, for the
-// BF16 forms, in BF16 (the transforms stay FP32).
+// BF16 forms, in BF16 (the transforms stay FP32; BF16 F(2x2)'s input transform writes the GEMM's
+// bfloat16 pairs itself where the level has that form: WinogradBF16.swift).
 import YOLOCore
 import YOLOKernels
 
