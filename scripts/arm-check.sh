@@ -8,7 +8,8 @@
 #      inputs, references in double after Darknet's definitions, the comparisons), over its
 #      tables of shapes; its output bits are also compared with the same program built for
 #      this host; the INT8 GEMM of the neon level (smull) on both CPUs and of the dotprod level
-#      (sdot) on the A76, bit for bit against the naive integer reference; the FP16 GEMM of the
+#      (sdot) on the A76, bit for bit against the naive integer reference, and the 16-bit pair GEMM
+#      (smlal by element: INT8 Winograd, 10-bit layers) on both; the FP16 GEMM of the
 #      dotprod level (fmla .8h) on the A76, against the naive product of FP16-rounded inputs;
 #   2. scripts/arm/Forward.swift: yolov3-tiny on the dog input fixture, both raw heads against
 #      Darknet's (YOLOReference's SampledTensor parses the .samples fixtures and compares: max

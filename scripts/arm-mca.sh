@@ -2,12 +2,12 @@
 # The aarch64 INT8 and FP16 micro-kernels' inner loops through llvm-mca (LLVM 16's scheduling models),
 # without a board: compiles the dotprod level (sdot, -target-cpu cortex-a76) and the neon level
 # (smull + smlal2 + sadalp) for aarch64 as scripts/arm-check.sh does (Embedded Swift), takes
-# from the assembly the innermost loop with the most sdot / smull / fmla .8h (the FP16 GEMM; and
-# the FP32 GEMM's fmla .4s beside it), and reports for each core
+# from the assembly the innermost loop with the most sdot / smull / smlal by element (the 16-bit
+# pair GEMM) / fmla .8h (the FP16 GEMM; and the FP32 GEMM's fmla .4s beside it), and reports for each core
 # the cycles per iteration, the MACs per cycle (MACs per iteration: tile rows x columns x 4), and
 # the same model's peak for that instruction (a block of independent instructions of the same
-# kind: 24 sdot; 8 smull + smlal2 + sadalp chains; 24 fmla), so the two numbers are from one model: sdot
-# on the Cortex-A76 and A55, smull on the A72. LLVM 16 has no model of its own for the A72, A76
+# kind: 24 sdot; 8 smull + smlal2 + sadalp chains; 24 smlal; 24 fmla), so the two numbers are from one
+# model: sdot on the Cortex-A76 and A55, smull on the A72, smlal on all three. LLVM 16 has no model of its own for the A72, A76
 # or Neoverse N1: it schedules them as a Cortex-A57 (printed), whose two ASIMD pipes issue 2
 # sdot a cycle as the A76's do; the A55's model is its own (in order).
 # Usage: scripts/arm-mca.sh [-v] (-v: also the loops and llvm-mca's resource pressure). About 45 s.
@@ -65,6 +65,7 @@ PY
 }
 loop "$out/dotprod.s" sdot > "$out/sdot-loop.s" || fail "no sdot loop in the dotprod level's assembly"
 loop "$out/neon.s" smull > "$out/smull-loop.s" || fail "no smull loop in the neon level's assembly"
+loop "$out/neon.s" "smlal/.h[" > "$out/pairs-loop.s" || fail "no smlal-by-element loop (the pair GEMM) in the neon level's assembly"
 loop "$out/dotprod.s" fmla/.8h > "$out/fp16-loop.s" || fail "no fmla .8h loop in the dotprod level's assembly"
 loop "$out/dotprod.s" fmla/.4s > "$out/fp32-loop.s" || fail "no fmla .4s loop in the dotprod level's assembly"
 # The models' peaks: independent instructions only (as many accumulators as the kernels have).
@@ -72,6 +73,7 @@ for i in $(seq 0 23); do echo "sdot v$((i + 8)).4s, v0.16b, v$((i % 4 + 1)).16b"
 { for i in $(seq 0 7); do echo "smull v$((i + 16)).8h, v0.8b, v$((i % 4 + 1)).8b"; done
   for i in $(seq 0 7); do echo "smlal2 v$((i + 16)).8h, v0.16b, v$((i % 4 + 1)).16b"; done
   for i in $(seq 0 7); do echo "sadalp v$((i + 24)).4s, v$((i + 16)).8h"; done; } > "$out/smull-peak.s"
+for i in $(seq 0 23); do echo "smlal v$((i + 8)).4s, v$((i % 3 + 1)).4h, v0.h[$((i % 8))]"; done > "$out/pairs-peak.s"
 for i in $(seq 0 23); do echo "fmla v$((i + 8)).8h, v$((i % 3 + 1)).8h, v0.h[$((i % 8))]"; done > "$out/fp16-peak.s"
 for i in $(seq 0 23); do echo "fmla v$((i + 8)).4s, v$((i % 3 + 1)).4s, v0.s[$((i % 4))]"; done > "$out/fp32-peak.s"
 
@@ -94,11 +96,16 @@ report() {   # core, loop file, MACs per iteration, peak file, MACs per peak blo
         $mca -mtriple=aarch64 -mcpu="$1" -mattr=+dotprod,+fullfp16 -iterations=500 -resource-pressure "$2" | sed -n '/Resource pressure per iteration/,/^$/p'
     fi
 }
-[ -n "$verbose" ] && { echo "--- sdot loop (dotprod level, 8 x 12 tile):"; cat "$out/sdot-loop.s"; echo "--- smull loop (neon level, 4 x 8 tile):"; cat "$out/smull-loop.s"; echo "--- fmla .8h loop (FP16 GEMM, 8 x 24 tile):"; cat "$out/fp16-loop.s"; }
+[ -n "$verbose" ] && { echo "--- sdot loop (dotprod level, 8 x 12 tile):"; cat "$out/sdot-loop.s"; echo "--- smull loop (neon level, 4 x 8 tile):"; cat "$out/smull-loop.s"; echo "--- smlal loop (pair GEMM, 8 x 12 tile):"; cat "$out/pairs-loop.s"; echo "--- fmla .8h loop (FP16 GEMM, 8 x 24 tile):"; cat "$out/fp16-loop.s"; }
 say "$($mca --version | grep -o 'LLVM version [0-9.]*'); one iteration = one group of 4 steps of k over the tile"
 report cortex-a76 "$out/sdot-loop.s" 384 "$out/sdot-peak.s" $((24 * 16)) "sdot 8x12 (dotprod level)"
 report cortex-a55 "$out/sdot-loop.s" 384 "$out/sdot-peak.s" $((24 * 16)) "sdot 8x12 (dotprod level)"
 report cortex-a72 "$out/smull-loop.s" 128 "$out/smull-peak.s" $((8 * 16)) "smull 4x8 (neon level)"
+# The 16-bit pair GEMM (INT8 Winograd, 10-bit layers; every arm64 level runs the neon level's):
+# one iteration = one group (2 channels) over its 8 x 12 tile, 48 smlal / smlal2 by element.
+for core in cortex-a72 cortex-a76 cortex-a55; do
+    report $core "$out/pairs-loop.s" 192 "$out/pairs-peak.s" $((24 * 4)) "smlal 8x12 (pair GEMM)"
+done
 # FP16 (one iteration = one step of k over the 8 x 24 tile: 24 fmla .8h) against FP32's GEMM loop
 # of the same level (its 8 x 12 tile: 24 fmla .4s a step).
 for core in cortex-a76 cortex-a55; do

@@ -188,6 +188,36 @@ static inline __attribute__((always_inline)) yolo_i32x4 yolo_smull_dot(yolo_i32x
     return (yolo_i32x4)vpadalq_s16((int32x4_t)acc, p);
 }
 
+/// uzp1 .8h: the low halves (bits 0-15) of x's 4 words in halves 0-3, of y's in halves 4-7.
+static inline __attribute__((always_inline)) yolo_i32x4 yolo_pair_lows(yolo_i32x4 x, yolo_i32x4 y) {
+    return (yolo_i32x4)vuzp1q_s16((int16x8_t)x, (int16x8_t)y);
+}
+
+/// uzp2 .8h: the high halves (bits 16-31), likewise.
+static inline __attribute__((always_inline)) yolo_i32x4 yolo_pair_highs(yolo_i32x4 x, yolo_i32x4 y) {
+    return (yolo_i32x4)vuzp2q_s16((int16x8_t)x, (int16x8_t)y);
+}
+
+/// smlal (smlal2 when `upper`) by element, twice (any ARMv8-A NEON): acc + per lane j the half
+/// j (4 + j) of `lows` x half 2·row of `a`, + the same half of `highs` x half 2·row + 1 of `a`
+/// (int16 x int16 -> int32, wrapping adds). `row` 0...3. (By element, a must sit in v0-v15: the
+/// compiler's business.)
+static inline __attribute__((always_inline)) yolo_i32x4 yolo_smlal_pair_lane(yolo_i32x4 acc, yolo_i32x4 lows, yolo_i32x4 highs,
+                                                                            yolo_i32x4 a, int row, int upper) {
+    int32x4_t c = (int32x4_t)acc;
+    int16x8_t l = (int16x8_t)lows, h = (int16x8_t)highs, w = (int16x8_t)a;
+#define YOLO_PAIR_LANE(r) \
+    if (upper) { c = vmlal_high_laneq_s16(c, l, w, 2 * (r)); return (yolo_i32x4)vmlal_high_laneq_s16(c, h, w, 2 * (r) + 1); } \
+    c = vmlal_laneq_s16(c, vget_low_s16(l), w, 2 * (r)); return (yolo_i32x4)vmlal_laneq_s16(c, vget_low_s16(h), w, 2 * (r) + 1);
+    switch (row & 3) {
+    case 0: YOLO_PAIR_LANE(0)
+    case 1: YOLO_PAIR_LANE(1)
+    case 2: YOLO_PAIR_LANE(2)
+    default: YOLO_PAIR_LANE(3)
+    }
+#undef YOLO_PAIR_LANE
+}
+
 #if defined(__ARM_FEATURE_DOTPROD)
 /// sdot (ARMv8.2 dotprod): acc + per 32-bit lane the 4 products of the s8 bytes of b and a.
 static inline __attribute__((always_inline)) yolo_i32x4 yolo_sdot(yolo_i32x4 acc, yolo_i32x4 b, yolo_i32x4 a) {

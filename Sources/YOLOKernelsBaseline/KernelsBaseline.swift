@@ -2,7 +2,8 @@
 // in xmm registers, no FMA), NEON on arm64 (the "neon" level: 8 x 12 tiles in 32 q registers,
 // fmla). The generic kernels of YOLOKernels specialized for 4-lane vectors, as one KernelSet. Its
 // INT8 kernels: on arm64 NEON's widening multiplies (smull, smlal2, sadalp: Int8SignedB.swift; the
-// dotprod level has sdot), on x86-64 the portable ones (exact, not fast).
+// dotprod level has sdot), on x86-64 the portable ones (exact, not fast); its 16-bit pair GEMM on
+// arm64 smlal by element (Int16PairLaneKernel.swift).
 import YOLOKernels
 import CHints
 #if arch(arm64) || arch(aarch64)
@@ -37,6 +38,17 @@ extension BaselineTag: Int8WideningMultiply {
         yolo_smull_dot(acc, b, lo, hi)
     }
 }
+
+/// The pair GEMM's smlal by element (CDot).
+extension BaselineTag: Int16PairsByLane {
+    @inline(__always) static func pairLows(_ x: SIMD4<Int32>, _ y: SIMD4<Int32>) -> SIMD4<Int32> { yolo_pair_lows(x, y) }
+    @inline(__always) static func pairHighs(_ x: SIMD4<Int32>, _ y: SIMD4<Int32>) -> SIMD4<Int32> { yolo_pair_highs(x, y) }
+    @inline(__always)
+    static func pairDot(_ acc: SIMD4<Int32>, lows: SIMD4<Int32>, highs: SIMD4<Int32>, _ a: SIMD4<Int32>,
+                        row: Int, upper: Bool) -> SIMD4<Int32> {
+        yolo_smlal_pair_lane(acc, lows, highs, a, Int32(row), upper ? 1 : 0)
+    }
+}
 #endif
 
 public enum KernelsBaseline {
@@ -45,7 +57,7 @@ public enum KernelsBaseline {
         .make(name: "neon", requires: [], gemm: GemmKernel8x3<SIMD4<Float>, BaselineTag>.self,
               kc: 256, nc: 504, winograd: BaselineTag.self, direct: SIMD4<Float>.self, BaselineTag.self)
             .adding(int8: .make(dot: "smull", kernel: Int8Kernel4x2<Int8WideningDot<BaselineTag>>.self, kc: 256, nc: 512))
-            .adding(int16Pairs: .make(dot: "portable", kernel: Int8Kernel4x2<Int16PortablePairDot<BaselineTag>>.self, kc: 64, nc: 512))
+            .adding(int16Pairs: .make(dot: "smlal", kernel: Int16PairKernel8x3ByLane<BaselineTag>.self, kc: 64, nc: 504))
             .adding(int16Direct: .make(Int16PortablePairDot<BaselineTag>.self, filters: 8, dot: "portable", preferred: false))
     }
     #else

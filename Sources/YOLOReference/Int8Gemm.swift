@@ -51,3 +51,60 @@ public struct Int8GemmCase {
         return c
     }
 }
+
+/// A case of the 16-bit pair GEMM (INT8 Winograd, 10-bit layers: `Int16Pairs`): A m x channels
+/// int16 kernels (|a| <= 511, F(4x4)'s 10 bits), B channels x n int16 inputs (|b| <= 25500,
+/// F(4x4)'s 100 x 255), B grouped as the kernels take it, per-row scales.
+public struct PairGemmCase {
+    public let m: Int, n: Int, channels: Int
+    public let a: [Int16]
+    public let b: [Int32]
+    /// B grouped: row g, column j = channel 2g (bits 0-15) and 2g + 1 (bits 16-31; 0 past the last).
+    public let grouped: [UInt32]
+    public let scale: [Float]
+
+    /// Random inputs; `extreme`: every value at a limit, where int32 sums over too deep a block would wrap.
+    public init(m: Int, n: Int, channels c: Int, extreme: Bool = false, rng: inout SeededRandom) {
+        let a = (0..<m * c).map { _ in Int16(extreme ? (rng.int(below: 2) == 0 ? -511 : 511) : rng.int(below: 1023) - 511) }
+        let b = (0..<c * n).map { _ in Int32(extreme ? (rng.int(below: 2) == 0 ? -25500 : 25500) : rng.int(below: 51001) - 25500) }
+        let scale = (0..<m).map { _ in rng.float(1e-6, 1e-3) }
+        self.init(m: m, n: n, channels: c, a: a, b: b, scale: scale)
+    }
+
+    /// Given inputs: a (m x channels), b (channels x n, int16 values), scale (m).
+    public init(m: Int, n: Int, channels c: Int, a: [Int16], b: [Int32], scale: [Float]) {
+        (self.m, self.n, channels, self.a, self.b, self.scale) = (m, n, c, a, b, scale)
+        let pairs = (c + 1) / 2
+        var grouped = [UInt32](repeating: 0, count: pairs * n)
+        for g in 0..<pairs {
+            for j in 0..<n {
+                let lo = UInt16(truncatingIfNeeded: b[2 * g * n + j])
+                let hi = 2 * g + 1 < c ? UInt16(truncatingIfNeeded: b[(2 * g + 1) * n + j]) : 0
+                grouped[g * n + j] = UInt32(lo) | UInt32(hi) << 16
+            }
+        }
+        self.grouped = grouped
+    }
+
+    /// C (m x n) as a driver with blocks of at most `kc` pairs makes it: the pairs split evenly
+    /// into blocks, per block Float(exact int32 sum) x scale[row], added block after block (f + acc).
+    /// nil when some block's sum does not fit int32 (the case is too deep for kc).
+    public func expected(kc: Int) -> [Float]? {
+        let pairs = (channels + 1) / 2, blocks = max(1, (pairs + kc - 1) / kc), size = (pairs + blocks - 1) / blocks
+        var out = [Float](repeating: 0, count: m * n)
+        for i in 0..<m {
+            for j in 0..<n {
+                var acc: Float = 0
+                for p0 in stride(from: 0, to: pairs, by: size) {
+                    var sum: Int64 = 0
+                    for ch in 2 * p0 ..< min(channels, 2 * (p0 + size)) { sum += Int64(a[i * channels + ch]) * Int64(b[ch * n + j]) }
+                    guard abs(sum) < Int64(Int32.max) else { return nil }
+                    let f = Float(Int32(sum)) * scale[i]
+                    acc = p0 == 0 ? f : f + acc
+                }
+                out[i * n + j] = acc
+            }
+        }
+        return out
+    }
+}

@@ -15,58 +15,28 @@ final class Int8WinogradTests: XCTestCase {
         KernelLevel.supported.compactMap { level in level.kernelSet?.int16Pairs.map { (level, $0) } }
     }
 
-    /// C (m x n floats) = per block of k (as the driver splits `pairs` pairs into blocks of at
-    /// most kc), Float(exact sum) x scale[row], added block after block.
-    static func naiveGemm(a: [Int16], b: [Int32], m: Int, n: Int, channels c: Int, scale: [Float], kc: Int) -> [Float] {
-        let pairs = (c + 1) / 2, blocks = max(1, (pairs + kc - 1) / kc), size = (pairs + blocks - 1) / blocks
-        var out = [Float](repeating: 0, count: m * n)
-        for i in 0..<m {
-            for j in 0..<n {
-                var acc: Float = 0
-                for (number, p0) in stride(from: 0, to: pairs, by: size).enumerated() {
-                    var sum: Int64 = 0
-                    for ch in 2 * p0 ..< min(c, 2 * (p0 + size)) { sum += Int64(a[i * c + ch]) * Int64(b[ch * n + j]) }
-                    XCTAssertLessThan(abs(sum), Int64(Int32.max), "a block's sum fits int32")
-                    let f = Float(Int32(sum)) * scale[i]
-                    acc = number == 0 ? f : f + acc
-                }
-                out[i * n + j] = acc
-            }
-        }
-        return out
-    }
-
-    func checkGemm(_ level: KernelLevel, _ kern: Int8Functions, m: Int, n: Int, channels c: Int, extreme: Bool = false,
-                   line: UInt = #line) {
+    /// The pair GEMM `kern` against YOLOReference's PairGemmCase (naive Int64 sums per block of
+    /// k, as the driver splits the pairs into blocks of at most kc), bit for bit. Kernels within
+    /// 10 bits (`Int16Pairs.kernelLimit`), inputs within F(4x4)'s 100 x 255.
+    static func checkGemm(_ level: String, _ kern: Int8Functions, m: Int, n: Int, channels c: Int, extreme: Bool = false,
+                          line: UInt = #line) {
+        XCTAssertEqual(Int16Pairs.kernelLimit, 511, "PairGemmCase's kernels are 10 bits")
         var rng = SeededRandom(seed: UInt64(m * 31 + n * 7 + c))
-        let limit = Int(Int16Pairs.kernelLimit)
-        let a: [Int16] = (0..<m * c).map { _ in Int16(extreme ? (rng.int(below: 2) == 0 ? -limit : limit) : rng.int(below: 2 * limit + 1) - limit) }
-        let b: [Int32] = (0..<c * n).map { _ in Int32(extreme ? (rng.int(below: 2) == 0 ? -25500 : 25500) : rng.int(below: 51001) - 25500) }
-        let scale = (0..<m).map { _ in rng.float(1e-6, 1e-3) }
-        let pairs = (c + 1) / 2
-        // Grouped B: row g, column j = channel 2g (bits 0-15) and 2g + 1 (bits 16-31).
-        var grouped = [UInt32](repeating: 0, count: pairs * n)
-        for g in 0..<pairs {
-            for j in 0..<n {
-                let lo = UInt16(truncatingIfNeeded: b[2 * g * n + j])
-                let hi = 2 * g + 1 < c ? UInt16(truncatingIfNeeded: b[(2 * g + 1) * n + j]) : 0
-                grouped[g * n + j] = UInt32(lo) | UInt32(hi) << 16
-            }
-        }
+        let t = PairGemmCase(m: m, n: n, channels: c, extreme: extreme, rng: &rng)
         var packed = [UInt8](repeating: 0xEE, count: kern.packedASize(m: m, k: 2 * c))
         var scratch = [UInt8](repeating: 0xEE, count: kern.scratchSize(m: m, n: n, k: 2 * c))
         var out = [Float](repeating: .nan, count: m * n)
         let comp = [Int32](repeating: 0, count: m)
-        a.withUnsafeBytes { pa in
+        t.a.withUnsafeBytes { pa in
             packed.withUnsafeMutableBytes {
                 kern.packA(pa.baseAddress!.assumingMemoryBound(to: Int8.self), lda: 2 * c, m: m, k: 2 * c, into: $0.baseAddress!)
             }
         }
         packed.withUnsafeBytes { pa in scratch.withUnsafeMutableBytes { ps in
-            kern.gemm(m: m, n: n, k: 2 * c, packedA: pa.baseAddress!, b: grouped, ldb: n, c: &out, ldc: n, comp: comp,
-                      scale: scale, scratch: ps.baseAddress!)
+            kern.gemm(m: m, n: n, k: 2 * c, packedA: pa.baseAddress!, b: t.grouped, ldb: n, c: &out, ldc: n, comp: comp,
+                      scale: t.scale, scratch: ps.baseAddress!)
         } }
-        let want = Self.naiveGemm(a: a, b: b, m: m, n: n, channels: c, scale: scale, kc: kern.kc)
+        guard let want = t.expected(kc: kern.kc) else { return XCTFail("a block's sum overflows int32 at kc \(kern.kc)", line: line) }
         let bad = (0..<m * n).filter { out[$0].bitPattern != want[$0].bitPattern }
         XCTAssertEqual(bad.count, 0, "\(level) pairs \(m)x\(n)x\(c): first wrong at \(bad.first.map { "\($0): \(out[$0]) vs \(want[$0])" } ?? "")",
                        line: line)
@@ -79,10 +49,10 @@ final class Int8WinogradTests: XCTestCase {
             // Tails around MR, NR and a pair (odd channels); k over one, two and several blocks.
             for (m, n, c) in [(1, 1, 1), (3, 5, 3), (4, 16, 2), (7, 17, 5), (9, 49, 36), (17, 100, 129), (33, 37, 257),
                               (8, 600, 64), (5, 23, 1100)] {
-                checkGemm(level, kern, m: m, n: n, channels: c)
+                Self.checkGemm("\(level)", kern, m: m, n: n, channels: c)
             }
             // Every product at its largest over the deepest block: int32 must not wrap.
-            checkGemm(level, kern, m: 9, n: 50, channels: 1100, extreme: true)
+            Self.checkGemm("\(level)", kern, m: 9, n: 50, channels: 1100, extreme: true)
         }
     }
 
@@ -187,7 +157,7 @@ final class Int8WinogradTests: XCTestCase {
                 for ch in 0..<c { a[f * c + ch] = Int16(max(-511, min(511, (row[ch] * (1 / sc)).rounded(.toNearestOrEven)))) }
             }
             let b = (0..<c * tiles).map { Int32(vs[$0][xi / 6][xi % 6]) }
-            let part = naiveGemm(a: a, b: b, m: m, n: tiles, channels: c, scale: scale, kc: kc)
+            let part = PairGemmCase(m: m, n: tiles, channels: c, a: a, b: b, scale: scale).expected(kc: kc) ?? [Float](repeating: .nan, count: m * tiles)
             for i in 0..<m * tiles { mo[xi * m * tiles + i] = part[i] }
         }
         var out = [Float](repeating: 0, count: m * s.h * s.w)

@@ -64,10 +64,35 @@ func checkInt8Gemm(_ name: String, _ kern: Int8Functions, crossArch: Bool) {
     }
 }
 
+/// The baseline set's 16-bit pair GEMM (INT8 Winograd, 10-bit layers: smlal by element on arm64,
+/// the portable dot on x86) against YOLOReference's PairGemmCase (naive Int64 sums per block of
+/// k), bit for bit: tails of the tile, odd channels, k over several blocks, every value at a limit.
+func checkPairGemm() {
+    let kern = baseline.int16Pairs!
+    for (m, n, c, extreme) in [(8, 12, 2, false), (1, 1, 1, false), (7, 17, 5, false), (9, 49, 36, false), (16, 600, 64, false),
+                               (17, 100, 129, false), (33, 37, 257, false), (9, 50, 1100, true)] {
+        let t = PairGemmCase(m: m, n: n, channels: c, extreme: extreme, rng: &rng)
+        var packed = [UInt8](repeating: 0xEE, count: kern.packedASize(m: m, k: 2 * c))
+        var scratch = [UInt8](repeating: 0xEE, count: kern.scratchSize(m: m, n: n, k: 2 * c))
+        var out = [Float](repeating: .nan, count: m * n)
+        let comp = [Int32](repeating: 0, count: m)
+        t.a.withUnsafeBytes { pa in packed.withUnsafeMutableBytes {
+            kern.packA(pa.baseAddress!.assumingMemoryBound(to: Int8.self), lda: 2 * c, m: m, k: 2 * c, into: $0.baseAddress!)
+        } }
+        packed.withUnsafeBytes { pa in scratch.withUnsafeMutableBytes { ps in ptr(&out) {
+            kern.gemm(m: m, n: n, k: 2 * c, packedA: pa.baseAddress!, b: t.grouped, ldb: n, c: $0, ldc: n, comp: comp,
+                      scale: t.scale, scratch: ps.baseAddress!)
+        } } }
+        expect("pair gemm m=\(m) n=\(n) channels=\(c)\(extreme ? " extreme" : "")", out, t.expected(kc: kern.kc) ?? [])
+    }
+}
+
 func checkInt8Gemms() {
     // Named alike on every CPU (the digests are compared with the host's); the dot is said apart.
     print("int8 gemm: the baseline kernel set's dot product is \(baseline.int8!.dot) (\(baseline.int8!.mr) x \(baseline.int8!.nr) tiles)")
     checkInt8Gemm("baseline kernel set", baseline.int8!, crossArch: true)
+    print("pair gemm: the baseline kernel set's is \(baseline.int16Pairs!.dot) (\(baseline.int16Pairs!.mr) x \(baseline.int16Pairs!.nr) tiles)")
+    checkPairGemm()
     #if arch(arm64) || arch(aarch64)
     // AT_HWCAP (16), HWCAP_ASIMDDP (1 << 20): sdot would be an illegal instruction without it.
     if getauxval(16) & (1 << 20) != 0 {
