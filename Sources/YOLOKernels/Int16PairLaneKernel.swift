@@ -9,7 +9,8 @@
 // per group 8 ld1r broadcasts, their address arithmetic and 6 shifts beside 16 smlal
 // (scripts/arm-mca.sh: 80% of smlal's rate in LLVM's Cortex-A72 model, 36% in the A55's). Same
 // sums, bit for bit: integer products, wrapping adds, in any order. The driver's edge code
-// (partial panels) runs the portable dot, whose packed A is the same.
+// (partial panels) and the direct conv + pool run the same instructions a row at a time
+// (`Int16SplitPairDot`); packed A is the portable dot's.
 
 /// smlal by element on a level's 4 x int32 lanes: the split of B's pair words and the pair
 /// multiply-accumulate.
@@ -25,10 +26,46 @@ public protocol Int16PairsByLane: Int8Lanes where Acc == SIMD4<Int32>, Floats ==
                         row: Int, upper: Bool) -> SIMD4<Int32>
 }
 
+/// The same instructions for code that takes one row's kernels at a time (the driver's edge code,
+/// the direct conv + pool of DirectConvPairs.swift): B split once per vector (then used for every
+/// row), a row's word broadcast, two smlal by element per dot. (The portable dot there became
+/// mul / mla .4s in the GEMM's edge code, and scalar madd in the direct conv, with Swift 6.0.3 for
+/// arm64 Linux.)
+public enum Int16SplitPairDot<L: Int16PairsByLane>: Int8DotISA {
+    public typealias Acc = SIMD4<Int32>
+    public typealias Floats = SIMD4<Float>
+    public typealias BOperand = (SIMD4<Int32>, SIMD4<Int32>)
+    public typealias AOperand = SIMD4<Int32>
+    @inlinable public static var aBytes: Int { 4 }
+    @inlinable public static var accumulatesFloats: Bool { true }
+
+    @inlinable @inline(__always)
+    public static func packA(_ w0: Int8, _ w1: Int8, _ w2: Int8, _ w3: Int8, into p: UnsafeMutableRawPointer) {
+        Int16PortablePairDot<L>.packA(w0, w1, w2, w3, into: p)
+    }
+    @inlinable @inline(__always)
+    public static func loadB(_ p: UnsafeRawPointer) -> BOperand {
+        let v = p.loadUnaligned(as: SIMD4<Int32>.self)
+        return (L.pairLows(v, v), L.pairHighs(v, v))
+    }
+    @inlinable @inline(__always)
+    public static func loadA(_ p: UnsafeRawPointer) -> AOperand { SIMD4<Int32>(repeating: p.loadUnaligned(as: Int32.self)) }
+    @inlinable @inline(__always)
+    public static func dot(_ acc: SIMD4<Int32>, _ b: BOperand, _ a: AOperand) -> SIMD4<Int32> {
+        L.pairDot(acc, lows: b.0, highs: b.1, a, row: 0, upper: false)
+    }
+    @inlinable @inline(__always) public static func floats(_ v: SIMD4<Int32>) -> SIMD4<Float> { L.floats(v) }
+    @inlinable @inline(__always)
+    public static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> SIMD4<Int32> {
+        L.quantize(p, inverseScale: inverseScale, zeroPoint: zeroPoint)
+    }
+    @inlinable @inline(__always) public static func prefetch(_ p: UnsafeRawPointer) { L.prefetch(p) }
+}
+
 /// 8 x 12 int32 sums (24 q accumulators) + B's halves (4 vectors) + 2 vectors of kernels: 30 of
 /// the 32 q registers. Per group 48 smlal, 4 uzp and 5 loads.
 public enum Int16PairKernel8x3ByLane<L: Int16PairsByLane>: Int8MicroKernel {
-    public typealias Dot = Int16PortablePairDot<L>
+    public typealias Dot = Int16SplitPairDot<L>
     @inlinable public static var mr: Int { 8 }
     @inlinable public static var nr: Int { 12 }
 

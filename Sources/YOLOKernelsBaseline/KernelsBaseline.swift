@@ -58,7 +58,7 @@ public enum KernelsBaseline {
               kc: 256, nc: 504, winograd: BaselineTag.self, direct: SIMD4<Float>.self, BaselineTag.self)
             .adding(int8: .make(dot: "smull", kernel: Int8Kernel4x2<Int8WideningDot<BaselineTag>>.self, kc: 256, nc: 512))
             .adding(int16Pairs: .make(dot: "smlal", kernel: Int16PairKernel8x3ByLane<BaselineTag>.self, kc: 64, nc: 504))
-            .adding(int16Direct: .make(Int16PortablePairDot<BaselineTag>.self, filters: 8, dot: "portable", preferred: false))
+            .adding(int16Direct: .make(Int16SplitPairDot<BaselineTag>.self, filters: 8, dot: "smlal", preferred: false))
     }
     #else
     public static var kernelSet: KernelSet {

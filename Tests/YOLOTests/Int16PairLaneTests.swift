@@ -1,5 +1,6 @@
 import XCTest
 import YOLOKernels
+import YOLOReference
 
 /// The pair GEMM's micro-kernel for smlal by element (`Int16PairKernel8x3ByLane`, the neon level's)
 /// on any CPU, through its Swift model of uzp1 / uzp2 and smlal (`Int16PairsByLaneModel`): the same
@@ -44,5 +45,33 @@ final class Int16PairLaneTests: XCTestCase {
             Int8WinogradTests.checkGemm("8x3 by lane", kern, m: m, n: n, channels: c)
         }
         Int8WinogradTests.checkGemm("8x3 by lane", kern, m: 16, n: 48, channels: 1100, extreme: true)
+    }
+
+    /// The direct conv + pool on int16 pairs (DirectConvPairs.swift) with the split dot (the neon
+    /// level's, here its model) gives the portable dot's output bit for bit: 10-bit and 8-bit
+    /// inputs, odd channels, filters past a block of 8, partial vectors, two row ranges.
+    func testDirectConvWithSplitDotIsThePortables() {
+        let split = DirectPairFunctions.make(Int16SplitPairDot<Model>.self, filters: 8, dot: "model", preferred: false)
+        let portable = DirectPairFunctions.make(Int16PortablePairDot<Lanes>.self, filters: 8, dot: "portable", preferred: false)
+        var rng = SeededRandom(seed: 7)
+        for (c, h, w, m, levels) in [(3, 8, 10, 5, 1023), (16, 6, 34, 17, 1023), (5, 4, 20, 8, 255), (2, 10, 70, 9, 1023)] {
+            let src = rng.floats(c * h * w, -1, 3)
+            let weights = (0..<m * c * 9).map { _ in Float(rng.int(below: 255) - 127) }
+            let scales = (0..<m).map { _ in rng.float(1e-3, 1e-2) }
+            let q = Int8Quantization(min: -1, max: 3, levels: Int32(levels))
+            func run(_ f: DirectPairFunctions) -> [Float] {
+                var packed = [UInt32](repeating: 0, count: f.packedWords(m, c))
+                var scratch = [Float](repeating: .nan, count: f.scratchSize(c, w))
+                var out = [Float](repeating: .nan, count: m * (h / 2) * (w / 2))
+                f.pack(weights, m, c, &packed)
+                for rows in [0..<h / 4, h / 4..<h / 2] {
+                    f.pooledRows(src, h, w, c, q, packed, scales, m, rows, &out, &scratch, nil)
+                }
+                return out
+            }
+            let (a, b) = (run(split), run(portable))
+            XCTAssertFalse(b.contains { $0.isNaN }, "every output written")
+            XCTAssertEqual(a.map(\.bitPattern), b.map(\.bitPattern), "c=\(c) \(h)x\(w) filters=\(m) levels=\(levels)")
+        }
     }
 }
