@@ -20,8 +20,9 @@ enum KernelRegistry {
     static let all: [KernelSet] = {
         var sets = [KernelsBaseline.kernelSet]
         // Every level has the 16-bit pair GEMM of INT8 Winograd (avxvnni and avx512vnni their own,
-        // vpdpwssd; dotprod takes NEON's lane arithmetic from the level below): the same exact
-        // sums, so INT8 Winograd and 10-bit inputs (`a10`) run, with the same bits, at every level.
+        // vpdpwssd; dotprod takes NEON's smlal by element, and its direct conv + pool, from the
+        // level below): the same exact sums, so INT8 Winograd and 10-bit inputs (`a10`) run, with
+        // the same bits, at every level.
         #if arch(x86_64)
         sets.append(KernelsAVX2.kernelSet)
         sets.append(KernelsAVXVNNI.kernelSet)
@@ -35,6 +36,7 @@ enum KernelRegistry {
         #elseif arch(arm64) || arch(aarch64)
         var dotprod = KernelsDotProd.kernelSet
         if let pairs = sets[0].int16Pairs { dotprod = dotprod.adding(int16Pairs: pairs) }
+        if let direct = sets[0].int16Direct { dotprod = dotprod.adding(int16Direct: direct) }
         sets.append(dotprod)
         #endif
         return sets
