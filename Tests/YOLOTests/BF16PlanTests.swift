@@ -33,8 +33,8 @@ final class BF16PlanTests: XCTestCase {
         XCTAssertTrue(bf16.plan.description.contains("0-1 conv 3x3/1 3x64x64 -> 32x64x64 + maxpool 2x2/2 32x64x64 -> 32x32x32: direct+pool, fp32 (table)"),
                       bf16.plan.description)
         XCTAssertTrue(bf16.plan.description.contains("5 conv 1x1/1 32x16x16 -> 18x16x16: gemm1x1-bf16 (table)"), bf16.plan.description)
-        // The plan that keeps every output: layer 0 alone, in its BF16 form.
-        XCTAssertEqual(bf16.inspection.steps.map(\.algorithm), ["im2col-bf16", "maxpool", "winograd2-bf16", "maxpool", "winograd2-bf16", "gemm1x1-bf16"])
+        // The plan that keeps every output: layer 0 alone, in FP32 (no BF16 on the layer that reads the image).
+        XCTAssertEqual(bf16.inspection.steps.map(\.algorithm), ["im2col", "maxpool", "winograd2-bf16", "maxpool", "winograd2-bf16", "gemm1x1-bf16"])
         // FP32 by default; without Winograd, im2col in BF16.
         let fp32 = try model(ModelOptions())
         XCTAssertFalse(fp32.inference.steps.contains { $0.algorithm.hasSuffix("-bf16") })
@@ -58,6 +58,29 @@ final class BF16PlanTests: XCTestCase {
         }
     }
 
+    /// No BF16 on the first layer (it reads the image: `Planner.offers` says what it cost), in
+    /// BF16 and INT8 models, whatever the GEMM: with OpenBLAS's (no direct conv + pool) the table
+    /// took im2col-bf16 there before.
+    func testTheFirstLayerStaysFP32() throws {
+        try requireBF16()
+        let openBLAS = try model(ModelOptions(gemm: .openBLAS, planning: .table, precision: .bf16))
+        XCTAssertEqual(openBLAS.inference.steps.first?.algorithm, "im2col")
+        XCTAssertEqual(openBLAS.plan.entries.first?.precision, .fp32)
+        XCTAssertTrue(openBLAS.inference.steps.dropFirst().contains { $0.algorithm.hasSuffix("-bf16") })
+        XCTAssertThrowsError(try model(ModelOptions(algorithms: [0: .im2colBF16], precision: .bf16))) {
+            XCTAssertTrue("\($0)".contains("im2col-bf16 cannot compute layer 0"), "\($0)")
+        }
+        // INT8 with layer 0 left out of INT8 (marked fp32) and BF16 for such layers.
+        var ranges: [Int: ClosedRange<Float>] = [0: 0...1]
+        for l in [2, 4, 5] { ranges[l] = -0.5...4 }
+        var options = ModelOptions(gemm: .openBLAS, planning: .table)
+        (options.precision, options.int8Fallback) = (.int8, .bf16)
+        options.calibration = Int8Calibration(ranges: ranges, method: "test", imageCount: 1, cfgFingerprint: Int8PlanTests.fingerprint,
+                                              fp32Layers: [0])
+        let int8 = try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights, options: options)
+        XCTAssertEqual(int8.inference.steps.first?.algorithm, "im2col")
+    }
+
     func testMeasuredPlansTimeBF16CandidatesAndKeepThemApart() throws {
         try requireBF16()
         let directory = NSTemporaryDirectory() + "yolo-bf16-tests-\(getpid())-\(UUID().uuidString)"
@@ -65,8 +88,10 @@ final class BF16PlanTests: XCTestCase {
         let measured = try model(ModelOptions(planning: .measure(cacheDirectory: directory), tuningThreads: 1, precision: .bf16))
         let timed = measured.plan.entries.filter { $0.source == .measured }
         XCTAssertEqual(timed.count, 4)
-        XCTAssertTrue(timed.allSatisfy { $0.timings.contains { $0.algorithm.hasSuffix("-bf16") && $0.milliseconds > 0 } },
+        // Every layer but the first (which reads the image: FP32 only) times its BF16 forms.
+        XCTAssertTrue(timed.dropFirst().allSatisfy { $0.timings.contains { $0.algorithm.hasSuffix("-bf16") && $0.milliseconds > 0 } },
                       "\(timed.map(\.timings))")
+        XCTAssertFalse(timed[0].timings.contains { $0.algorithm.hasSuffix("-bf16") }, "\(timed[0].timings)")
         XCTAssertFalse(timed.contains { $0.timings.contains { $0.algorithm == "winograd4-bf16" } })
         let fp32 = try model(ModelOptions(planning: .cached(cacheDirectory: directory), tuningThreads: 1))
         XCTAssertEqual(fp32.plan.entries.first?.source, .table)
