@@ -96,14 +96,9 @@ public enum Int16PairKernel8x3ByLane<L: Int16PairsByLane>: Int8MicroKernel {
             pa += 32
             pb += 48
         }
-        @inline(__always) func row(_ r: Int, _ x: (V, V, V)) {
-            let pc = c + r * ldc, k = finish ? comp[r] : 0, s = finish || Dot.accumulatesFloats ? scale[r] : 0
-            int8Store(x.0, pc, accumulate: accumulate, finish: finish, comp: k, scale: s, Dot.self)
-            int8Store(x.1, pc + 4, accumulate: accumulate, finish: finish, comp: k, scale: s, Dot.self)
-            int8Store(x.2, pc + 8, accumulate: accumulate, finish: finish, comp: k, scale: s, Dot.self)
-        }
-        row(0, (c00, c01, c02)); row(1, (c10, c11, c12)); row(2, (c20, c21, c22)); row(3, (c30, c31, c32))
-        row(4, (c40, c41, c42)); row(5, (c50, c51, c52)); row(6, (c60, c61, c62)); row(7, (c70, c71, c72))
+        int8StoreTile8x12(((c00, c01, c02), (c10, c11, c12), (c20, c21, c22), (c30, c31, c32),
+                           (c40, c41, c42), (c50, c51, c52), (c60, c61, c62), (c70, c71, c72)),
+                          c, ldc, accumulate: accumulate, finish: finish, comp: comp, scale: scale, Dot.self)
     }
 }
 

@@ -42,13 +42,26 @@ public enum Int8Kernel8x3ByLane<L: Int8SignedDotByLane>: Int8MicroKernel {
             pa += 32
             pb += 48
         }
-        @inline(__always) func row(_ r: Int, _ x: (V, V, V)) {
-            let pc = c + r * ldc, k = finish ? comp[r] : 0, s = finish || Dot.accumulatesFloats ? scale[r] : 0
-            int8Store(x.0, pc, accumulate: accumulate, finish: finish, comp: k, scale: s, Dot.self)
-            int8Store(x.1, pc + 4, accumulate: accumulate, finish: finish, comp: k, scale: s, Dot.self)
-            int8Store(x.2, pc + 8, accumulate: accumulate, finish: finish, comp: k, scale: s, Dot.self)
-        }
-        row(0, (c00, c01, c02)); row(1, (c10, c11, c12)); row(2, (c20, c21, c22)); row(3, (c30, c31, c32))
-        row(4, (c40, c41, c42)); row(5, (c50, c51, c52)); row(6, (c60, c61, c62)); row(7, (c70, c71, c72))
+        int8StoreTile8x12(((c00, c01, c02), (c10, c11, c12), (c20, c21, c22), (c30, c31, c32),
+                           (c40, c41, c42), (c50, c51, c52), (c60, c61, c62), (c70, c71, c72)),
+                          c, ldc, accumulate: accumulate, finish: finish, comp: comp, scale: scale, Dot.self)
     }
+}
+
+/// The 8 x 12 tile of 4-lane int32 sums of the by-element kernels (this one and
+/// Int16PairKernel8x3ByLane) stored row by row as `D`'s stores do.
+@inlinable @inline(__always)
+func int8StoreTile8x12<D: Int8DotISA>(_ t: ((SIMD4<Int32>, SIMD4<Int32>, SIMD4<Int32>), (SIMD4<Int32>, SIMD4<Int32>, SIMD4<Int32>),
+                                           (SIMD4<Int32>, SIMD4<Int32>, SIMD4<Int32>), (SIMD4<Int32>, SIMD4<Int32>, SIMD4<Int32>),
+                                           (SIMD4<Int32>, SIMD4<Int32>, SIMD4<Int32>), (SIMD4<Int32>, SIMD4<Int32>, SIMD4<Int32>),
+                                           (SIMD4<Int32>, SIMD4<Int32>, SIMD4<Int32>), (SIMD4<Int32>, SIMD4<Int32>, SIMD4<Int32>)),
+                                      _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool, finish: Bool,
+                                      comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>, _: D.Type) where D.Acc == SIMD4<Int32> {
+    @inline(__always) func row(_ r: Int, _ x: (SIMD4<Int32>, SIMD4<Int32>, SIMD4<Int32>)) {
+        let pc = c + r * ldc, k = finish ? comp[r] : 0, s = finish || D.accumulatesFloats ? scale[r] : 0
+        int8Store(x.0, pc, accumulate: accumulate, finish: finish, comp: k, scale: s, D.self)
+        int8Store(x.1, pc + 4, accumulate: accumulate, finish: finish, comp: k, scale: s, D.self)
+        int8Store(x.2, pc + 8, accumulate: accumulate, finish: finish, comp: k, scale: s, D.self)
+    }
+    row(0, t.0); row(1, t.1); row(2, t.2); row(3, t.3); row(4, t.4); row(5, t.5); row(6, t.6); row(7, t.7)
 }
