@@ -175,9 +175,16 @@ swift build --product yolo >/dev/null || fail "building the yolo tool for this h
 mkdir -p "$out/int8-weights"
 cmp -s weights/yolov3-tiny.weights "$out/int8-weights/yolov3-tiny.weights" || cp weights/yolov3-tiny.weights "$out/int8-weights/"
 sed -E '/^layer 0 /!s/ fp32$//' weights/yolov3-tiny.int8 > "$out/int8-weights/yolov3-tiny.int8"
-rm -rf "$out/int8-x86"
-.build/debug/yolo heads "$out/dog_input_416.f32" --out "$out/int8-x86" --weights "$out/int8-weights/yolov3-tiny.weights" \
-    --precision int8 --int8-fallback fp32 --threads 2 || fail "yolo heads --precision int8 on this host"
+# The A76's dotprod level takes the 10-bit layers (`a10`) as INT8 im2col in two sdot passes
+# (Int8TenBit.swift), where this host's table takes F(2x2) or the direct conv + pool on pairs:
+# its heads are compared with this host's INT8 im2col ones (--conv im2col, which gives those
+# layers INT8 im2col here too), the A72's with the default plan's.
+rm -rf "$out/int8-x86" "$out/int8-x86-im2col"
+for conv in winograd im2col; do
+    dir="$out/int8-x86"; [ "$conv" = im2col ] && dir="$out/int8-x86-im2col"
+    .build/debug/yolo heads "$out/dog_input_416.f32" --out "$dir" --weights "$out/int8-weights/yolov3-tiny.weights" \
+        --precision int8 --int8-fallback fp32 --threads 2 --conv "$conv" || fail "yolo heads --precision int8 --conv $conv on this host"
+done
 "$out/host/kernel-check" -v | grep '^digest ' | sed 's/ max abs diff [^ ]*//' > "$out/digests-host.txt" \
     || fail "the kernel check fails on this host (run $out/host/kernel-check -v)"
 # qemu hands the host's environment to the guest: OpenBLAS must detect the emulated CPU itself.
@@ -214,12 +221,19 @@ for cpu in cortex-a72 cortex-a76; do
         || fail "yolov3-tiny forward on $cpu (our GEMM kernels) does not match Darknet's heads (see above)"
     say "[$cpu] our GEMM kernels' forwards: $((SECONDS - t)) s"
     # INT8: the A76 picks the dotprod level (sdot), the A72 the neon level (smull).
-    level=neon; [ "$cpu" = cortex-a76 ] && level=dotprod
+    level=neon; x86heads="$out/int8-x86"; [ "$cpu" = cortex-a76 ] && { level=dotprod; x86heads="$out/int8-x86-im2col"; }
     say "[$cpu] yolov3-tiny forward, INT8 (level $level): heads bit for bit as this host's, threads ${threads[*]}"
     t_int8=$SECONDS
-    "${qemu[@]}" "$out/yolo-forward" weights/yolov3-tiny.cfg "$out/int8-weights/yolov3-tiny.weights" "${heads[@]:2}" \
-        int8="$out/int8-x86" level=$level "${threads[@]}" \
-        || fail "INT8 forward on $cpu (level $level) differs from this host's INT8 heads (see above)"
+    if ! "${qemu[@]}" "$out/yolo-forward" weights/yolov3-tiny.cfg "$out/int8-weights/yolov3-tiny.weights" "${heads[@]:2}" \
+            int8="$x86heads" level=$level "${threads[@]}" | tee "$out/int8-$cpu.txt"; then
+        fail "INT8 forward on $cpu (level $level) differs from this host's INT8 heads (see above)"
+    fi
+    # The 10-bit layers 2, 4, 6: two sdot passes on the A76 (no pair form in its plan), F(2x2) on the A72.
+    if [ "$cpu" = cortex-a76 ]; then
+        grep -q '^model int8: .*plan: .*winograd2-int8' "$out/int8-$cpu.txt" && fail "[$cpu] the INT8 plan kept F(2x2) on pairs"
+    else
+        grep -q '^model int8: .*plan: .*winograd2-int8' "$out/int8-$cpu.txt" || fail "[$cpu] the INT8 plan has no F(2x2)"
+    fi
     say "[$cpu] INT8 forward: $((SECONDS - t_int8)) s"
     say "[$cpu] yolov3-tiny forward, OpenBLAS's sgemm (ModelOptions.gemm .openBLAS), threads ${threads[*]}"
     t=$SECONDS

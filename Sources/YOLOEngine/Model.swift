@@ -160,7 +160,7 @@ public final class Model: Sendable {
         gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, Gemm.scratchPerThread(half?.gemm))
         let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs,
                               tenBitInputs: tenBitInputs, half: half, halfPrecision: halfPrecision, winogradInt8: kernelSet.int16Pairs != nil,
-                              directInt8: kernelSet.int16Direct != nil)
+                              directInt8: kernelSet.int16Direct != nil, tenBitInt8: kernelSet.int8?.tenBitGemm != nil)
         let order = layers.filter { $0.head == nil } + layers.filter { $0.head != nil }
         let bound = ActivationPlan(writes: order.map { ($0.index, $0.sources) }, deferred: Model.heads(layers).count,
                                    layers: layers, input: inputShape, keepingAll: false)

@@ -259,11 +259,14 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
     /// C[m x n] (row stride ldc >= n) from A (packed by `packA`, same kc) and grouped B
     /// (ceil(k / 4) rows of n UInt32s, row stride ldb), with `scratch` of `scratchSize` bytes.
     /// Only rows `rowStart..<rowEnd` (rowStart a multiple of MR): threads may split rows, or
-    /// columns (b + j, c + j, fewer n).
+    /// columns (b + j, c + j, fewer n). `accumulateFirst`: the first block adds its int32 sums to
+    /// those in C; `finishLast` false: the last block leaves int32 sums there too, not floats (the
+    /// two passes of a 10-bit product, Int8TenBit.swift; dots that accumulate floats take neither).
     @inlinable @inline(__always)
     public static func gemm(m: Int, n: Int, k: Int, packedA: UnsafeRawPointer, b: UnsafePointer<UInt32>, ldb: Int,
                             c: UnsafeMutablePointer<Float>, ldc: Int, comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>,
-                            scratch: UnsafeMutableRawPointer, kc: Int, nc: Int, rowStart: Int = 0, rowEnd: Int? = nil) {
+                            scratch: UnsafeMutableRawPointer, kc: Int, nc: Int, rowStart: Int = 0, rowEnd: Int? = nil,
+                            accumulateFirst: Bool = false, finishLast: Bool = true) {
         let rowEnd = min(m, rowEnd ?? m)
         guard rowStart < rowEnd, n > 0 else { return }
         guard k > 0 else {
@@ -286,7 +289,7 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
             var g0 = 0
             while g0 < groups {
                 let gl = min(kcg, groups - g0)
-                let accumulate = g0 > 0, finish = g0 + gl == groups
+                let accumulate = g0 > 0 || accumulateFirst, finish = g0 + gl == groups && finishLast
                 packB(b + g0 * ldb + jc, ldb: ldb, groups: gl, ncl: ncl, into: bp)
                 let aBlock = packedA + g0 * mPadded * ab
                 var ib = rowStart

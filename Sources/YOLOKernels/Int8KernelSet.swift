@@ -20,6 +20,33 @@ public struct Int8Functions: Sendable {
                                 UnsafePointer<Int32>, UnsafePointer<Float>, UnsafeMutableRawPointer, Range<Int>) -> Void
     /// (src, channels, plane, groups, inverseScale, zeroPoint, dst)
     public let quantize: @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Float, Int32, UnsafeMutablePointer<UInt32>) -> Void
+    /// The 10-bit product in two passes (Int8TenBit.swift), where the dot keeps int32 sums, else nil:
+    /// (m, n, k, packedA, hi, lo, ldb, c, ldc, comp, scale, scratch, rows).
+    public let tenBitGemm: (@Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>, Int,
+                                       UnsafeMutablePointer<Float>, Int, UnsafePointer<Int32>, UnsafePointer<Float>,
+                                       UnsafeMutableRawPointer, Range<Int>) -> Void)?
+    /// (src, channels, plane, groups, inverseScale, zeroPoint, hi, lo): `Int8TenBit.quantize`.
+    public let quantizeTenBit: @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Float, Int32, UnsafeMutablePointer<UInt32>,
+                                          UnsafeMutablePointer<UInt32>) -> Void
+    /// The dot's `activationShift` (`tenBitComp` needs it).
+    public let activationShift: Int32
+    /// What the fixed table prefers `tenBitGemm` (INT8 im2col in two passes) to, for 10-bit inputs
+    /// (`preferringTenBit(over:)` sets it): nothing (nil: the FP32 forms where no pair form is a
+    /// candidate; two passes of an 8-bit dot no faster than FP32 lose to it: yolov3-tiny's layers
+    /// 4 and 6 at the avx2 and avx512 levels on a Zen 4, 5.1 and 5.0 ms against FP32 im2col's 4.3
+    /// and 4.2), FP32 (VNNI: 2.2 against 4.4 for layer 4), or the pair forms too (INT8 F(2x2) and
+    /// the direct conv + pool: where the 8-bit dot is 4x the pair product or more, sdot against smlal).
+    public private(set) var tenBitPreferred: TenBitPreference? = nil
+
+    public enum TenBitPreference: Sendable { case fp32, pairForms }
+
+    /// The same kernels, the fixed table preferring the two-pass 10-bit product to `what`.
+    public func preferringTenBit(over what: TenBitPreference) -> Int8Functions {
+        precondition(tenBitGemm != nil, "Int8Functions: the \(dot) level has no 10-bit product to prefer")
+        var copy = self
+        copy.tenBitPreferred = what
+        return copy
+    }
 
     @usableFromInline
     init(dot: String, mr: Int, nr: Int, lanes: Int, kc: Int, nc: Int,
@@ -28,16 +55,29 @@ public struct Int8Functions: Sendable {
          scratchSize: @escaping @Sendable (Int, Int, Int) -> Int,
          gemm: @escaping @Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, Int, UnsafeMutablePointer<Float>, Int,
                                     UnsafePointer<Int32>, UnsafePointer<Float>, UnsafeMutableRawPointer, Range<Int>) -> Void,
-         quantize: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Float, Int32, UnsafeMutablePointer<UInt32>) -> Void) {
+         quantize: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Float, Int32, UnsafeMutablePointer<UInt32>) -> Void,
+         tenBitGemm: (@Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>, Int,
+                                 UnsafeMutablePointer<Float>, Int, UnsafePointer<Int32>, UnsafePointer<Float>,
+                                 UnsafeMutableRawPointer, Range<Int>) -> Void)?,
+         quantizeTenBit: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Float, Int32, UnsafeMutablePointer<UInt32>,
+                                              UnsafeMutablePointer<UInt32>) -> Void,
+         activationShift: Int32) {
         (self.dot, self.mr, self.nr, self.lanes, self.kc, self.nc) = (dot, mr, nr, lanes, kc, nc)
         (self.packedASize, self.packA, self.scratchSize, self.gemm, self.quantize) = (packedASize, packA, scratchSize, gemm, quantize)
+        (self.tenBitGemm, self.quantizeTenBit, self.activationShift) = (tenBitGemm, quantizeTenBit, activationShift)
     }
 
     /// The INT8 kernels of micro-kernel `K` (its dot product's level) with blocking kc groups x
     /// nc columns. @inlinable, so the calling target specializes them for its CPU.
     @inlinable
     public static func make<K: Int8MicroKernel>(dot: String, kernel _: K.Type, kc: Int, nc: Int) -> Int8Functions {
-        Int8Functions(
+        let tenBit: @Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>, Int,
+                               UnsafeMutablePointer<Float>, Int, UnsafePointer<Int32>, UnsafePointer<Float>,
+                               UnsafeMutableRawPointer, Range<Int>) -> Void = { m, n, k, a, hi, lo, ldb, c, ldc, comp, scale, scratch, rows in
+            Int8TenBit<K>.gemm(m: m, n: n, k: k, packedA: a, hi: hi, lo: lo, ldb: ldb, c: c, ldc: ldc, comp: comp, scale: scale,
+                               scratch: scratch, kc: kc, nc: nc, rows: rows)
+        }
+        return Int8Functions(
             dot: dot, mr: K.mr, nr: K.nr, lanes: K.Dot.Acc.scalarCount, kc: kc, nc: nc,
             packedASize: { Int8PackedGemm<K>.packedASize(m: $0, k: $1) },
             packA: { Int8PackedGemm<K>.packA($0, lda: $1, m: $2, k: $3, kc: kc, rows: $4, into: $5) },
@@ -47,7 +87,11 @@ public struct Int8Functions: Sendable {
                                        scratch: scratch, kc: kc, nc: nc, rowStart: rows.lowerBound, rowEnd: rows.upperBound)
             },
             quantize: { Int8Quantize<K.Dot>.channels($0, channels: $1, plane: $2, groups: $3, inverseScale: $4, zeroPoint: $5,
-                                                      into: $6) })
+                                                      into: $6) },
+            tenBitGemm: K.Dot.accumulatesFloats ? nil : tenBit,
+            quantizeTenBit: { Int8TenBit<K>.quantize($0, channels: $1, plane: $2, groups: $3, inverseScale: $4, zeroPoint: $5,
+                                                     hi: $6, lo: $7) },
+            activationShift: K.Dot.activationShift)
     }
 }
 
@@ -80,6 +124,27 @@ extension Int8Functions {
         precondition(rows.lowerBound >= 0 && rows.upperBound <= m && rows.lowerBound % mr == 0,
                      "int8 gemm: rows must lie in 0..<m and start at a multiple of mr")
         gemm(m, n, k, packedA, b, ldb, c, ldc, comp, scale, scratch, rows)
+    }
+
+    /// The 10-bit product (`Int8TenBit.gemm`; rows as for `gemm`), where the level has it.
+    @inline(__always)
+    public func tenBitGemm(m: Int, n: Int, k: Int, packedA: UnsafeRawPointer, hi: UnsafePointer<UInt32>,
+                           lo: UnsafePointer<UInt32>, ldb: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
+                           comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>, scratch: UnsafeMutableRawPointer,
+                           rows: Range<Int>? = nil) {
+        guard let tenBitGemm else { preconditionFailure("int8 tenBitGemm: the \(dot) level has no 10-bit product") }
+        let rows = rows ?? 0..<m
+        precondition(ldb >= n && ldc >= n, "int8 tenBitGemm: ldb and ldc must be >= n")
+        precondition(rows.lowerBound >= 0 && rows.upperBound <= m && rows.lowerBound % mr == 0,
+                     "int8 tenBitGemm: rows must lie in 0..<m and start at a multiple of mr")
+        tenBitGemm(m, n, k, packedA, hi, lo, ldb, c, ldc, comp, scale, scratch, rows)
+    }
+
+    /// Planes `groups` of the 10-bit input split into hi and lo (`Int8TenBit.quantize`).
+    @inline(__always)
+    public func quantizeTenBit(_ src: UnsafePointer<Float>, channels: Int, plane: Int, groups: Range<Int>,
+                               _ q: Int8Quantization, hi: UnsafeMutablePointer<UInt32>, lo: UnsafeMutablePointer<UInt32>) {
+        quantizeTenBit(src, channels, plane, groups, q.inverseScale, q.zeroPoint, hi, lo)
     }
 
     /// Planes `groups` of the grouped u8 layout of `src` (channels planes of `plane` floats).

@@ -53,7 +53,8 @@ public enum KernelsAVX512VNNI {
     public static var kernelSet: KernelSet {
         KernelSet.make(name: "avx512vnni", requires: [.avx2, .avx512, .avx512VNNI], gemm: GemmKernel8x3<SIMD16<Float>, VNNITag>.self,
                        kc: 256, nc: 480, winograd: VNNITag.self, direct: SIMD16<Float>.self, VNNITag.self)
-            .adding(int8: .make(dot: "vpdpbusd", kernel: Int8Kernel8x3<VNNITag>.self, kc: 256, nc: 480))
+            .adding(int8: Int8Functions.make(dot: "vpdpbusd", kernel: Int8Kernel8x3<VNNITag>.self, kc: 256, nc: 480)
+                .preferringTenBit(over: .fp32))
             .adding(int16Pairs: .make(dot: "vpdpwssd", kernel: Int8Kernel8x3<Int16PairDot<VNNITag>>.self, kc: 64, nc: 512))
             .adding(int16Direct: .make(Int16PairDot<VNNITag>.self, filters: 8, dot: "vpdpwssd", preferred: true))
     }

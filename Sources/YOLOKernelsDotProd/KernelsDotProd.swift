@@ -47,7 +47,10 @@ public enum KernelsDotProd {
     static var levelSet: KernelSet {
         .make(name: "dotprod", requires: [.dotProduct], gemm: GemmKernel8x3<SIMD4<Float>, DotProdTag>.self,
               kc: 256, nc: 504, winograd: DotProdTag.self, direct: SIMD4<Float>.self, DotProdTag.self)
-            .adding(int8: .make(dot: "sdot", kernel: Int8Kernel8x3ByLane<DotProdTag>.self, kc: 256, nc: 504))
+            // (10-bit inputs, `a10`: two sdot passes, 16 products an instruction, against the pair
+            // forms' smlal, 4: Int8TenBit.swift.)
+            .adding(int8: Int8Functions.make(dot: "sdot", kernel: Int8Kernel8x3ByLane<DotProdTag>.self, kc: 256, nc: 504)
+                .preferringTenBit(over: .pairForms))
             .adding(fp16: fp16)
     }
 

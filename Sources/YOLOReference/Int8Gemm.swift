@@ -108,3 +108,51 @@ public struct PairGemmCase {
         return out
     }
 }
+
+/// A case of the two-pass 10-bit INT8 GEMM (`Int8TenBit`): A m x k s8 weights, B k x n 10-bit
+/// inputs q (0...1023) with a zero point, split into hi = q >> 5 and lo = q & 31, each grouped as
+/// the 8-bit GEMM takes B; C = Float(Int32(sum of A x (q - zero point))) x scale per row.
+public struct TenBitGemmCase {
+    public let m: Int, n: Int, k: Int, ldb: Int, ldc: Int
+    public let a: [Int8]
+    /// 4 x groups rows of ldb values (past k: junk, which A's zero padding cancels).
+    public let q: [Int32]
+    public let zeroPoint: Int32
+    /// q's hi and lo halves, grouped: groups rows of ldb UInt32s.
+    public let hi: [UInt32], lo: [UInt32]
+    public let scale: [Float]
+
+    /// Random inputs; `extreme`: weights +-127 and every q 1023 (zero point 0: the largest sums).
+    public init(m: Int, n: Int, k: Int, ldbPad: Int = 0, ldcPad: Int = 0, extreme: Bool = false, rng: inout SeededRandom) {
+        let groups = (k + 3) / 4, ldb = n + ldbPad
+        (self.m, self.n, self.k, self.ldb, ldc) = (m, n, k, ldb, n + ldcPad)
+        a = (0..<m * k).map { i in extreme ? (i % 3 == 0 ? -127 : 127) : Int8(rng.int(below: 255) - 127) }
+        let q = (0..<groups * 4 * ldb).map { _ in extreme ? 1023 : Int32(rng.int(below: 1024)) }
+        zeroPoint = extreme ? 0 : Int32(rng.int(below: 1024))
+        var hi = [UInt32](repeating: 0, count: groups * ldb), lo = hi
+        for g in 0..<groups { for j in 0..<ldb { for i in 0..<4 {
+            let v = UInt32(q[(4 * g + i) * ldb + j])
+            hi[g * ldb + j] |= (v >> 5) << UInt32(8 * i)
+            lo[g * ldb + j] |= (v & 31) << UInt32(8 * i)
+        } } }
+        (self.q, self.hi, self.lo) = (q, hi, lo)
+        scale = (0..<m).map { _ in rng.float(1e-4, 2e-2) }
+    }
+
+    /// Row i's weight sum (what `tenBitComp` takes).
+    public func weightSum(_ i: Int) -> Int32 { (0..<k).reduce(Int32(0)) { $0 &+ Int32(a[i * k + $1]) } }
+
+    /// Row i, column j.
+    public func entry(_ i: Int, _ j: Int) -> Float {
+        var sum: Int64 = 0
+        for p in 0..<k { sum += Int64(a[i * k + p]) * Int64(q[p * ldb + j] - zeroPoint) }
+        return Float(Int32(truncatingIfNeeded: sum)) * scale[i]
+    }
+
+    /// C (m rows of ldc) as the kernels must write it, `untouched` past column n.
+    public func expected(untouched: Float) -> [Float] {
+        var c = [Float](repeating: untouched, count: m * ldc)
+        for i in 0..<m { for j in 0..<n { c[i * ldc + j] = entry(i, j) } }
+        return c
+    }
+}

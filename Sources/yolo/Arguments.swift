@@ -84,6 +84,16 @@ struct Arguments {
         try size(name, multipleOf: 32, example: "416x416 or 608x352").map { ModelOptions.InputSize(width: $0.width, height: $0.height) }
     }
 
+    /// `--conv ALGO` (which algorithms convolutions may use); nil when not given.
+    func convolution() throws -> ModelOptions.Convolution? {
+        try values["conv"].map { conv in
+            guard let c = ModelOptions.Convolution(rawValue: conv) else {
+                throw UsageError("--conv \(conv): expected \(ModelOptions.Convolution.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return c
+        }
+    }
+
     func float(_ name: String, default def: Float, range: ClosedRange<Float>) throws -> Float {
         guard let s = values[name] else { return def }
         guard let v = Float(s), range.contains(v) else {

@@ -66,12 +66,7 @@ struct DetectionOptions {
             throw UsageError("--classes needs at least one class name")
         }
         model.inputSize = try a.inputSize("size")
-        if let conv = a.string("conv") {
-            guard let c = ModelOptions.Convolution(rawValue: conv) else {
-                throw UsageError("--conv \(conv): expected \(ModelOptions.Convolution.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            model.convolution = c
-        }
+        if let c = try a.convolution() { model.convolution = c }
         if a.string("threads") != nil { threads = try a.int("threads", default: 1, range: 1...256) }
         try applyPrecisionOptions(a, to: &model)
         let cache = PlanCache.defaultDirectory

@@ -5,7 +5,7 @@ import YOLO
 enum HeadsCommand {
     static let usage = """
     usage: yolo heads INPUT.f32 --out DIR [--cfg F] [--weights F] [--size WxH] [--threads N] [--all-layers]
-                      [--precision P] [--int8-table F] [--int8-fallback P]
+                      [--conv ALGO] [--precision P] [--int8-table F] [--int8-fallback P]
 
     Runs the network on a raw input tensor and writes its raw YOLO heads.
     INPUT.f32 holds little-endian float32 CHW values at the network's input size
@@ -22,6 +22,8 @@ enum HeadsCommand {
                        (multiples of 32, e.g. 608x352)
       --threads N      threads (default: 1)
       --all-layers     also write every layer's output
+      --conv ALGO      which algorithms convolutions may use: winograd (default: all),
+                       winograd2 (no F(4x4)) or im2col (no Winograd)
     \(precisionUsage)
 
     example:
@@ -29,7 +31,7 @@ enum HeadsCommand {
     """
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: Set(["out", "cfg", "weights", "threads", "size"]).union(precisionOptionNames),
+        let a = try Arguments(args, options: Set(["out", "cfg", "weights", "threads", "size", "conv"]).union(precisionOptionNames),
                               flags: ["all-layers", "help"], short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard a.positionals.count == 1 else { throw UsageError("heads takes exactly one INPUT.f32") }
@@ -38,6 +40,7 @@ enum HeadsCommand {
         let cfgPath = a.string("cfg") ?? defaultCfg, weightsPath = a.string("weights") ?? defaultWeights
         // With --all-layers, every layer's exact output (no conv + max pool fusion).
         var options = ModelOptions(fusesLayers: !a.has("all-layers"), inputSize: try a.inputSize("size"))
+        if let c = try a.convolution() { options.convolution = c }
         try applyPrecisionOptions(a, to: &options)
         let network = try Network(cfgPath: cfgPath, weightsPath: weightsPath, threads: threads, options: options)
         let path = a.positionals[0]

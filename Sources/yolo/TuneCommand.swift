@@ -48,11 +48,7 @@ enum TuneCommand {
             }
             if !threads.contains(n) { threads.append(n) }
         }
-        var convolution = ModelOptions.Convolution.winograd
-        if let c = a.string("conv") {
-            guard let v = ModelOptions.Convolution(rawValue: c) else { throw UsageError("--conv \(c): expected winograd, winograd2 or im2col") }
-            convolution = v
-        }
+        let convolution = try a.convolution() ?? .winograd
         if a.has("no-cache") && a.string("cache") != nil { throw UsageError("--cache and --no-cache exclude each other") }
         let directory = a.has("no-cache") ? nil : a.string("cache") ?? PlanCache.defaultDirectory
         if !a.has("no-cache") && directory == nil {

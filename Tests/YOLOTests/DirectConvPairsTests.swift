@@ -115,7 +115,9 @@ final class DirectConvPairsTests: XCTestCase {
             let model = try Model(config: config, weights: weightsFile(bias + w),
                                   options: ModelOptions(gemm: .kernels, kernelLevel: level, precision: .int8, calibration: tenBit))
             let got = model.inference.steps.first?.algorithm ?? ""
-            if pairs?.preferred == true {
+            if level.kernelSet?.int8?.tenBitPreferred == .pairForms {
+                XCTAssertEqual(got, "int8", "\(level): INT8 im2col in two passes, preferred to the pair forms")
+            } else if pairs?.preferred == true {
                 XCTAssertEqual(got, "direct+pool-int8", "\(level)")
             } else {
                 XCTAssertTrue(got.hasPrefix("winograd2-int8"), "\(level): \(got)")

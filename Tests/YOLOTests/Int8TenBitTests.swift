@@ -8,17 +8,19 @@ import YOLOKernels
 /// 10-bit activations (a calibration table's `a10`): INT8 Winograd F(2x2) quantizes such a layer's
 /// input to 0...1023 (its int16 transform holds 4 x 1023) and computes the exact integer sums of
 /// the s8 weights and those inputs, checked against naive Int64 sums at every level with the pair
-/// GEMM, 1-3 threads, and a map of several blocks of tile rows; the planner offers no 8-bit INT8
-/// form for such a layer where F(2x2) is a candidate, and falls back to INT8 im2col on 8 bits of
-/// the same range where it is not (`--conv im2col`); the table's text keeps the mark.
+/// GEMM, 1-3 threads, and a map of several blocks of tile rows; so does INT8 im2col in two passes
+/// (Int8TenBit.swift) at every level, 3x3 and 1x1. The planner offers no 8-bit INT8 form for such
+/// a layer; the fixed table takes the pair forms where the level does not prefer the two passes
+/// (`Int8Functions.tenBitPreferred`: sdot), and INT8 im2col where no pair form is a candidate
+/// (`--conv im2col`); the table's text keeps the mark.
 final class Int8TenBitTests: XCTestCase {
     var levels: [KernelLevel] { KernelLevel.supported.filter { $0.kernelSet?.int16Pairs != nil } }
 
     /// The layer naively: d = q - zero point on `levels` + 1 steps (as the engine rounds), s8
     /// weights per filter, Int64 sums, then scale, bias and activation in float.
     static func naive(_ x: [Float], _ s: Shape, filters m: Int, weights: [Float], bias: [Float], activation: Activation,
-                      quantization q: Int8Quantization) -> [Float] {
-        let taps = s.c * 9, top = Float(q.levels)
+                      quantization q: Int8Quantization, size: Int = 3) -> [Float] {
+        let taps = s.c * size * size, top = Float(q.levels), pad = size / 2
         let d: [Int64] = x.map {
             var t = $0 * q.inverseScale + Float(q.zeroPoint)
             t = min(top, max(0, t))
@@ -35,11 +37,11 @@ final class Int8TenBitTests: XCTestCase {
                 for xx in 0..<s.w {
                     var sum: Int64 = 0
                     for ch in 0..<s.c {
-                        for ky in 0..<3 {
-                            for kx in 0..<3 {
-                                let (iy, ix) = (y + ky - 1, xx + kx - 1)
+                        for ky in 0..<size {
+                            for kx in 0..<size {
+                                let (iy, ix) = (y + ky - pad, xx + kx - pad)
                                 guard iy >= 0, iy < s.h, ix >= 0, ix < s.w else { continue }
-                                let (wi, di) = ((ch * 3 + ky) * 3 + kx, (ch * s.h + iy) * s.w + ix)
+                                let (wi, di) = ((ch * size + ky) * size + kx, (ch * s.h + iy) * s.w + ix)
                                 sum += wq[wi] * d[di]
                             }
                         }
@@ -53,29 +55,46 @@ final class Int8TenBitTests: XCTestCase {
     }
 
     func testTenBitF2x2ComputesTheExactSums() throws {
-        var rng = SeededRandom(seed: 47)
         // (16 x 72 x 128: 36 tile rows in 3 blocks, so blocks after the first read their halo.)
-        for (s, filters, act) in [(Shape(c: 3, h: 13, w: 13), 5, Activation.leaky), (Shape(c: 17, h: 9, w: 22), 9, .linear),
-                                  (Shape(c: 16, h: 72, w: 128), 8, .leaky), (Shape(c: 300, h: 5, w: 6), 3, .linear)] {
-            let bias = rng.floats(filters), w = rng.floats(filters * s.c * 9)
+        XCTAssertFalse(levels.isEmpty, "some level has the pair GEMM")
+        try checkExactSums(.winograd2Int8, levels: levels, seed: 47,
+                           [(Shape(c: 3, h: 13, w: 13), 5, 3, .leaky), (Shape(c: 17, h: 9, w: 22), 9, 3, .linear),
+                            (Shape(c: 16, h: 72, w: 128), 8, 3, .leaky), (Shape(c: 300, h: 5, w: 6), 3, 3, .linear)])
+    }
+
+    func testTenBitIm2colComputesTheExactSums() throws {
+        // (17 x 72 x 128: several blocks of output rows; 300 channels: many kc blocks; a 1x1 layer.)
+        let levels = KernelLevel.supported.filter { $0.kernelSet?.int8?.tenBitGemm != nil }
+        XCTAssertFalse(levels.isEmpty, "some level has the 10-bit INT8 GEMM")
+        try checkExactSums(.int8, levels: levels, seed: 59,
+                           [(Shape(c: 3, h: 13, w: 13), 5, 3, .leaky), (Shape(c: 17, h: 72, w: 128), 9, 3, .linear),
+                            (Shape(c: 300, h: 5, w: 6), 3, 3, .linear), (Shape(c: 37, h: 11, w: 9), 20, 1, .leaky)])
+    }
+
+    /// One convolution (shape, filters, size, activation) with a 10-bit input, forced to
+    /// `algorithm` at each level, 1-3 threads: the naive 10-bit sums, and not the 8-bit ones.
+    func checkExactSums(_ algorithm: ConvAlgorithm, levels: [KernelLevel], seed: UInt64,
+                        _ cases: [(Shape, Int, Int, Activation)]) throws {
+        var rng = SeededRandom(seed: seed)
+        for (s, filters, size, act) in cases {
+            let bias = rng.floats(filters), w = rng.floats(filters * s.c * size * size)
             let input = rng.floats(s.count, -1, 3)   // past the range too: clamped
             let range: ClosedRange<Float> = -0.3...2.5
-            let cfg = "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n[convolutional]\nfilters=\(filters)\nsize=3\n"
+            let cfg = "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n[convolutional]\nfilters=\(filters)\nsize=\(size)\n"
                 + "stride=1\npad=1\nactivation=\(act.rawValue)\n"
             let config = try DarknetConfig(text: cfg, file: "<cfg>")
             let table = Int8Calibration(ranges: [0: range], method: "test", imageCount: 1, cfgFingerprint: config.fingerprint,
                                         tenBitLayers: [0])
             let q10 = Int8Quantization(min: range.lowerBound, max: range.upperBound, levels: 1023)
-            let want = Self.naive(input, s, filters: filters, weights: w, bias: bias, activation: act, quantization: q10)
+            let want = Self.naive(input, s, filters: filters, weights: w, bias: bias, activation: act, quantization: q10, size: size)
             let eightBit = Self.naive(input, s, filters: filters, weights: w, bias: bias, activation: act,
-                                      quantization: Int8Quantization(min: range.lowerBound, max: range.upperBound))
+                                      quantization: Int8Quantization(min: range.lowerBound, max: range.upperBound), size: size)
             let top = want.map { abs($0) }.max()!
-            XCTAssertFalse(levels.isEmpty, "some level has the pair GEMM")
             for level in levels {
-                // The fixed table's plan: F(2x2), the one INT8 form that takes 10 bits.
                 let model = try Model(config: config, weights: weightsFile(bias + w),
-                                      options: ModelOptions(gemm: .kernels, kernelLevel: level, precision: .int8, calibration: table))
-                XCTAssertEqual(model.inference.steps.map(\.algorithm), ["winograd2-int8"], "\(s) \(level)")
+                                      options: ModelOptions(gemm: .kernels, kernelLevel: level, algorithms: [0: algorithm],
+                                                            precision: .int8, calibration: table))
+                XCTAssertEqual(model.inference.steps.map(\.algorithm), [algorithm.rawValue], "\(s) \(level)")
                 for threads in [1, 2, 3] {
                     let session = try Session(model: model, threads: threads)
                     try session.forward(input)
@@ -87,6 +106,15 @@ final class Int8TenBitTests: XCTestCase {
                 }
             }
         }
+    }
+
+    /// Which levels the fixed table lets take two 8-bit passes for a 10-bit input, and over what.
+    func testTenBitPreferencesByLevel() {
+        #if arch(x86_64)
+        let want: [KernelLevel: Int8Functions.TenBitPreference] = [.avxVNNI: .fp32, .avx512VNNI: .fp32]
+        for level in KernelLevel.supported { XCTAssertEqual(level.kernelSet?.int8?.tenBitPreferred, want[level], "\(level)") }
+        #endif
+        XCTAssertTrue(KernelLevel.supported.allSatisfy { $0.kernelSet?.int8?.tenBitGemm != nil })
     }
 
     func testPlannerAndTableKeepTenBitLayersApart() throws {
@@ -107,13 +135,19 @@ final class Int8TenBitTests: XCTestCase {
                                                            planning: .measure(cacheDirectory: directory), tuningThreads: 1,
                                                            precision: .int8, calibration: table))
             let timed = Set(measured.plan.entries.flatMap { $0.timings.map(\.algorithm) })
-            XCTAssertTrue(timed.contains("winograd2-int8"), "\(level): \(timed)")
-            XCTAssertFalse(timed.contains("int8") || timed.contains("winograd4-int8"), "\(level): \(timed)")
-            // Without Winograd: FP32 im2col, not INT8 on 8 bits of the range (which stood in before).
+            XCTAssertTrue(timed.contains("winograd2-int8") && timed.contains("int8"), "\(level): \(timed)")
+            XCTAssertFalse(timed.contains("winograd4-int8"), "\(level): \(timed)")
+            // The fixed table: F(2x2) where the level does not prefer two 8-bit passes to the pair GEMM.
+            let rank = level.kernelSet?.int8?.tenBitPreferred
+            let fixed = try Model(config: config, weights: weightsFile(bias + w),
+                                  options: ModelOptions(gemm: .kernels, kernelLevel: level, precision: .int8, calibration: table))
+            XCTAssertEqual(fixed.inference.steps.map(\.algorithm), [rank == .pairForms ? "int8" : "winograd2-int8"], "\(level)")
+            // Without Winograd: INT8 im2col on the 10 bits where the level prefers it to FP32 (VNNI,
+            // sdot), else FP32 im2col (two passes of vpmaddwd lost to it); never 8 bits of the range.
             let im2col = try Model(config: config, weights: weightsFile(bias + w),
                                    options: ModelOptions(convolution: .im2col, gemm: .kernels, kernelLevel: level,
                                                          precision: .int8, calibration: table))
-            XCTAssertEqual(im2col.inference.steps.map(\.algorithm), ["im2col"], "\(level)")
+            XCTAssertEqual(im2col.inference.steps.map(\.algorithm), [rank == nil ? "im2col" : "int8"], "\(level)")
         }
         // The mark survives the table's text; a word after it is refused.
         let text = table.text

@@ -79,6 +79,7 @@ final class CLITests: XCTestCase {
             (["detect", "x.png", "--threads", "0"], "--threads 0"),
             (["detect", "x.png", "--thresh"], "--thresh needs a value"),
             (["detect", "x.png", "--output", "out.txt"], "--output out.txt"),
+            (["heads", "x.f32", "--out", "/nonexistent/heads", "--conv", "fft"], "--conv fft: expected winograd, winograd2, im2col"),
             (["frobnicate"], "unknown command 'frobnicate'"),
             ([], "Usage:"),
         ]

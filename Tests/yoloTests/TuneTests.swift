@@ -34,7 +34,7 @@ final class TuneTests: XCTestCase {
         let yolo = try yoloBinary()
         for (args, message) in [(["tune", "--threads", "0"], "--threads 0: expected thread counts in 1...256"),
                                 (["tune", "--threads", "1,x"], "expected thread counts"),
-                                (["tune", "--conv", "fft"], "--conv fft: expected winograd, winograd2 or im2col"),
+                                (["tune", "--conv", "fft"], "--conv fft: expected winograd, winograd2, im2col"),
                                 (["tune", "--cache", "/tmp", "--no-cache"], "exclude each other"),
                                 (["tune", "photo.jpg"], "takes no positional arguments")] {
             let run = try runProcess(yolo, args, in: repositoryRoot)

@@ -64,6 +64,30 @@ func checkInt8Gemm(_ name: String, _ kern: Int8Functions, crossArch: Bool) {
     }
 }
 
+/// One level's two-pass 10-bit GEMM (Int8TenBit.swift: the hi pass's sums shifted, the lo pass
+/// added) against YOLOReference's TenBitGemmCase bit for bit, with the level's comp (sdot's
+/// flipped bytes folded in): tails, kc blocks, every value at its limit, two row ranges.
+func checkTenBitGemm(_ name: String, _ kern: Int8Functions, crossArch: Bool) {
+    for (m, n, k, extreme) in [(3, 5, 3, false), (9, 47, 36, false), (17, 49, 144, false), (33, 100, 257, false),
+                               (12, 97, 2100, false), (9, 50, 2100, true)] {
+        let t = TenBitGemmCase(m: m, n: n, k: k, extreme: extreme, rng: &rng)
+        let comp = (0..<m).map { tenBitComp(zeroPoint: t.zeroPoint, activationShift: kern.activationShift, weightSum: t.weightSum($0)) }
+        var packed = [UInt8](repeating: 0xEE, count: kern.packedASize(m: m, k: k))
+        var scratch = [UInt8](repeating: 0xEE, count: kern.scratchSize(m: m, n: n, k: k))
+        var c = [Float](repeating: .nan, count: m * n)
+        let split = min(m, (m / 2) / kern.mr * kern.mr)
+        t.a.withUnsafeBufferPointer { pa in packed.withUnsafeMutableBytes { kern.packA(pa.baseAddress!, lda: k, m: m, k: k, into: $0.baseAddress!) } }
+        for rows in [0..<split, split..<m] where !rows.isEmpty {
+            packed.withUnsafeBytes { pa in scratch.withUnsafeMutableBytes { ps in ptr(&c) {
+                kern.tenBitGemm(m: m, n: n, k: k, packedA: pa.baseAddress!, hi: t.hi, lo: t.lo, ldb: n, c: $0, ldc: n, comp: comp,
+                                scale: t.scale, scratch: ps.baseAddress!, rows: rows)
+            } } }
+        }
+        expect("10-bit gemm \(name) m=\(m) n=\(n) k=\(k)\(extreme ? " extreme" : "")", c, t.expected(untouched: .nan),
+               crossArch: crossArch)
+    }
+}
+
 /// The baseline set's 16-bit pair GEMM (INT8 Winograd, 10-bit layers: smlal by element on arm64,
 /// the portable dot on x86) against YOLOReference's PairGemmCase (naive Int64 sums per block of
 /// k), bit for bit: tails of the tile, odd channels, k over several blocks, every value at a limit.
@@ -91,6 +115,7 @@ func checkInt8Gemms() {
     // Named alike on every CPU (the digests are compared with the host's); the dot is said apart.
     print("int8 gemm: the baseline kernel set's dot product is \(baseline.int8!.dot) (\(baseline.int8!.mr) x \(baseline.int8!.nr) tiles)")
     checkInt8Gemm("baseline kernel set", baseline.int8!, crossArch: true)
+    checkTenBitGemm("baseline kernel set", baseline.int8!, crossArch: true)
     print("pair gemm: the baseline kernel set's is \(baseline.int16Pairs!.dot) (\(baseline.int16Pairs!.mr) x \(baseline.int16Pairs!.nr) tiles)")
     checkPairGemm()
     #if arch(arm64) || arch(aarch64)
@@ -99,6 +124,7 @@ func checkInt8Gemms() {
         let dot = KernelsDotProd.kernelSet.int8!
         print("int8 gemm: the dotprod kernel set's dot product is \(dot.dot) (\(dot.mr) x \(dot.nr) tiles)")
         checkInt8Gemm("dotprod kernel set", dot, crossArch: false)
+        checkTenBitGemm("dotprod kernel set", dot, crossArch: false)
     } else {
         print("int8 gemm: the dotprod kernel set skipped: this CPU has no asimddp")
     }

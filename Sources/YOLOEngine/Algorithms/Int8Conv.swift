@@ -4,6 +4,9 @@
 // the INT8 GEMM (int32 sums, exact at every kernel level) writes float outputs, dequantized with
 // each filter's scale; bias + activation follow as for FP32 outputs (or in the max pool after
 // it), so the layers around it do not know. Blocks of output rows as Im2colGemm's.
+// A 10-bit input (the table's `a10`, at a level with `Int8Functions.tenBitGemm`) is quantized into
+// two sets of planes, hi and lo, each with its own column matrix, and multiplied in two passes
+// (Int8TenBit.swift): the exact sums of the 10-bit input.
 import YOLOCore
 import YOLOKernels
 
@@ -28,10 +31,16 @@ final class Int8Conv: ConvKernel {
     }
 
     var groups: Int { int8ChannelGroups(conv.inputShape.c) }
+    /// Sets of planes and of columns: 2 for a 10-bit input (hi, lo), else 1.
+    var passes: Int { weights.tenBit ? 2 : 1 }
+    /// UInt32s of one set of quantized input planes.
+    var planeSetWords: Int { (groups * conv.inputShape.h * conv.inputShape.w + 15) & ~15 }
     /// UInt32s of the quantized input planes (shared by the threads: in thread 0's scratch).
-    var planeWords: Int { (groups * conv.inputShape.h * conv.inputShape.w + 15) & ~15 }
+    var planeWords: Int { passes * planeSetWords }
     var blockCount: Int { (conv.outputShape.h + blockRows - 1) / blockRows }
-    var columnWords: Int { conv.isPointwise ? 0 : weights.columns / 4 * blockRows * conv.outputShape.w }
+    /// UInt32s of one column matrix.
+    var columnSetWords: Int { conv.isPointwise ? 0 : weights.columns / 4 * blockRows * conv.outputShape.w }
+    var columnWords: Int { passes * columnSetWords }
     var workspaceFloats: Int { planeWords + columnWords }
     var parameterBytes: Int { 4 * storage.floats }
 
@@ -40,14 +49,26 @@ final class Int8Conv: ConvKernel {
         let pool = context.pool, (c, h, w) = (conv.inputShape.c, conv.inputShape.h, conv.inputShape.w)
         let planes = UnsafeMutableRawPointer(context.workspace).bindMemory(to: UInt32.self, capacity: planeWords)
         let (kernels, input) = (weights.kernels, weights.input)
-        pool.parallelFor(groups) { g in
-            kernels.quantize(src, channels: c, plane: h * w, groups: g, input, into: planes)
+        let lowPlanes = planes + planeSetWords
+        if weights.tenBit {
+            pool.parallelFor(groups) { g in
+                kernels.quantizeTenBit(src, channels: c, plane: h * w, groups: g, input, hi: planes, lo: lowPlanes)
+            }
+        } else {
+            pool.parallelFor(groups) { g in
+                kernels.quantize(src, channels: c, plane: h * w, groups: g, input, into: planes)
+            }
         }
         let (oh, ow) = (conv.outputShape.h, conv.outputShape.w)
         if conv.isPointwise {
             let n = oh * ow
             let elapsed = timed(context.timesGemm) {
-                weights.multiply(planes, n: n, ldb: n, into: out, ldc: n, pool: pool, scratch: context.gemmScratch)
+                if weights.tenBit {
+                    weights.multiply(hi: planes, lo: lowPlanes, n: n, ldb: n, into: out, ldc: n, pool: pool,
+                                     scratch: context.gemmScratch)
+                } else {
+                    weights.multiply(planes, n: n, ldb: n, into: out, ldc: n, pool: pool, scratch: context.gemmScratch)
+                }
             }
             applyEpilogue(epilogue, out, shape: conv.outputShape, rows: 0..<oh, pool: pool)
             return elapsed
@@ -67,16 +88,27 @@ final class Int8Conv: ConvKernel {
         let pool = place.pool
         let (h, w, k, s, p) = (conv.inputShape.h, conv.inputShape.w, conv.size, conv.stride, conv.pad)
         let (oh, ow) = (conv.outputShape.h, conv.outputShape.w)
-        let count = weights.columns / 4, padding = UInt32(truncatingIfNeeded: weights.input.zeroPoint) &* 0x0101_0101
+        let count = weights.columns / 4, zero = weights.input.zeroPoint
+        let (planeSet, columnSet) = (planeSetWords, columnSetWords)
+        // (A 10-bit input: the hi planes' columns, then the lo planes', each padded with its half.)
+        let paddings = weights.tenBit ? [tenBitPadding(zeroPoint: zero).hi, tenBitPadding(zeroPoint: zero).lo]
+            : [UInt32(truncatingIfNeeded: zero) &* 0x0101_0101]
         let fill = { (r: Range<Int>) in
-            im2col(planes, height: h, width: w, kernel: k, stride: s, pad: p, outWidth: ow, outRows: rows, rows: r,
-                   padding: padding, into: columns)
+            for (i, padding) in paddings.enumerated() {
+                im2col(planes + i * planeSet, height: h, width: w, kernel: k, stride: s, pad: p, outWidth: ow, outRows: rows,
+                       rows: r, padding: padding, into: columns + i * columnSet)
+            }
         }
         if let pool { pool.parallelFor(count, fill) } else { fill(0..<count) }
         let n = rows.count * ow
         let elapsed = timed(place.timed) {
-            weights.multiply(columns, n: n, ldb: n, into: out + rows.lowerBound * ow, ldc: oh * ow, pool: pool,
-                             scratch: place.scratch)
+            if weights.tenBit {
+                weights.multiply(hi: columns, lo: columns + columnSet, n: n, ldb: n, into: out + rows.lowerBound * ow,
+                                 ldc: oh * ow, pool: pool, scratch: place.scratch)
+            } else {
+                weights.multiply(columns, n: n, ldb: n, into: out + rows.lowerBound * ow, ldc: oh * ow, pool: pool,
+                                 scratch: place.scratch)
+            }
         }
         applyEpilogue(epilogue, out, shape: conv.outputShape, rows: rows, pool: pool)
         return elapsed

@@ -49,13 +49,29 @@ struct Int8Weights: Sendable {
             kernels.packA(q, lda: columns, m: filters, k: columns, rows: f0..<f1, into: packed)
         }
         let comp = storage.allocateBytes(4 * filters).bindMemory(to: Int32.self, capacity: filters)
+        precondition(input.levels == 255 || kernels.tenBitGemm != nil, "Int8Weights: a 10-bit input at the \(kernels.dot) level")
         for f in 0..<filters {
-            comp[f] = input.zeroPoint &* sums[f]
+            // (A 10-bit input's two passes each fall short of the dot's shift: Int8TenBit.swift.)
+            comp[f] = input.levels == 255 ? input.zeroPoint &* sums[f]
+                : tenBitComp(zeroPoint: input.zeroPoint, activationShift: kernels.activationShift, weightSum: sums[f])
             scale[f] *= input.scale
         }
         packedA = RawParameterPointer(base: packed)
         compensation = RawParameterPointer(base: UnsafeRawPointer(comp))
         scales = ParameterPointer(base: scale)
+    }
+
+    /// Whether the input is 10-bit: B comes as two matrices (`multiply(hi:lo:...)`).
+    var tenBit: Bool { input.levels != 255 }
+
+    /// The same with a 10-bit input's two column matrices, hi and lo (Int8TenBit.swift).
+    func multiply(hi: UnsafePointer<UInt32>, lo: UnsafePointer<UInt32>, n: Int, ldb: Int, into c: UnsafeMutablePointer<Float>,
+                  ldc: Int, pool: WorkerPool?, scratch: GemmScratch) {
+        Gemm.split(m: rows, n: n, panel: kernels.mr, pool: pool) { rows, cols, part in
+            kernels.tenBitGemm(m: self.rows, n: cols.count, k: columns, packedA: packed, hi: hi + cols.lowerBound,
+                               lo: lo + cols.lowerBound, ldb: ldb, c: c + cols.lowerBound, ldc: ldc, comp: comp, scale: scale,
+                               scratch: UnsafeMutableRawPointer(scratch.part(part)), rows: rows)
+        }
     }
 
     /// C (rows x n, row stride ldc) = the dequantized product with grouped B (columns / 4 rows of

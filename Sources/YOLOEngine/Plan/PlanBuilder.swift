@@ -102,7 +102,7 @@ struct PlanBuilder {
             }
             // (F(2x2) and the direct conv + pool take a layer's 10-bit input where the table marks
             // it; the rest 8 bits.)
-            let input = a == .winograd2Int8 || a == .directPoolInt8 ? tenBitInput ?? int8Input : int8Input
+            let input = a == .winograd2Int8 || a == .directPoolInt8 || a == .int8 ? tenBitInput ?? int8Input : int8Input
             return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: input, half: half)
         }
         guard let node = inferenceNode[i] else { return }
@@ -143,10 +143,15 @@ struct PlanBuilder {
     }
 
     /// The fixed table's choice among `candidates` (all but the 16-bit ones where `tableKeepsFP32`,
-    /// and the INT8 direct conv + pool where the level's is not `preferred`).
+    /// the INT8 direct conv + pool where the level's is not `preferred`, and for a 10-bit input
+    /// INT8 im2col unless the level prefers it to what is left: `tenBitPreferred`).
     private func table(_ conv: ConvolutionalLayer, _ candidates: [ConvAlgorithm]) -> ConvAlgorithm {
         let preferred = kernelSet.int16Direct?.preferred == true
-        let kept = candidates.filter { (!tableKeepsFP32 || !$0.isHalfGemm) && ($0 != .directPoolInt8 || preferred) }
+        let pairForms = candidates.contains { ($0 == .directPoolInt8 && preferred) || $0 == .winograd2Int8 }
+        let rank = kernelSet.int8?.tenBitPreferred
+        let tenBitIm2col = planner.tenBitInputs[conv.index] == nil || rank == .pairForms || (rank == .fp32 && !pairForms)
+        let kept = candidates.filter { (!tableKeepsFP32 || !$0.isHalfGemm) && ($0 != .directPoolInt8 || preferred)
+                                       && ($0 != .int8 || tenBitIm2col) }
         return ConvAlgorithm.table(for: conv, candidates: kept)
     }
 

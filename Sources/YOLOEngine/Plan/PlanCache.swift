@@ -34,7 +34,8 @@ public enum PlanCache {
     /// 6: the direct conv + pool on int16 pairs (`direct+pool-int8`), a new candidate.
     /// 7: BF16 candidates in INT8 models where the CPU has AVX-512 BF16 and no FP16 arithmetic; the
     /// BF16 GEMM's column kernel for the last few columns.
-    static let kernelRevision = 7
+    /// 8: INT8 im2col on 10-bit inputs in two 8-bit passes (`a10` layers), a new candidate.
+    static let kernelRevision = 8
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
     /// variable is set).

@@ -60,11 +60,15 @@ struct Planner {
     let winogradInt8: Bool
     /// Whether the level has the direct conv + pool on int16 pairs (`.directPoolInt8` candidates).
     let directInt8: Bool
+    /// Whether the level's INT8 GEMM takes 10-bit inputs in two passes (Int8TenBit.swift): `.int8`
+    /// is then a candidate for the `a10` layers too.
+    let tenBitInt8: Bool
 
     init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:],
          tenBitInputs: [Int: Int8Quantization] = [:], half: BF16Kernels? = nil, halfPrecision: Precision? = nil,
-         winogradInt8: Bool = false, directInt8: Bool = false) {
+         winogradInt8: Bool = false, directInt8: Bool = false, tenBitInt8: Bool = false) {
         self.directInt8 = directInt8
+        self.tenBitInt8 = tenBitInt8
         self.tenBitInputs = tenBitInputs
         self.layers = layers
         self.winogradInt8 = winogradInt8
@@ -86,13 +90,13 @@ struct Planner {
                 && $0.applies(to: conv, pooledBy: nil, ourKernels: ourKernels)
                 && $0.allowed(by: options.convolution) && offers($0.precision, for: conv)
         }
-        // A 10-bit input: its INT8 form is F(2x2) (the others quantize to 8 bits); FP32 forms
-        // stay (more exact still), and are all there is where F(2x2) is not a candidate (no
-        // Winograd asked for, or no pair GEMM at the level). Before, the 8-bit forms stood in
-        // there: `--conv im2col` on the 16 photos at threshold 0.25 gave precision 0.966 (29
-        // detections for FP32's 28), the fixed table's plan 1.000.
+        // A 10-bit input: its INT8 forms are F(2x2) and, where the level's dot keeps int32 sums,
+        // INT8 im2col in two passes (Int8TenBit.swift); F(4x4) quantizes to 8 bits. FP32 forms
+        // stay (more exact still), and are all there is where neither is a candidate. Before, the
+        // 8-bit forms stood in there: `--conv im2col` on the 16 photos at threshold 0.25 gave
+        // precision 0.966 (29 detections for FP32's 28), the fixed table's plan 1.000.
         guard tenBitInputs[conv.index] != nil else { return all }
-        return all.filter { $0 != .int8 && $0 != .winograd4Int8 }
+        return all.filter { ($0 != .int8 || tenBitInt8) && $0 != .winograd4Int8 }
     }
 
     /// Whether `conv` may compute in `precision`: FP32 always, INT8 where calibrated, BF16 or FP16
