@@ -83,13 +83,15 @@ public enum Int8TenBit<K: Int8MicroKernel> {
         let zq = A(repeating: zeroPoint), (m5, m31) = (A(repeating: 5), A(repeating: 31))
         for g in groups {
             let c = 4 * g
-            let p = (0..<4).map { c + $0 < channels ? src + (c + $0) * plane : nil }
+            @inline(__always) func channel(_ b: Int) -> UnsafePointer<Float>? { c + b < channels ? src + (c + b) * plane : nil }
+            let p = (channel(0), channel(1), channel(2), channel(3))
+            @inline(__always) func source(_ b: Int) -> UnsafePointer<Float>? { b == 0 ? p.0 : b == 1 ? p.1 : b == 2 ? p.2 : p.3 }
             let (dh, dl) = (hi + g * plane, lo + g * plane)
             var i = 0
             while i + w <= plane {
                 var h = A(), l = A()
                 for b in 0..<4 {
-                    let v = p[b].map { q($0 + i) } ?? zq
+                    let v = source(b).map { q($0 + i) } ?? zq
                     h |= (v &>> m5) &<< A(repeating: Int32(8 * b))
                     l |= (v & m31) &<< A(repeating: Int32(8 * b))
                 }
@@ -100,7 +102,7 @@ public enum Int8TenBit<K: Int8MicroKernel> {
             while i < plane {
                 var h: UInt32 = 0, l: UInt32 = 0
                 for b in 0..<4 {
-                    let v = p[b].map { tenBitQuantizeScalar($0[i], inverseScale: inverseScale, zeroPoint: Float(zeroPoint)) }
+                    let v = source(b).map { tenBitQuantizeScalar($0[i], inverseScale: inverseScale, zeroPoint: Float(zeroPoint)) }
                         ?? UInt32(zeroPoint)
                     h |= (v >> 5) << (8 * b)
                     l |= (v & 31) << (8 * b)

@@ -89,14 +89,14 @@ final class Int8Conv: ConvKernel {
         let (h, w, k, s, p) = (conv.inputShape.h, conv.inputShape.w, conv.size, conv.stride, conv.pad)
         let (oh, ow) = (conv.outputShape.h, conv.outputShape.w)
         let count = weights.columns / 4, zero = weights.input.zeroPoint
-        let (planeSet, columnSet) = (planeSetWords, columnSetWords)
+        let (planeSet, columnSet, passes) = (planeSetWords, columnSetWords, passes)
         // (A 10-bit input: the hi planes' columns, then the lo planes', each padded with its half.)
-        let paddings = weights.tenBit ? [tenBitPadding(zeroPoint: zero).hi, tenBitPadding(zeroPoint: zero).lo]
-            : [UInt32(truncatingIfNeeded: zero) &* 0x0101_0101]
+        let halves = tenBitPadding(zeroPoint: zero)
+        let paddings = weights.tenBit ? (halves.hi, halves.lo) : (UInt32(truncatingIfNeeded: zero) &* 0x0101_0101, 0)
         let fill = { (r: Range<Int>) in
-            for (i, padding) in paddings.enumerated() {
+            for i in 0..<passes {
                 im2col(planes + i * planeSet, height: h, width: w, kernel: k, stride: s, pad: p, outWidth: ow, outRows: rows,
-                       rows: r, padding: padding, into: columns + i * columnSet)
+                       rows: r, padding: i == 0 ? paddings.0 : paddings.1, into: columns + i * columnSet)
             }
         }
         if let pool { pool.parallelFor(count, fill) } else { fill(0..<count) }
