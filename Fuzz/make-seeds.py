@@ -4,7 +4,8 @@ cfg: the weights fuzzer's three cfgs, a cfg without weighted layers, yolov3-tiny
 weights: for each of the weights fuzzer's cfgs, its selector byte and a well-formed weights file
 (and a short and an old-header variant). image: small PNG/JPEG test fixtures.
 Also the inputs of issue #16: cfgs with CRLF and lone-CR line ends and a UTF-8 byte-order mark,
-and 137-byte PNGs whose tEXt / iTXt / zTXt chunk claims 2^31 - 1 bytes."""
+and 137-byte PNGs whose tEXt / iTXt / zTXt chunk claims 2^31 - 1 bytes; cfgs whose numbers overflowed
+the shape arithmetic."""
 import os, random, re, shutil, struct, zlib
 
 root = os.getcwd()
@@ -41,6 +42,13 @@ open(f"{out}/cfg/small0_crlf.cfg", "wb").write(small.replace(b"\n", b"\r\n"))
 open(f"{out}/cfg/small0_cr.cfg", "wb").write(small.replace(b"\n", b"\r"))
 open(f"{out}/cfg/small0_bom.cfg", "wb").write(b"\xef\xbb\xbf" + small)
 open(f"{out}/cfg/small0_bom_crlf.cfg", "wb").write(b"\xef\xbb\xbf" + small.replace(b"\n", b"\r\n"))
+# Numbers that overflowed the shape arithmetic (CI's fuzz run of stop 45; the first found with
+# Fuzz/cfg.dict): a kernel size past 32 bits, a pool padding and an upsample stride near Int.max.
+open(f"{out}/cfg/overflow-conv-size.cfg", "wb").write(
+    small.replace(b"\n", b"\r").replace(b"size=1\r", b"size=21073741824\r", 1))
+open(f"{out}/cfg/overflow-pool-upsample.cfg", "w").write(
+    "[net]\nwidth=8\nheight=8\nchannels=3\n[maxpool]\nsize=2\nstride=2\npadding=9223372036854775807\n"
+    "[upsample]\nstride=4611686018427387904\n")
 
 rng = random.Random(1)
 for i, cfg in enumerate(cfgs):

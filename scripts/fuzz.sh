@@ -3,7 +3,8 @@
 #   scripts/fuzz.sh [SECONDS-PER-TARGET] [TARGET ...]     targets: cfg weights image (default all)
 # Each module is compiled directly with swiftc (SwiftPM cannot build a libFuzzer executable):
 # YOLOKernels, YOLO, YOLOImage with -sanitize=fuzzer,address, then one binary per harness, in
-# .build-fuzz/. The seeds in Fuzz/corpus/<target> are read-only; new inputs go to
+# .build-fuzz/. The seeds in Fuzz/corpus/<target> are read-only (Fuzz/<target>.dict, where there is
+# one, gives libFuzzer the format's words and edge numbers); new inputs go to
 # .build-fuzz/corpus/<target>, crashes to .build-fuzz/crashes/. Fails when any target crashes,
 # leaks, times out on one input or runs out of memory; prints per target the executions run and
 # the corpus size.
@@ -75,6 +76,9 @@ done
 
 export OPENBLAS_NUM_THREADS=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=1:allocator_may_return_null=0"
+# libFuzzer reports a trap (a Swift overflow or precondition) with its stack; Swift's own
+# backtracer, left on, crashes reading memory under ASan and hides which check failed.
+export SWIFT_BACKTRACE=enable=no
 failed=0
 summary=()
 for t in "${targets[@]}"; do
@@ -82,7 +86,8 @@ for t in "${targets[@]}"; do
     log="$B/fuzz-$t.log"
     echo "fuzz: running $t for ${seconds}s"
     set +e
-    "$B/fuzz-$t" "$B/corpus/$t" "Fuzz/corpus/$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+    dict=(); [ -f "Fuzz/$t.dict" ] && dict=(-dict="Fuzz/$t.dict")
+    "$B/fuzz-$t" "$B/corpus/$t" "Fuzz/corpus/$t" "${dict[@]}" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
         -max_len=16384 -print_final_stats=1 -artifact_prefix="$B/crashes/$t-" >"$log" 2>&1
     status=$?
     set -e

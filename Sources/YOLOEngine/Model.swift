@@ -105,7 +105,7 @@ public final class Model: Sendable {
         try NoEffectKeys.check(net)
         if let size = options.inputSize {
             guard size.width > 0, size.height > 0, size.width % 32 == 0, size.height % 32 == 0 else {
-                throw .invalidArgument("input size \(size): width and height must be positive multiples of 32 (YOLO networks downsample by 32), e.g. \(max(32, (size.width + 16) / 32 * 32))x\(max(32, (size.height + 16) / 32 * 32))")
+                throw .invalidArgument("input size \(size): width and height must be positive multiples of 32 (YOLO networks downsample by 32), e.g. \(Model.multipleOf32(near: size.width))x\(Model.multipleOf32(near: size.height))")
             }
             (inputWidth, inputHeight) = (size.width, size.height)
         } else {
@@ -118,8 +118,10 @@ public final class Model: Sendable {
         // 1. Layers and shapes, checked section by section; nothing is allocated yet. Every
         //    key of a section must be read by its layer or have no effect at inference.
         let inputShape = Shape(c: inputChannels, h: inputHeight, w: inputWidth)
+        try Model.checkSize(inputShape, section: net, limit: options.maxActivationBytes, what: "the input")
         var layers: [any Layer] = []
         var shapes: [Shape] = []
+        var totalFlops = 0
         for (i, cfgSection) in config.sections.dropFirst().enumerated() {
             var section = cfgSection
             section.trackReads()
@@ -131,10 +133,13 @@ public final class Model: Sendable {
                 // A cfg size that is not a multiple of 32 shows up as a shape mismatch deep
                 // in the network: say what is wrong.
                 guard inputWidth % 32 != 0 || inputHeight % 32 != 0, case let .cfg(file, line, message) = error else { throw error }
-                throw .cfg(file: file, line: line, message: "\(message) (the input size \(inputWidth)x\(inputHeight) is not a multiple of 32: YOLO networks downsample by 32, so use multiples of 32 such as \(max(32, (inputWidth + 16) / 32 * 32))x\(max(32, (inputHeight + 16) / 32 * 32)))")
+                throw .cfg(file: file, line: line, message: "\(message) (the input size \(inputWidth)x\(inputHeight) is not a multiple of 32: YOLO networks downsample by 32, so use multiples of 32 such as \(Model.multipleOf32(near: inputWidth))x\(Model.multipleOf32(near: inputHeight)))")
             }
             try NoEffectKeys.check(section)
             try Model.checkSize(layer.outputShape, section: section, limit: options.maxActivationBytes)
+            let (sum, overflow) = totalFlops.addingReportingOverflow(layer.flops)
+            guard !overflow else { throw section.error("the network up to this layer needs more multiply-adds than can be counted") }
+            totalFlops = sum
             layers.append(layer)
             shapes.append(layer.outputShape)
         }
@@ -254,7 +259,7 @@ public final class Model: Sendable {
         impl = layers
         parameterCount = floats
         heads = Model.heads(layers)
-        flops = layers.reduce(0) { $0 + $1.flops }
+        flops = totalFlops
         self.layers = layers.map { l in
             LayerInfo(index: l.index, kind: l.kind, input: l.inputShape, output: l.outputShape,
                       size: l.geometry.size, stride: l.geometry.stride, flops: l.flops, sources: l.sources)
@@ -343,13 +348,14 @@ public final class Model: Sendable {
         }
     }
 
+    /// The multiple of 32 nearest `v` (at least 32), for error messages: no overflow near Int.max.
+    static func multipleOf32(near v: Int) -> Int { max(32, v / 32 * 32 + (v % 32 >= 16 && v <= Int.max - 32 ? 32 : 0)) }
+
     /// Refuses an output shape whose size overflows or exceeds the activation limit on its own.
-    static func checkSize(_ s: Shape, section: DarknetConfig.Section, limit: Int) throws(YOLOError) {
-        let (hw, o1) = s.h.multipliedReportingOverflow(by: s.w)
-        let (chw, o2) = hw.multipliedReportingOverflow(by: s.c)
-        let (bytes, o3) = chw.multipliedReportingOverflow(by: 4)
-        guard !o1, !o2, !o3, bytes <= limit else {
-            throw section.error("output \(s) is \(o1 || o2 || o3 ? "too large to count" : "\(bytes >> 20) MiB"), over the activation limit of \(limit >> 20) MiB (ModelOptions.maxActivationBytes)")
+    static func checkSize(_ s: Shape, section: DarknetConfig.Section, limit: Int, what: String = "output") throws(YOLOError) {
+        let bytes = checkedProduct([s.c, s.h, s.w, 4])
+        guard let bytes, bytes <= limit else {
+            throw section.error("\(what) \(s) is \(bytes.map { "\($0 >> 20) MiB" } ?? "too large to count"), over the activation limit of \(limit >> 20) MiB (ModelOptions.maxActivationBytes)")
         }
     }
 

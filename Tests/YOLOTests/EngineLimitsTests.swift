@@ -57,7 +57,7 @@ final class EngineLimitsTests: XCTestCase {
 
     func testHugeLayerIsRefusedBeforeAllocating() {
         // Used to abort the process: "failed to allocate 86528021019648 bytes".
-        let m = message { _ = try Model(cfgText: cfg(width: 416, height: 416, filters: 100_000_000), weights: [],
+        let m = message { _ = try Model(cfgText: cfg(width: 416, height: 416, filters: 50_000_000), weights: [],
                                         cfgName: "huge.cfg") }
         XCTAssertTrue(m.contains("huge.cfg:6:") && m.contains("over the activation limit"), m)
     }
@@ -99,7 +99,32 @@ final class EngineLimitsTests: XCTestCase {
         XCTAssertTrue(m.contains("anchors has 0 numbers but num=2000000000 needs 4000000000"), m)
         let m2 = message { _ = try Model(cfgText: "[net]\nwidth=32\nheight=32\nchannels=1\n[yolo]\nclasses=1\nnum=\(Int.max)\n",
                                          weights: weightsFile([])) }
-        XCTAssertTrue(m2.contains("needs 2 x num"), m2)
+        XCTAssertTrue(m2.contains("num=\(Int.max) is out of range"), m2)
+    }
+
+    func testNumbersThatOverflowTheShapeArithmeticAreRefused() {
+        // Each of these trapped on an Int overflow (CI's cfg fuzzer, stop 45).
+        let net = "[net]\nwidth=8\nheight=8\nchannels=3\n"
+        let cases: [(cfg: String, expected: String)] = [
+            (net + "[maxpool]\nsize=2\nstride=2\npadding=\(Int.max)\n", "x.cfg:8: [maxpool] padding=\(Int.max) is out of range: cfg integers are 32-bit"),
+            (net + "[upsample]\nstride=\(1 << 62)\n", "x.cfg:6: [upsample] stride=\(1 << 62) is out of range"),
+            (net + "[convolutional]\nfilters=1\nsize=3\npadding=\(1 << 62)\n", "[convolutional] padding=\(1 << 62) is out of range"),
+            (net + "[route]\nlayers=\(Int.min)\n", "[route] layers=\(Int.min) is out of range"),
+            (net + "[convolutional]\nfilters=2\nsize=2147483647\npad=1\n",
+             "[convolutional] filters=2 size=2147483647 on a 3x8x8 input needs more than 2147483647 weights"),
+            ("[net]\nwidth=2147483647\nheight=2147483647\nchannels=1\n[maxpool]\nsize=2147483647\nstride=2147483647\n",
+             "x.cfg:1: [net] the input 1x2147483647x2147483647 is too large to count, over the activation limit"),
+        ]
+        for c in cases {
+            let m = message { _ = try Model(cfgText: c.cfg, weights: weightsFile([]), cfgName: "x.cfg",
+                                            options: ModelOptions(maxActivationBytes: Int.max)) }
+            XCTAssertTrue(m.contains(c.expected), "\(c.cfg)\n\(m)")
+        }
+        // The suggested size of an input size option near Int.max.
+        let m = message { _ = try Model(cfgText: cfg(), weights: weightsFile(parameters()),
+                                        options: ModelOptions(inputSize: .init(width: Int.max, height: 100))) }
+        XCTAssertTrue(m.contains("e.g. \(Int.max / 32 * 32)x96"), m)
+        XCTAssertEqual([0, 15, 16, 47, 48, -5].map(Model.multipleOf32(near:)), [32, 32, 32, 32, 64, 32])
     }
 
     func testNonFiniteWeightsAreRefusedAtLoad() {

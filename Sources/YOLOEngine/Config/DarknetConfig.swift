@@ -46,6 +46,16 @@ public struct DarknetConfig: Sendable {
                 // Darknet reads integers with atoi, which also accepts "1.0"-style values; we do not.
                 throw error("\(key)=\(o.value) is not an integer", line: o.line)
             }
+            return try inRange(key, v, line: o.line)
+        }
+
+        /// Darknet keeps every cfg integer in a C int: a value outside 32 bits is refused (it
+        /// would otherwise overflow the shape arithmetic).
+        func inRange(_ key: String, _ v: Int, line: Int) throws(YOLOError) -> Int {
+            guard v >= Int(Int32.min), v <= Int(Int32.max) else {
+                throw error("\(key)=\(v) is out of range: cfg integers are 32-bit, as in Darknet (\(Int32.min)...\(Int32.max))",
+                            line: line)
+            }
             return v
         }
 
@@ -74,7 +84,7 @@ public struct DarknetConfig: Sendable {
             var out: [Int] = []
             for p in parts {
                 guard let v = Int(p) else { throw error("\(key)=\(o.value): '\(p)' is not an integer", line: o.line) }
-                out.append(v)
+                out.append(try inRange(key, v, line: o.line))
             }
             if out.isEmpty { throw error("\(key) is empty", line: o.line) }
             return out

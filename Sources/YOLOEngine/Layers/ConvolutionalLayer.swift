@@ -31,11 +31,19 @@ final class ConvolutionalLayer: Layer {
         let outW = (inputShape.w + 2 * pad - size) / stride + 1
         place = LayerPlace(index: index, sources: [index - 1], input: inputShape,
                            output: Shape(c: filters, h: outH, w: outW))
+        // Darknet counts a layer's weights in a C int; beyond it the products below overflow.
+        guard let weights = checkedProduct([filters, inputShape.c, size, size]), weights <= Int(Int32.max) else {
+            throw section.error("filters=\(filters) size=\(size) on a \(inputShape) input needs more than \(Int32.max) weights, Darknet's limit for a layer")
+        }
+        guard let flops = checkedProduct([2, weights, outH, outW]) else {
+            throw section.error("filters=\(filters) size=\(size) on a \(inputShape) input needs more multiply-adds than can be counted")
+        }
+        self.flops = flops
     }
 
     /// Depth of the GEMM: input channels x kernel taps.
     var columns: Int { inputShape.c * size * size }
-    var flops: Int { 2 * filters * columns * outputShape.h * outputShape.w }
+    let flops: Int
     var geometry: (size: Int, stride: Int) { (size, stride) }
     var convolution: ConvolutionalLayer? { self }
     /// 3x3, stride 1, padding 1: the shape Winograd and the direct kernel compute.

@@ -110,3 +110,14 @@ public struct LayerInfo: Sendable, CustomStringConvertible {
         return "\(index) \(kind.rawValue)\(geom) \(input) -> \(output)"
     }
 }
+
+/// The product of `factors`, or nil when it overflows Int (cfg arithmetic on hostile numbers).
+func checkedProduct(_ factors: [Int]) -> Int? {
+    var product = 1
+    for f in factors {
+        let (p, overflow) = product.multipliedReportingOverflow(by: f)
+        if overflow { return nil }
+        product = p
+    }
+    return product
+}

@@ -13,10 +13,11 @@ final class YOLOLayer: ComputedLayer {
         place = LayerPlace(index: index, sources: [index - 1], input: inputShape, output: inputShape)
         let classes = try section.positive("classes", section.int("classes", default: 20))
         let num = try section.positive("num", section.int("num", default: 1))
-        // The anchors first: they bound num (a huge num without anchors must not allocate).
+        // The anchors first: they bound num (a huge num without anchors must not allocate; num
+        // itself is 32-bit, so 2 * num is exact).
         let all = try section.floatList("anchors") ?? []
         guard all.count % 2 == 0, all.count / 2 == num else {
-            throw section.error("anchors has \(all.count) numbers but num=\(num) needs \(num <= Int.max / 2 ? "\(2 * num)" : "2 x num")")
+            throw section.error("anchors has \(all.count) numbers but num=\(num) needs \(2 * num)")
         }
         let mask = try section.intList("mask") ?? Array(0..<num)
         guard !mask.isEmpty else {
