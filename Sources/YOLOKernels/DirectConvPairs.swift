@@ -114,13 +114,9 @@ public enum DirectConv3x3Pairs<D: Int8DotISA> {
         let inverse = D.Floats(repeating: q.inverseScale), zero = D.Floats(repeating: Float(q.zeroPoint))
         let top = D.Acc(repeating: Int32(bitPattern: Float(q.levels).bitPattern)), zp = D.Acc(repeating: q.zeroPoint)
         let magic = D.Floats(repeating: 12_582_912), magicBits = D.Acc(repeating: Int32(bitPattern: Float(12_582_912).bitPattern))
-        // d of W floats: the clamp to [0, levels] on the bit patterns (WinogradPairsSIMD's
-        // `quantizeRow` says why), the rounding by the 1.5 x 2^23 sum, as `Int8Quantization.quantize`.
+        // d of W floats: clamped to [0, levels], rounded by the 1.5 x 2^23 sum, as `Int8Quantization.quantize`.
         @inline(__always) func d(_ p: UnsafePointer<Float>) -> D.Acc {
-            var b = unsafeBitCast(UnsafeRawPointer(p).loadUnaligned(as: D.Floats.self) * inverse + zero, to: D.Acc.self)
-            b = b & ~(b &>> 31)
-            let over = b &- top
-            let t = unsafeBitCast(top &+ (over & (over &>> 31)), to: D.Floats.self)
+            let t = clampToLevels(UnsafeRawPointer(p).loadUnaligned(as: D.Floats.self) * inverse + zero, top: top)
             return (unsafeBitCast(t + magic, to: D.Acc.self) &- magicBits) &- zp
         }
         let low = D.Acc(repeating: 0xFFFF)

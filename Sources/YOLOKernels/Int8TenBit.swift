@@ -73,12 +73,8 @@ public enum Int8TenBit<K: Int8MicroKernel> {
         let top = A(repeating: Int32(bitPattern: Float(1023).bitPattern))
         let magic = F(repeating: 12_582_912), magicBits = A(repeating: Int32(bitPattern: Float(12_582_912).bitPattern))
         @inline(__always) func q(_ p: UnsafePointer<Float>) -> A {
-            // (The clamp on the bit patterns as DirectConvPairs' `splitRow`: a negative float's
-            // pattern is negative, and non-negative floats order as their patterns.)
-            var b = unsafeBitCast(UnsafeRawPointer(p).loadUnaligned(as: F.self) * inverse + zero, to: A.self)
-            b = b & ~(b &>> 31)
-            let over = b &- top
-            return unsafeBitCast(unsafeBitCast(top &+ (over & (over &>> 31)), to: F.self) + magic, to: A.self) &- magicBits
+            let t = clampToLevels(UnsafeRawPointer(p).loadUnaligned(as: F.self) * inverse + zero, top: top)
+            return unsafeBitCast(t + magic, to: A.self) &- magicBits
         }
         let zq = A(repeating: zeroPoint), (m5, m31) = (A(repeating: 5), A(repeating: 31))
         for g in groups {

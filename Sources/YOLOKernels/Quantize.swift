@@ -44,6 +44,24 @@ public struct Int8Quantization: Sendable, Equatable {
     }
 }
 
+/// `x` clamped to [0, top] lane by lane, on the bit patterns (`A` the same lanes as Int32s, `top`
+/// the bit pattern of the largest level): a negative float's pattern is a negative int32, zeroed
+/// by its sign mask; then, both non-negative, the patterns order as the floats, and min(b, top) =
+/// top + min(b - top, 0). Generic SIMD compares would become a loop over the lanes; these are
+/// shifts and ands. The same values as the scalar references' selects for every non-NaN x (-0
+/// becomes +0, which rounds the same; infinities the ends). The 10-bit and 16-bit pair kernels'
+/// quantizers round the result by adding 1.5 x 2^23.
+@inlinable @inline(__always)
+public func clampToLevels<F: SIMD, A: SIMD>(_ x: F, top: A) -> F where F.Scalar == Float, A.Scalar: FixedWidthInteger {
+    // (A's scalar is Int32; generic rather than equal to it so that a vector's MaskStorage
+    // qualifies.)
+    let sign = A.Scalar(truncatingIfNeeded: A.Scalar.bitWidth - 1)
+    var b = unsafeBitCast(x, to: A.self)
+    b = b & ~(b &>> sign)
+    let over = b &- top
+    return unsafeBitCast(top &+ (over & (over &>> sign)), to: F.self)
+}
+
 @inlinable @inline(__always)
 func int8QuantizeScalar(_ x: Float, inverseScale: Float, zeroPoint: Float) -> UInt32 {
     var t = x * inverseScale + zeroPoint

@@ -69,16 +69,8 @@ extension WinogradSIMD {
                             into dst: UnsafeMutablePointer<Float>) {
         let w = V.scalarCount, magic = V(repeating: 12_582_912)
         let topBits = unsafeBitCast(top, to: V.MaskStorage.self)
-        // The clamp to [0, top] on the bit patterns (generic SIMD compares become a loop over the
-        // lanes): a negative float's pattern is a negative int32, zeroed by its sign mask; then,
-        // both non-negative, the patterns order as the floats, and min(b, top) = top + min(b - top, 0).
-        // The same values as the reference's selects (-0 becomes +0, which rounds the same).
         @inline(__always) func integer(_ x: V) -> V {
-            var b = unsafeBitCast(x * inverse + zero, to: V.MaskStorage.self)
-            b = b & ~(b &>> 31)
-            let d = b &- topBits
-            let t = unsafeBitCast(topBits &+ (d & (d &>> 31)), to: V.self)
-            return ((t + magic) - magic) - zero
+            ((clampToLevels(x * inverse + zero, top: topBits) + magic) - magic) - zero
         }
         var i = 0
         while i + w <= count { winogradStore(integer(winogradLoad(src + i)), dst + i); i += w }

@@ -96,4 +96,31 @@ final class Int8TenBitGemmTests: XCTestCase {
         XCTAssertEqual(tenBitPadding(zeroPoint: 0x2A5).hi, 0x1515_1515)
         XCTAssertEqual(tenBitPadding(zeroPoint: 0x2A5).lo, 0x0505_0505)
     }
+
+    /// The bit-pattern clamp the 10-bit and pair quantizers share, against min(max(x, 0), top)
+    /// at the edges: signed zeros, subnormals, a ulp either side of 0 and of each top, infinities.
+    func testClampToLevelsIsTheNaiveClamp() {
+        for top: Float in [255, 1023, 32767] {
+            let values: [Float] = [0, -0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, .leastNormalMagnitude, 0.5, -0.5,
+                                   top, top.nextUp, top.nextDown, top * 2, -top, .infinity, -.infinity,
+                                   .greatestFiniteMagnitude, -.greatestFiniteMagnitude, 12.25, 1e-30]
+            let topBits = Int32(bitPattern: top.bitPattern)
+            func check<F: SIMD, A: SIMD>(_: F.Type, _: A.Type) where F.Scalar == Float, A.Scalar == Int32 {
+                for start in Swift.stride(from: 0, to: values.count, by: F.scalarCount) {
+                    var x = F(), want = [Float]()
+                    for i in 0..<F.scalarCount {
+                        x[i] = values[(start + i) % values.count]
+                        want.append(Swift.min(Swift.max(x[i], 0), top))
+                    }
+                    let got = clampToLevels(x, top: A(repeating: topBits))
+                    // Bit for bit, but -0 may come out as +0 (both round to 0).
+                    XCTAssertEqual((0..<F.scalarCount).map { got[$0] == 0 ? 0 : got[$0].bitPattern },
+                                   want.map { $0 == 0 ? 0 : $0.bitPattern }, "top \(top), \(F.scalarCount) lanes from \(start)")
+                }
+            }
+            check(SIMD4<Float>.self, SIMD4<Int32>.self)
+            check(SIMD8<Float>.self, SIMD8<Int32>.self)
+            check(SIMD16<Float>.self, SIMD16<Int32>.self)
+        }
+    }
 }
