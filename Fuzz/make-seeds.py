@@ -5,8 +5,9 @@ weights: for each of the weights fuzzer's cfgs, its selector byte and a well-for
 (and a short and an old-header variant). image: small PNG/JPEG test fixtures.
 Also the inputs of issue #16: cfgs with CRLF and lone-CR line ends and a UTF-8 byte-order mark,
 and 137-byte PNGs whose tEXt / iTXt / zTXt chunk claims 2^31 - 1 bytes; cfgs whose numbers overflowed
-the shape arithmetic."""
-import os, random, re, shutil, struct, zlib
+the shape arithmetic. A progressive JPEG of 640 scans (over the scan limit: the fuzzer mutates
+scan headers and counts from it) and one of 64 (under it)."""
+import os, random, re, shutil, struct, subprocess, zlib
 
 root = os.getcwd()
 src = open("Fuzz/WeightsFuzzer.swift").read()
@@ -65,8 +66,12 @@ for i, cfg in enumerate(cfgs):
 
 for name in ["gray1.png", "palette2_interlaced.png", "gray8_trns.png", "exif6.png", "palette8_trns.png",
              "graya16.png", "rgb8.png", "rgb8_interlaced.png", "gray.jpg", "cmyk.jpg", "progressive.jpg",
-             "rgb.jpg", "exif6_mm.jpg"]:
+             "rgb.jpg", "exif6_mm.jpg", "many_scans.jpg"]:
     shutil.copy(f"Tests/YOLOImageTests/Fixtures/{name}", f"{out}/image/{name}")
+
+# Progressive JPEGs of one-coefficient scans (scripts/make-jpeg-scans.py): 64 scans, under the limit.
+subprocess.run(["python3", "scripts/make-jpeg-scans.py", f"{out}/image/scans64.jpg", "--size", "24x16", "--passes", "1"],
+               check=True, stdout=subprocess.DEVNULL)
 
 # A 4x4 PNG whose text chunk claims 2^31 - 1 bytes, 96 of which follow (137 bytes in all).
 def png_chunk(kind, data):

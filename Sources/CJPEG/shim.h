@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <setjmp.h>
+#include <time.h>
 #include <jpeglib.h>
 #include <jerror.h>
 
@@ -16,6 +17,8 @@ enum {
     YOLO_JPEG_EMPTY_IMAGE = 3,  // width or height 0 in the frame header
     YOLO_JPEG_TOO_BIG = 4,      // over libjpeg's own dimension limit
     YOLO_JPEG_UNSUPPORTED = 5,  // e.g. 12-bit samples, unknown colour space
+    YOLO_JPEG_TOO_MANY_SCANS = 6,  // more scans than `max_scans`
+    YOLO_JPEG_TIMED_OUT = 7,       // still decoding at `deadline_ns`
 };
 
 typedef struct {
@@ -28,6 +31,10 @@ typedef struct {
     int corrupt_data;    // libjpeg warned about corrupt scan data (message in `message`)
     int components;      // samples per output pixel: 1 (gray), 3 (RGB) or 4 (CMYK)
     int inverted_cmyk;   // CMYK samples are stored inverted (Adobe APP14 marker seen)
+    struct jpeg_progress_mgr progress;
+    int max_scans;                    // 0: no limit
+    unsigned long long deadline_ns;   // CLOCK_MONOTONIC; 0: none
+    int too_many_scans, timed_out;
     char message[JMSG_LENGTH_MAX];
 } yolo_jpeg;
 
@@ -60,7 +67,29 @@ static inline void yolo_jpeg_emit_message(j_common_ptr cinfo, int level) {
     }
 }
 
+// libjpeg calls this before each row of MCUs it reads or writes out, in every scan. Each scan of
+// a multi-scan (progressive) image is another pass over all of its blocks, so a file of a few
+// kilobytes with thousands of scans costs thousands of passes: refused past `max_scans` (as
+// libjpeg-turbo's TurboJPEG scan limit and djpeg -maxscans do), and any decode past its deadline.
+static inline void yolo_jpeg_progress(j_common_ptr cinfo) {
+    yolo_jpeg *j = (yolo_jpeg *)cinfo->client_data;
+    if (j->max_scans > 0 && j->cinfo.input_scan_number > j->max_scans) {
+        j->too_many_scans = 1;
+        longjmp(j->jump, 1);
+    }
+    if (j->deadline_ns) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if ((unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec > j->deadline_ns) {
+            j->timed_out = 1;
+            longjmp(j->jump, 1);
+        }
+    }
+}
+
 static inline int yolo_jpeg_failure(yolo_jpeg *j) {
+    if (j->too_many_scans) return YOLO_JPEG_TOO_MANY_SCANS;
+    if (j->timed_out) return YOLO_JPEG_TIMED_OUT;
     if (j->truncated) return YOLO_JPEG_TRUNCATED;
     if (j->corrupt_data) return YOLO_JPEG_CORRUPT;
     switch (j->jerr.msg_code) {
@@ -83,11 +112,18 @@ static inline void yolo_jpeg_init(yolo_jpeg *j) {
 }
 
 /// Reads the headers of `size` bytes at `data` (which must stay alive until yolo_jpeg_close).
-/// Afterwards cinfo.image_width/image_height, components and inverted_cmyk are set.
-static inline int yolo_jpeg_open(yolo_jpeg *j, const unsigned char *data, unsigned long size) {
+/// Afterwards cinfo.image_width/image_height, components and inverted_cmyk are set. The decode
+/// fails with YOLO_JPEG_TOO_MANY_SCANS at scan `max_scans` + 1 (0: no limit) and with
+/// YOLO_JPEG_TIMED_OUT once CLOCK_MONOTONIC passes `deadline_ns` (0: no deadline).
+static inline int yolo_jpeg_open(yolo_jpeg *j, const unsigned char *data, unsigned long size,
+                                 int max_scans, unsigned long long deadline_ns) {
     yolo_jpeg_init(j);
+    j->max_scans = max_scans;
+    j->deadline_ns = deadline_ns;
     if (setjmp(j->jump)) return yolo_jpeg_failure(j);
     jpeg_create_decompress(&j->cinfo);
+    j->progress.progress_monitor = yolo_jpeg_progress;
+    j->cinfo.progress = &j->progress;  // after jpeg_create_decompress, which clears the struct
     jpeg_mem_src(&j->cinfo, data, size);
     jpeg_read_header(&j->cinfo, TRUE);
     switch (j->cinfo.jpeg_color_space) {
@@ -110,6 +146,7 @@ static inline int yolo_jpeg_read(yolo_jpeg *j, unsigned char *out) {
         jpeg_read_scanlines(&j->cinfo, &row, 1);
     }
     jpeg_finish_decompress(&j->cinfo);
+    if (j->max_scans > 0 && j->cinfo.input_scan_number > j->max_scans) return YOLO_JPEG_TOO_MANY_SCANS;
     // A single-scan image whose coded data was all there lacks only its final EOI marker:
     // every pixel is real, so accept it (as libjpeg and stb_image do).
     int single_scan = !j->cinfo.progressive_mode && j->cinfo.comps_in_scan == j->cinfo.num_components;

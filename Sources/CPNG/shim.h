@@ -5,6 +5,7 @@
 // (Writing uses libpng's simplified png_image API, which handles its errors itself.)
 #include <string.h>
 #include <setjmp.h>
+#include <time.h>
 #include <png.h>
 #include "fastpath.h"
 
@@ -13,6 +14,7 @@ enum {
     YOLO_PNG_CORRUPT = 1,      // libpng's own message is in `message`
     YOLO_PNG_TRUNCATED = 2,    // the data ended before the image did
     YOLO_PNG_UNSUPPORTED = 3,  // the transforms did not give 8-bit RGB
+    YOLO_PNG_TIMED_OUT = 4,    // still decoding at `deadline_ns`
 };
 
 typedef struct {
@@ -21,6 +23,8 @@ typedef struct {
     const unsigned char *data;
     size_t size, position;
     int truncated;
+    unsigned long long deadline_ns;  // CLOCK_MONOTONIC; 0: none
+    int timed_out;
     char message[256];
 } yolo_png;
 
@@ -42,6 +46,18 @@ static inline void yolo_png_read_data(png_structp png, png_bytep out, size_t cou
     }
     memcpy(out, p->data + p->position, count);
     p->position += count;
+}
+
+// Called by libpng after each row (of each pass, when interlaced): ends a decode past its deadline.
+static inline void yolo_png_row_done(png_structp png, png_uint_32 row, int pass) {
+    (void)row; (void)pass;
+    yolo_png *p = (yolo_png *)png_get_io_ptr(png);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if ((unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec > p->deadline_ns) {
+        p->timed_out = 1;
+        png_error(png, "time limit");
+    }
 }
 
 /// Reads the chunks up to the image data of `size` bytes at `data` (which must stay alive
@@ -76,9 +92,13 @@ static inline int yolo_png_open(yolo_png *p, const unsigned char *data, size_t s
 
 /// Decodes the image into `out` (height rows of width * 3 bytes) the way stb_image does with
 /// 3 channels: palette expanded, gray replicated, alpha dropped without compositing, 16-bit
-/// samples cut to their high byte, no gamma or colour-profile transform.
-static inline int yolo_png_read_rgb(yolo_png *p, unsigned char *out) {
-    if (setjmp(png_jmpbuf(p->png))) return p->truncated ? YOLO_PNG_TRUNCATED : YOLO_PNG_CORRUPT;
+/// samples cut to their high byte, no gamma or colour-profile transform. Fails with
+/// YOLO_PNG_TIMED_OUT once CLOCK_MONOTONIC passes `deadline_ns` (0: no deadline).
+static inline int yolo_png_read_rgb(yolo_png *p, unsigned char *out, unsigned long long deadline_ns) {
+    if (setjmp(png_jmpbuf(p->png)))
+        return p->timed_out ? YOLO_PNG_TIMED_OUT : p->truncated ? YOLO_PNG_TRUNCATED : YOLO_PNG_CORRUPT;
+    p->deadline_ns = deadline_ns;
+    if (deadline_ns) png_set_read_status_fn(p->png, yolo_png_row_done);
     png_uint_32 width = png_get_image_width(p->png, p->info);
     png_uint_32 height = png_get_image_height(p->png, p->info);
     int type = png_get_color_type(p->png, p->info);

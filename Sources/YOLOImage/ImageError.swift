@@ -17,6 +17,9 @@ public enum ImageError: Error, Equatable, Sendable, CustomStringConvertible {
     case zeroSize(file: String, width: Int, height: Int)
     /// The header claims more pixels than the limit; refused before any pixel memory is taken.
     case tooLarge(file: String, width: Int, height: Int, maxPixels: Int)
+    /// Decoding would cost more than allowed: a JPEG with more scans than the limit (each scan is
+    /// another pass over the image), or a decode still running at its time limit.
+    case tooCostly(file: String, reason: String)
     /// A format or variant this module does not handle (GIF, 12-bit JPEG, a .bmp output, ...).
     case unsupported(file: String, detail: String)
     /// Writing the output file failed.
@@ -27,7 +30,7 @@ public enum ImageError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .fileNotFound(let file), .unreadable(let file, _), .emptyFile(let file),
              .notAnImage(let file), .truncated(let file, _), .corrupt(let file, _, _),
-             .zeroSize(let file, _, _), .tooLarge(let file, _, _, _), .unsupported(let file, _),
+             .zeroSize(let file, _, _), .tooLarge(let file, _, _, _), .tooCostly(let file, _), .unsupported(let file, _),
              .writeFailed(let file, _):
             return file
         }
@@ -54,6 +57,8 @@ public enum ImageError: Error, Equatable, Sendable, CustomStringConvertible {
             let pixels = width.multipliedReportingOverflow(by: height)
             let count = pixels.overflow ? "more than \(Int.max)" : "\(pixels.partialValue)"
             return "\(file): image too large (\(width) x \(height) = \(count) pixels; the limit is \(maxPixels))"
+        case .tooCostly(let file, let reason):
+            return "\(file): refused: \(reason)"
         case .unsupported(let file, let detail):
             return "\(file): unsupported: \(detail)"
         case .writeFailed(let file, let reason):

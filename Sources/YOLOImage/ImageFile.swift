@@ -15,6 +15,12 @@ public let defaultMaxPixels = 1 << 27
 /// The default limit on an image file's size: 256 MiB (`FileLimits.imageBytes`).
 public let defaultMaxFileBytes = FileLimits.imageBytes
 
+/// The default limit on a JPEG's scans: 100. A baseline JPEG has one scan per image (or per
+/// component), a progressive one about 10 (libjpeg's own script writes 10 for colour, 6 for
+/// gray). Each scan is another pass over every block of its component, so the cost of a
+/// progressive JPEG grows with its scans times its pixels, not with its file size.
+public let defaultMaxJPEGScans = 100
+
 /// Images of at most this many pixels are always decoded; larger ones must come in a file large
 /// enough to plausibly hold them (see `checkPlausibleSize`).
 let plausibilityFloorPixels = 1 << 22
@@ -28,12 +34,14 @@ let plausibilityFloorPixels = 1 << 22
 ///     `ImageError.tooLarge` before any pixel memory is allocated.
 ///   - maxFileBytes: larger files are refused (`ImageError.unreadable`) before they are read;
 ///     so are FIFOs, devices and directories: only regular files are read.
+///   - maxJPEGScans, timeLimit: see `decodeImage`.
 public func loadImage(path: String, applyEXIFOrientation: Bool = true,
                       maxPixels: Int = defaultMaxPixels,
-                      maxFileBytes: Int = defaultMaxFileBytes) throws -> RGBImage {
+                      maxFileBytes: Int = defaultMaxFileBytes,
+                      maxJPEGScans: Int = defaultMaxJPEGScans, timeLimit: Double? = nil) throws -> RGBImage {
     let bytes = try readFile(path, maxBytes: maxFileBytes)
     return try decodeImage(bytes, name: path, applyEXIFOrientation: applyEXIFOrientation,
-                           maxPixels: maxPixels)
+                           maxPixels: maxPixels, maxJPEGScans: maxJPEGScans, timeLimit: timeLimit)
 }
 
 /// Decodes PNG or JPEG bytes (detected by signature) to 8-bit RGB; `name` appears in errors.
@@ -47,17 +55,23 @@ public func loadImage(path: String, applyEXIFOrientation: Bool = true,
 /// so is JPEG scan data that libjpeg finds corrupt (its "Corrupt JPEG data" warnings).
 /// Decompression bombs are refused before the pixels are allocated: a header claiming more than
 /// `maxPixels`, or (above 4 megapixels) far more pixels than the file's size could encode.
+/// Images that cost far more than their size are refused as `ImageError.tooCostly`: a JPEG
+/// with more than `maxJPEGScans` scans (0: no limit), when libjpeg starts the next scan, and,
+/// with a `timeLimit` (seconds), a decode still running that long after it began (checked by
+/// libjpeg per row of blocks and scan, by libpng per row, and once decoded).
 public func decodeImage(_ bytes: [UInt8], name: String, applyEXIFOrientation: Bool = true,
-                        maxPixels: Int = defaultMaxPixels) throws -> RGBImage {
+                        maxPixels: Int = defaultMaxPixels, maxJPEGScans: Int = defaultMaxJPEGScans,
+                        timeLimit: Double? = nil) throws -> RGBImage {
     guard !bytes.isEmpty else { throw ImageError.emptyFile(file: name) }
+    let budget = DecodeBudget(maxJPEGScans: maxJPEGScans, timeLimit: timeLimit)
     let image: RGBImage
     let orientation: Int?
     switch detectImageFormat(bytes) {
     case .png:
-        image = try decodePNG(bytes, name: name, maxPixels: maxPixels)
+        image = try decodePNG(bytes, name: name, maxPixels: maxPixels, budget: budget)
         orientation = applyEXIFOrientation ? pngEXIFOrientation(bytes) : nil
     case .jpeg:
-        image = try decodeJPEG(bytes, name: name, maxPixels: maxPixels)
+        image = try decodeJPEG(bytes, name: name, maxPixels: maxPixels, budget: budget)
         orientation = applyEXIFOrientation ? jpegEXIFOrientation(bytes) : nil
     case nil:
         if let format = truncatedSignature(bytes) { throw ImageError.truncated(file: name, format: format) }
@@ -66,8 +80,43 @@ public func decodeImage(_ bytes: [UInt8], name: String, applyEXIFOrientation: Bo
         }
         throw ImageError.notAnImage(file: name)
     }
+    try budget.checkTime(name: name)
     guard let orientation else { return image }
     return image.applyingEXIFOrientation(orientation)
+}
+
+/// What one decode may cost beyond its pixels: the JPEG scan limit and the time limit, with
+/// the errors that name them.
+struct DecodeBudget {
+    var maxJPEGScans = defaultMaxJPEGScans
+    var timeLimit: Double?
+    /// CLOCK_MONOTONIC nanoseconds (as the C decoders read it) at which the decode is over its
+    /// time limit; 0: none.
+    var deadline: UInt64 = 0
+
+    init(maxJPEGScans: Int = defaultMaxJPEGScans, timeLimit: Double? = nil) {
+        self.maxJPEGScans = max(0, maxJPEGScans)
+        self.timeLimit = timeLimit
+        if let timeLimit, timeLimit.isFinite {
+            deadline = (monotonicNanoseconds() &+ UInt64(min(max(timeLimit, 0), 1e9) * 1e9)) | 1  // never 0
+        }
+    }
+
+    func tooManyScans(name: String) -> ImageError {
+        .tooCostly(file: name, reason: "the JPEG has more than \(maxJPEGScans) scans, the limit (each scan is another "
+                   + "pass over the image; a progressive JPEG usually has about 10)")
+    }
+
+    func tooSlow(name: String) -> ImageError {
+        let t = timeLimit ?? 0
+        let seconds = t == t.rounded() && t < 1e9 ? "\(Int(t))" : "\(t)"
+        return .tooCostly(file: name, reason: "decoding took longer than the time limit of \(seconds) s")
+    }
+
+    /// Throws once the deadline has passed.
+    func checkTime(name: String) throws {
+        if deadline != 0 && monotonicNanoseconds() > deadline { throw tooSlow(name: name) }
+    }
 }
 
 let pngSignature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]

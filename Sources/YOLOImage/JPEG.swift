@@ -2,7 +2,7 @@ import CJPEG
 import YOLOCore
 
 /// Decodes a JPEG to 8-bit RGB with libjpeg (see `decodeImage`).
-func decodeJPEG(_ bytes: [UInt8], name: String, maxPixels: Int) throws -> RGBImage {
+func decodeJPEG(_ bytes: [UInt8], name: String, maxPixels: Int, budget: DecodeBudget = DecodeBudget()) throws -> RGBImage {
     let decoder = UnsafeMutablePointer<yolo_jpeg>.allocate(capacity: 1)
     decoder.initialize(to: yolo_jpeg())
     defer {
@@ -19,11 +19,14 @@ func decodeJPEG(_ bytes: [UInt8], name: String, maxPixels: Int) throws -> RGBIma
         case YOLO_JPEG_EMPTY_IMAGE: throw ImageError.zeroSize(file: name, width: width, height: height)
         case YOLO_JPEG_TOO_BIG: throw ImageError.tooLarge(file: name, width: width, height: height, maxPixels: maxPixels)
         case YOLO_JPEG_UNSUPPORTED: throw ImageError.unsupported(file: name, detail: "libjpeg: \(message)")
+        case YOLO_JPEG_TOO_MANY_SCANS: throw budget.tooManyScans(name: name)
+        case YOLO_JPEG_TIMED_OUT: throw budget.tooSlow(name: name)
         default: throw ImageError.corrupt(file: name, format: "JPEG", message: message)
         }
     }
     return try bytes.withUnsafeBufferPointer { data in
-        try check(yolo_jpeg_open(decoder, data.baseAddress, UInt(data.count)))
+        try check(yolo_jpeg_open(decoder, data.baseAddress, UInt(data.count),
+                                  Int32(clamping: budget.maxJPEGScans), budget.deadline))
         let width = Int(decoder.pointee.cinfo.image_width), height = Int(decoder.pointee.cinfo.image_height)
         try checkDimensions(width: width, height: height, name: name, maxPixels: maxPixels)
         // Huffman coding spends at least one bit on each 8x8 block of a component's first scan

@@ -5,7 +5,8 @@ import CPNG
 import YOLOCore
 
 /// Decodes a PNG to 8-bit RGB exactly as stb_image would (see `decodeImage`).
-func decodePNG(_ bytes: [UInt8], name: String, maxPixels: Int, fastPath: Bool = true) throws -> RGBImage {
+func decodePNG(_ bytes: [UInt8], name: String, maxPixels: Int, fastPath: Bool = true,
+               budget: DecodeBudget = DecodeBudget()) throws -> RGBImage {
     try checkPNGChunkLengths(bytes, name: name)
     // Check the IHDR size first: libpng itself rejects a zero width with a generic error.
     if bytes.count >= 24, bytes[12..<16].elementsEqual("IHDR".utf8) {
@@ -31,6 +32,7 @@ func decodePNG(_ bytes: [UInt8], name: String, maxPixels: Int, fastPath: Bool = 
         switch Int(code) {
         case YOLO_PNG_OK: return
         case YOLO_PNG_TRUNCATED: throw ImageError.truncated(file: name, format: "PNG")
+        case YOLO_PNG_TIMED_OUT: throw budget.tooSlow(name: name)
         case YOLO_PNG_UNSUPPORTED:
             throw ImageError.unsupported(file: name, detail: stringFromCArray(reader.pointee.message))
         default:
@@ -43,7 +45,7 @@ func decodePNG(_ bytes: [UInt8], name: String, maxPixels: Int, fastPath: Bool = 
         let height = Int(png_get_image_height(reader.pointee.png, reader.pointee.info))
         try checkDimensions(width: width, height: height, name: name, maxPixels: maxPixels)
         var pixels = [UInt8](repeating: 0, count: width * height * 3)
-        try check(pixels.withUnsafeMutableBufferPointer { yolo_png_read_rgb(reader, $0.baseAddress) })
+        try check(pixels.withUnsafeMutableBufferPointer { yolo_png_read_rgb(reader, $0.baseAddress, budget.deadline) })
         return RGBImage(width: width, height: height, pixels: pixels)
     }
 }
