@@ -322,9 +322,11 @@ struct Postprocessor {
         // Darknet takes nms_kind and beta_nms from the network's last layer (its last [yolo]).
         let rule = heads.last.map { Suppression(kind: $0.info.nmsKind, beta: $0.info.betaNMS) } ?? Suppression()
         if o.classAgnostic {
-            nmsAgnostic(&boxes, classes: classes, threshold: o.nmsThreshold, rule: rule, order: &order, scratch: &scratch)
+            nmsAgnostic(&boxes, classes: classes, threshold: o.nmsThreshold, rule: rule, limit: o.maxDetections,
+                        order: &order, scratch: &scratch)
         } else {
-            nmsPerClass(&boxes, classes: classes, threshold: o.nmsThreshold, rule: rule, order: &order, scratch: &scratch)
+            nmsPerClass(&boxes, classes: classes, threshold: o.nmsThreshold, rule: rule, limit: o.maxDetections,
+                        order: &order, scratch: &scratch)
         }
         var detections: [Detection] = []
         for (position, b) in order.enumerated() {

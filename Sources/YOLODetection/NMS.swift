@@ -122,19 +122,34 @@ func stableSortDescending(_ order: inout [Int], scratch: inout [Int], key: (Int)
 /// (with `rule.kind == .diou`, whose DIoU does: AlexeyAB's diounms_sort).
 /// `order` receives the final order of the boxes (indices into `boxes`), which is the order
 /// Darknet reports them in.
+/// With a `limit` (the most detections reported), a class stops once it has kept `limit` boxes
+/// and the next is strictly less confident: that box, and every later one, has `limit`
+/// detections of its class above it, so none of them could be reported; their probabilities
+/// are set to 0 unexamined. The detections reported are the same, and a threshold near 0 no
+/// longer costs every candidate against every other in every class.
 func nmsPerClass(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float, rule: Suppression = Suppression(),
-                 order: inout [Int], scratch: inout [Int]) {
+                 limit: Int? = nil, order: inout [Int], scratch: inout [Int]) {
     let total = moveEmptyBoxesLast(boxes, order: &order)
     guard total > 0 else { return }
     var active = Array(order[0..<total])
     let stride = boxes.classes
     let (x, y, w, h) = (boxes.x, boxes.y, boxes.w, boxes.h)
+    let limit = limit ?? Int.max
     boxes.probs.withUnsafeMutableBufferPointer { probs in
         for k in classes {
             stableSortDescending(&active, scratch: &scratch) { probs[$0 * stride + k] }
+            var kept = 0
+            var lastKept: Float = 0
             for i in 0..<total {
                 let a = active[i]
-                if probs[a * stride + k] == 0 { continue }
+                let p = probs[a * stride + k]
+                if p == 0 { continue }
+                if kept >= limit && p < lastKept {
+                    for r in i..<total { probs[active[r] * stride + k] = 0 }
+                    break
+                }
+                kept += 1
+                lastKept = p
                 let boxA = (x: x[a], y: y[a], w: w[a], h: h[a])
                 for j in (i + 1)..<total {
                     let b = active[j]
@@ -151,9 +166,11 @@ func nmsPerClass(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float
 
 /// Class-agnostic NMS: each box is ranked by its highest class probability (over `classes`);
 /// the list is stably sorted by it, descending, and every later box whose IoU with a kept
-/// earlier box exceeds `threshold` loses all its class probabilities. (`rule` as per class.)
+/// earlier box exceeds `threshold` loses all its class probabilities. (`rule` and `limit` as
+/// per class: once `limit` boxes are kept, each with a detection at its best probability, a
+/// strictly less confident box and all after it are cleared unexamined.)
 func nmsAgnostic(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float, rule: Suppression = Suppression(),
-                 order: inout [Int], scratch: inout [Int]) {
+                 limit: Int? = nil, order: inout [Int], scratch: inout [Int]) {
     let total = moveEmptyBoxesLast(boxes, order: &order)
     guard total > 0 else { return }
     let stride = boxes.classes
@@ -165,9 +182,20 @@ func nmsAgnostic(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float
     }
     var active = Array(order[0..<total])
     stableSortDescending(&active, scratch: &scratch) { best[$0] }
+    let limit = limit ?? Int.max
+    var kept = 0
+    var lastKept: Float = 0
     for i in 0..<total {
         let a = active[i]
         if best[a] == 0 { continue }
+        if kept >= limit && best[a] < lastKept {
+            for r in i..<total {
+                for k in 0..<stride { boxes.probs[active[r] * stride + k] = 0 }
+            }
+            break
+        }
+        kept += 1
+        lastKept = best[a]
         let boxA = (x: boxes.x[a], y: boxes.y[a], w: boxes.w[a], h: boxes.h[a])
         for j in (i + 1)..<total {
             let b = active[j]

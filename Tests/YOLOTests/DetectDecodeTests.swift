@@ -231,6 +231,45 @@ final class DetectDecodeTests: XCTestCase {
         XCTAssertTrue(try postprocess([head], options: o).isEmpty)
     }
 
+    /// The cap stops NMS early (a class that has kept enough boxes clears the less confident
+    /// rest unexamined): the detections must be exactly those of NMS run to the end and then cut
+    /// to the most confident, ties included (scores on a coarse grid tie often), per class and
+    /// class-agnostic, with and without a class filter.
+    func testMaxDetectionsStopsNMSEarlyWithTheSameResult() throws {
+        var r = SeededRandom(seed: 11)
+        func level(_ n: UInt64) -> Float { Float(r.next() % n + 1) / Float(n) }
+        let head = TestHead(gridWidth: 8, gridHeight: 8, classes: 3, anchors: [(20, 20), (35, 25)])
+        for row in 0..<8 {
+            for col in 0..<8 {
+                for anchor in 0..<2 {
+                    head.set(row: row, col: col, anchor: anchor, x: level(4) - 0.1, y: level(4) - 0.1,
+                             objectness: level(8), scores: [level(4), level(4), level(5)])
+                }
+            }
+        }
+        // Two far-apart boxes tied in class 0 (0.72), A first in class 0's order, B first in the
+        // reporting order (class 1's: 0.45 > 0.09): the one detection to report is B's.
+        let tie = TestHead(gridWidth: 10, gridHeight: 10, classes: 3, anchors: [(5, 5)])
+        tie.set(row: 1, col: 1, anchor: 0, x: 0.5, y: 0.5, objectness: 0.9, scores: [0.8, 0.1])
+        tie.set(row: 8, col: 8, anchor: 0, x: 0.5, y: 0.5, objectness: 0.9, scores: [0.8, 0.5])
+        for (name, h) in [("random", head), ("tie", tie)] {
+            for agnostic in [false, true] {
+                for filter in [nil, Set([0, 2])] as [Set<Int>?] {
+                    var o = DetectorOptions(threshold: 0.05, classAgnostic: agnostic, classFilter: filter)
+                    let all = try postprocess([h], options: o)
+                    if name == "random" { XCTAssertGreaterThan(all.count, 40) }
+                    for m in [0, 1, 2, 5, 17, 40, all.count, all.count + 3] {
+                        o.maxDetections = m
+                        let ranked = all.indices.sorted { all[$0].confidence != all[$1].confidence ? all[$0].confidence > all[$1].confidence : $0 < $1 }
+                        let keep = Set(ranked.prefix(m))
+                        let expected = all.indices.filter(keep.contains).map { all[$0] }
+                        XCTAssertEqual(try postprocess([h], options: o), expected, "\(name), agnostic \(agnostic), filter \(String(describing: filter)), max \(m)")
+                    }
+                }
+            }
+        }
+    }
+
     func testClassFilter() throws {
         var o = DetectorOptions()
         o.classFilter = [1]
