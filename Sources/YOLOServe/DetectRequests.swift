@@ -38,9 +38,17 @@ extension DetectionServer {
         }
     }
 
-    /// Admits a detection into the queue, or answers 503 when the queue is full.
+    /// Admits a detection into the queue, or answers 503 when the queue is full (400 when the
+    /// options pass the server's limits: a threshold under the floor, more detections than the cap).
     func submit(_ bytes: [UInt8], name: String, options: DetectorOptions,
                 answer: @escaping @Sendable (DetectionOutcome) -> HTTPResponse) -> BodyOutcome {
+        let limits = configuration.limits
+        if let refusal = limits.thresholdRefusal(options.threshold) ?? limits.maxDetectionsRefusal(options.maxDetections) {
+            return .respond(.error(400, refusal))
+        }
+        var capped = options
+        capped.maxDetections = min(options.maxDetections ?? limits.maxDetections, limits.maxDetections)
+        let options = capped
         guard queue.reserve() else {
             metrics.count("yolo_http_rejected_total", "reason=\"queue_full\"")
             return .respond(.error(503, "busy: \(pool.count) sessions at work and \(queue.capacity) requests waiting; retry later",
@@ -66,7 +74,7 @@ extension DetectionServer {
         let image: RGBImage
         do {
             image = try decodeImage(bytes, name: name, applyEXIFOrientation: configuration.applyEXIFOrientation,
-                                    maxPixels: configuration.limits.maxPixels)
+                                    maxPixels: configuration.limits.maxPixels, timeLimit: configuration.limits.decodeSeconds)
         } catch let e as ImageError {
             return .failure(RequestFailure(image: e))
         } catch {
@@ -118,10 +126,11 @@ struct RequestFailure: Error {
 
     init(response: HTTPResponse) { self.response = response }
 
-    /// An image's problem as a status: too many pixels 413, not a JPEG or PNG 415, else 400.
+    /// An image's problem as a status: too many pixels, scans or seconds to decode 413, not a
+    /// JPEG or PNG 415, else 400.
     init(image error: ImageError) {
         switch error {
-        case .tooLarge: response = .error(413, error.description)
+        case .tooLarge, .tooCostly: response = .error(413, error.description)
         case .notAnImage, .unsupported: response = .error(415, error.description)
         default: response = .error(400, error.description)
         }

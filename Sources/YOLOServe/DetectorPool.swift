@@ -46,7 +46,9 @@ final class DetectorPool: @unchecked Sendable {
     var busyCount: Int { mutex.withLock { busy } }
 }
 
-/// Admitted requests waiting for a worker, and the workers (one per session).
+/// Admitted requests waiting for a worker, and the workers (two per session: a request decodes
+/// its image before it borrows a session, so an image slow to decode leaves the sessions to
+/// the requests behind it).
 final class WorkQueue: @unchecked Sendable {
     private let mutex = PThreadMutex()
     private let work = Condition()
@@ -89,14 +91,22 @@ final class WorkQueue: @unchecked Sendable {
     var depth: Int { mutex.withLock { jobs.count + reserved } }
     var active: Int { mutex.withLock { running } }
 
-    /// Refuses new work, finishes what was admitted, and ends the workers.
-    func drain() {
+    /// Refuses new work, finishes what was admitted, and ends the workers; waits at most until
+    /// `deadline` (monotonic nanoseconds) for the work to finish. False when some is still
+    /// running then (its workers are left to it).
+    @discardableResult
+    func drain(until deadline: UInt64 = .max) -> Bool {
         mutex.withLock {
             stopping = true
             work.broadcast()
         }
+        while mutex.withLock({ !jobs.isEmpty || reserved > 0 || running > 0 }) {
+            if monotonicNanoseconds() >= deadline { return false }
+            usleep(10_000)
+        }
         for t in threads { t.join() }
         threads = []
+        return true
     }
 
     private func runWorker() {

@@ -54,8 +54,12 @@ final class LiveView: @unchecked Sendable {
     private let status = Locked(Status())
     private var worker: ThreadHandle?
 
-    init(source: LiveSource, pool: DetectorPool, metrics: Metrics, settings: DetectorOptions, classNames: [String], classCount: Int) {
+    private let limits: ServeLimits
+
+    init(source: LiveSource, pool: DetectorPool, metrics: Metrics, settings: DetectorOptions, limits: ServeLimits = ServeLimits(),
+         classNames: [String], classCount: Int) {
         self.source = source
+        self.limits = limits
         self.pool = pool
         self.metrics = metrics
         self.settings = Locked(settings)
@@ -161,6 +165,7 @@ final class LiveView: @unchecked Sendable {
             switch key {
             case "thresh", "nms":
                 guard let v = Float(value), v >= 0, v <= 1 else { return "\(key)=\(value): expected a number in 0...1" }
+                if key == "thresh", let refusal = limits.thresholdRefusal(v) { return refusal }
                 if key == "thresh" { o.threshold = v } else { o.nmsThreshold = v }
             case "classes":
                 if value.allSatisfy({ $0 == " " || $0 == "," }) { o.classFilter = nil; continue }

@@ -12,6 +12,15 @@ public struct ServeLimits: Sendable {
     public var maxBufferedBytes = 256 << 20
     /// Images whose header claims more pixels are refused (413) before their pixels are decoded.
     public var maxPixels = 1 << 25
+    /// An image still decoding after this many seconds is refused (413), as is a JPEG of more
+    /// scans than `decodeImage`'s limit: what an image costs to decode is not bounded by its size.
+    public var decodeSeconds = 10.0
+    /// The lowest confidence threshold a request (thresh, min_confidence) or the live view may
+    /// ask for; lower is refused (400): near 0 every candidate box is reported for every class.
+    public var minThreshold: Float = 0.01
+    /// Detections reported per image at most (the most confident; ultralytics' default); a
+    /// request's max_det may ask for fewer, not more (400).
+    public var maxDetections = 300
     /// Requests admitted beyond the sessions at work; one more is answered 503 with Retry-After.
     public var queue = 16
     /// Connections at once, and from one IP address (libmicrohttpd refuses the excess at accept).
@@ -44,4 +53,19 @@ public struct ServeConfiguration: Sendable {
     public var applyEXIFOrientation = true
     public var limits = ServeLimits()
     public init() {}
+}
+
+extension ServeLimits {
+    /// Why a confidence threshold may not be used (nil: it may).
+    func thresholdRefusal(_ threshold: Float) -> String? {
+        guard threshold < minThreshold else { return nil }
+        return "confidence threshold \(threshold) (thresh, min_confidence): this server's minimum is \(minThreshold) "
+            + "(yolo serve --min-thresh sets it; near 0 every candidate box is reported for every class)"
+    }
+
+    /// Why `max_det` may not be `count` (nil: it may).
+    func maxDetectionsRefusal(_ count: Int?) -> String? {
+        guard let count, count > maxDetections else { return nil }
+        return "max_det=\(count): this server reports at most \(maxDetections) detections per image (yolo serve --max-det sets it)"
+    }
 }

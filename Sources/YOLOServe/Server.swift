@@ -27,11 +27,18 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
         self.model = model
         self.classNames = classNames
         classCount = model.heads.first?.classes ?? 0
+        let limits = configuration.limits
+        if let refusal = limits.thresholdRefusal(configuration.detectorOptions.threshold)
+            ?? limits.maxDetectionsRefusal(configuration.detectorOptions.maxDetections) {
+            throw ServeError("the default detector options: \(refusal)")
+        }
         pool = try DetectorPool(model: model, classNames: classNames, options: configuration.detectorOptions,
                                 sessions: configuration.sessions, threadsPerSession: configuration.threadsPerSession)
-        queue = WorkQueue(workers: configuration.sessions, capacity: configuration.limits.queue)
+        queue = WorkQueue(workers: 2 * configuration.sessions, capacity: limits.queue)
+        var liveSettings = configuration.detectorOptions
+        liveSettings.maxDetections = min(liveSettings.maxDetections ?? limits.maxDetections, limits.maxDetections)
         let (names, count, pool, metrics) = (classNames, classCount, pool, metrics)
-        self.live = live.map { LiveView(source: $0, pool: pool, metrics: metrics, settings: configuration.detectorOptions,
+        self.live = live.map { LiveView(source: $0, pool: pool, metrics: metrics, settings: liveSettings, limits: limits,
                                         classNames: names, classCount: count) }
         http = HTTPServer(application: self, limits: configuration.limits)
     }
@@ -47,18 +54,25 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
     /// The port listened on.
     public var port: Int { http.port }
 
-    /// Stops: no new connections, the live source closed and its clients' streams ended, the
-    /// requests admitted detected and answered (waiting at most `grace` seconds for answers to
-    /// be sent), then every connection closed.
-    public func shutdown(grace: Double = 5) {
+    /// Stops within about `grace` seconds: no new connections, the live source closed and its
+    /// clients' streams ended, the requests admitted detected and answered, and their answers
+    /// sent, while the grace lasts; then every connection closed (a body still arriving is cut
+    /// off). Returns false when admitted requests were still waiting or detecting when the grace
+    /// ran out: the server is then not stopped, and the process should exit without them.
+    @discardableResult
+    public func shutdown(grace: Double = 10) -> Bool {
+        let deadline = monotonicNanoseconds() &+ UInt64(min(max(0, grace), 1e6) * 1e9)
         stopping.withLock { $0 = true }
         http.stopAccepting()
         live?.stop()
-        queue.drain()
-        let deadline = monotonicNanoseconds() + UInt64(max(0, grace) * 1e9)
+        guard queue.drain(until: deadline) else { return false }
         while openRequests.withLock({ $0 }) > 0 && monotonicNanoseconds() < deadline { usleep(10_000) }
         http.stop()
+        return true
     }
+
+    /// Requests admitted and not yet answered: waiting in the queue or at work.
+    public var requestsInFlight: Int { queue.depth + queue.active }
 
     // MARK: - HTTPApplication
 

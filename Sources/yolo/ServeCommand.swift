@@ -48,22 +48,32 @@ enum ServeCommand {
     Limits:
       --max-body N     bytes of a request body, default 16777216 (16 MiB); larger: 413
       --max-pixels N   pixels of an image, default 33554432 (2^25); larger: 413
+      --decode-timeout S  seconds to decode an image, default 10; longer: 413 (so is a JPEG of
+                       more than 100 scans)
+      --max-det N      detections per image, default 300 here (the most confident); a request's
+                       max_det may ask for fewer, not more
+      --min-thresh T   the lowest thresh or min_confidence a request (or the live view) may
+                       set, default 0.01; lower: 400
       --max-connections N         default 512
       --max-connections-per-ip N  default 64
       --timeout S      seconds for a request's headers (and an idle connection), default 10
       --body-timeout S seconds for a request's body after its headers, default 30
+      --shutdown-grace S  seconds a stop waits for the requests in flight, default 10
       -h, --help       show this help
 
     Stderr says where it listens ('yolo: serve: listening on http://127.0.0.1:8080/').
     SIGINT or SIGTERM stop it cleanly: no new connections, the source closed, the requests in
-    flight answered. Exit status: 0 after such a stop, 1 when it cannot start (the port is
-    taken, the model or the source cannot be opened), 64 usage error.
+    flight answered, for up to --shutdown-grace seconds; a second SIGINT or SIGTERM exits at
+    once. Exit status: 0 after a clean stop, 1 when the grace ran out (requests unanswered) or
+    it cannot start (the port is taken, the model or the source cannot be opened), 64 usage
+    error; a second signal ends it by that signal (128 + its number in a shell).
     """
 
     static func run(_ args: [String]) throws -> Int32 {
         let a = try Arguments(args, options: DetectionOptions.optionNames.union([
                                   "listen", "api-key", "model-name", "sessions", "queue", "input", "scale", "max-body",
-                                  "max-pixels", "max-connections", "max-connections-per-ip", "timeout", "body-timeout"]),
+                                  "max-pixels", "max-connections", "max-connections-per-ip", "timeout", "body-timeout",
+                                  "decode-timeout", "min-thresh", "shutdown-grace"]),
                               flags: DetectionOptions.flagNames.union(["no-exif", "loop", "no-realtime", "live", "help"]),
                               short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
@@ -85,6 +95,13 @@ enum ServeCommand {
         c.limits.maxConnectionsPerIP = try a.int("max-connections-per-ip", default: 64, range: 1...100_000)
         c.limits.headerTimeout = try a.int("timeout", default: 10, range: 1...3600)
         c.limits.bodyTimeout = try a.int("body-timeout", default: 30, range: 1...3600)
+        c.limits.decodeSeconds = try seconds(a, "decode-timeout", default: 10, range: 0.000001...3600)
+        c.limits.minThreshold = try a.float("min-thresh", default: 0.01, range: 0...1)
+        c.limits.maxDetections = detection.detector.maxDetections ?? 300
+        if detection.detector.threshold < c.limits.minThreshold {
+            throw UsageError("--thresh \(detection.detector.threshold) is under --min-thresh \(c.limits.minThreshold)")
+        }
+        let grace = try seconds(a, "shutdown-grace", default: 10, range: 0...3600)
         if a.string("scale") != nil && a.string("input") == nil { throw UsageError("--scale needs --input") }
         let scale = try a.size("scale", example: "640x360")
         if a.string("input") == nil, let flag = ["loop", "no-realtime", "live"].first(where: a.has) {
@@ -97,7 +114,23 @@ enum ServeCommand {
         let loaded = try detection.load(threads: c.threadsPerSession)
         let (model, names) = (loaded.model, loaded.classNames)
         c.detectorOptions = loaded.detector
+        c.detectorOptions.maxDetections = c.limits.maxDetections
         raiseOpenFileLimit(to: c.limits.maxConnections + 256)
+
+        // Signals: the first SIGINT or SIGTERM stops the server (within the grace), a second one
+        // exits at once; SIGPIPE is an error on a write.
+        signal(SIGPIPE, SIG_IGN)
+        let stop = StopSignal(), cleanup = StreamCleanup()
+        let inFlight = Locked<@Sendable () -> Int>({ 0 })
+        try StopSignals.handle(stop: stop, cleanup: cleanup, signals: [SIGINT, SIGTERM]) { number, count in
+            let name = number == SIGTERM ? "SIGTERM" : number == SIGINT ? "SIGINT" : "signal \(number)"
+            if count == 1 {
+                printError("yolo: serve: \(name): stopping (answering the requests in flight, for up to \(seconds(grace)))")
+            } else {
+                printError("yolo: serve: \(name) again: exiting now, \(inFlight.withLock { $0 }()) requests unanswered")
+            }
+        }
+        defer { cleanup.endAll() }
 
         var live: LiveSource? = nil
         if let input = a.string("input") {
@@ -107,16 +140,14 @@ enum ServeCommand {
             }
             switch try ServeSource.start(ffmpeg: ffmpeg, input: input, scale: scale, loop: a.has("loop"),
                                          realtime: !a.has("no-realtime"),
-                                         live: a.has("live") || StreamOptions.isLiveSource(input)) {
+                                         live: a.has("live") || StreamOptions.isLiveSource(input), cleanup: cleanup) {
             case .success(let s): live = s
             case .failure(let e): printError("yolo: \(e)"); return 1
             }
         }
 
-        // Signals: SIGINT and SIGTERM stop the server cleanly; SIGPIPE is an error on a write.
-        signal(SIGPIPE, SIG_IGN)
-        let stopSignal = SignalWaiter(signals: [SIGINT, SIGTERM])
         let server = try DetectionServer(model: model, classNames: names, configuration: c, live: live)
+        inFlight.withLock { $0 = { server.requestsInFlight } }
         let port: Int
         do { port = try server.start() } catch {
             live?.stop()
@@ -130,11 +161,33 @@ enum ServeCommand {
         if !isLoopback(c.host) && c.apiKey == nil {
             printError("yolo: serve: warning: \(c.host) is reachable from other machines and there is no --api-key: anyone who can reach it can use the detector")
         }
-        let signalName = stopSignal.wait()
-        printError("yolo: serve: \(signalName): stopping (answering the requests in flight)")
-        server.shutdown()
-        printError("yolo: serve: stopped")
-        return 0
+        let stopped = DispatchSemaphore(value: 0)
+        stop.onStop { stopped.signal() }
+        stopped.wait()
+        // The stop runs on a thread of its own: whatever holds it up (a detection, a live view
+        // that will not end), the process leaves when the grace is over.
+        let done = DispatchSemaphore(value: 0)
+        let clean = Locked(false)
+        Thread { clean.withLock { $0 = server.shutdown(grace: grace) }; done.signal() }.start()
+        if done.wait(timeout: .now() + grace + 1) == .success && clean.withLock({ $0 }) {
+            printError("yolo: serve: stopped")
+            return 0
+        }
+        printError("yolo: serve: the stop took longer than the \(seconds(grace)) grace (\(server.requestsInFlight) requests unanswered): exiting now")
+        cleanup.endAll()
+        _exit(1)  // not exit(): detectors may still be running; no atexit handler may run under them (stderr is unbuffered)
+    }
+
+    /// "10 s", "0.5 s".
+    static func seconds(_ value: Double) -> String { value == value.rounded() ? "\(Int(value)) s" : "\(value) s" }
+
+    /// A duration option in seconds (a Double: `Arguments.float` would print 1e-06 as 9.99e-07).
+    static func seconds(_ a: Arguments, _ name: String, default def: Double, range: ClosedRange<Double>) throws -> Double {
+        guard let text = a.string(name) else { return def }
+        guard let v = Double(text), range.contains(v) else {
+            throw UsageError("--\(name) \(text): expected seconds in \(range.lowerBound)...\(Int(range.upperBound))")
+        }
+        return v
     }
 
     /// "127.0.0.1:8080", "[::1]:8080", "localhost:0", or a bare port.
@@ -170,33 +223,5 @@ enum ServeCommand {
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(count) else { return }
         limit.rlim_cur = min(rlim_t(count), limit.rlim_max)
         _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-    }
-}
-
-/// Waits for one of some signals (delivered through Dispatch, their default action off).
-final class SignalWaiter: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var received: Int32 = 0
-    private var sources: [DispatchSourceSignal] = []
-
-    init(signals: [Int32]) {
-        for sig in signals {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [self] in
-                lock.lock(); if received == 0 { received = sig }; lock.unlock()
-                done.signal()
-            }
-            source.resume()
-            sources.append(source)
-        }
-    }
-
-    /// Waits for a signal; its name.
-    func wait() -> String {
-        done.wait()
-        lock.lock(); defer { lock.unlock() }
-        return received == SIGTERM ? "SIGTERM" : received == SIGINT ? "SIGINT" : "signal \(received)"
     }
 }

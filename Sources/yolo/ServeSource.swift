@@ -9,12 +9,13 @@ import YOLOServe
 enum ServeSource {
     /// Starts ffmpeg on `input`. A file is read at its frame rate (`realtime`, ffmpeg's -re),
     /// again and again with `loop`; a `live` source drops the frames the detector has no time for.
+    /// ffmpeg goes in `cleanup`, which kills it when a second signal aborts the server.
     static func start(ffmpeg: String, input: String, scale: (width: Int, height: Int)?, loop: Bool, realtime: Bool,
-                      live: Bool) throws -> Result<LiveSource, ServeSourceError> {
+                      live: Bool, cleanup: StreamCleanup) throws -> Result<LiveSource, ServeSourceError> {
         var inputOptions: [String] = []
         if !live && realtime { inputOptions.append("-re") }
         if loop { inputOptions += ["-stream_loop", "-1"] }
-        let stop = StopSignal(), cleanup = StreamCleanup()
+        let stop = StopSignal()
         switch try FFmpegDecoder.start(ffmpeg: ffmpeg, input: input, inputOptions: inputOptions, scale: scale, stop: stop,
                                        cleanup: cleanup) {
         case .failed(let why): return .failure(ServeSourceError(description: "\(input): cannot open with ffmpeg: \(why)"))

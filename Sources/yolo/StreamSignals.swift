@@ -78,8 +78,10 @@ enum StopSignals {
     /// The pipe's write end, for the handler (set once, before the handler is installed).
     nonisolated(unsafe) private static var pipeWriteEnd: Int32 = -1
 
-    /// Installs the handler and starts the thread that acts, for the rest of the process.
-    static func handle(stop: StopSignal, cleanup: StreamCleanup) throws {
+    /// Installs the handler for `signals` and starts the thread that acts, for the rest of the
+    /// process; `onSignal(number, count)` is told of each signal first (e.g. to say what it does).
+    static func handle(stop: StopSignal, cleanup: StreamCleanup, signals: [Int32] = [SIGINT, SIGTERM, SIGHUP],
+                       onSignal: (@Sendable (_ number: Int32, _ count: Int) -> Void)? = nil) throws {
         var ends: [Int32] = [-1, -1]
         guard makePipe(&ends) else { throw FileError(path: "stream", what: "cannot make a pipe: \(errnoText(errno))") }
         pipeWriteEnd = ends[1]
@@ -92,6 +94,7 @@ enum StopSignals {
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { return }
                 count += 1
+                onSignal?(Int32(number), count)
                 if count == 1 { stop.set() } else { cleanup.abort(signal: Int32(number)) }
             }
         }
@@ -106,7 +109,7 @@ enum StopSignals {
         }
         action.sa_flags = SA_RESTART
         sigemptyset(&action.sa_mask)
-        for s in [SIGINT, SIGTERM, SIGHUP] {
+        for s in signals {
             // A signal ignored from the start stays ignored (nohup; a shell's background job).
             var old = sigaction()
             sigaction(s, nil, &old)

@@ -111,7 +111,7 @@ final class ServeLiveTests: XCTestCase {
         }, "no frame with the class filter: \(seen)")
         let classes = Set((seen["detections"] as? [[String: Any]] ?? []).compactMap { $0["class"] as? String })
         XCTAssertTrue(classes.isSubset(of: ["cup", "person"]) && classes.contains("cup"), "\(seen)")
-        for (body, phrase) in [("thresh=abc", "thresh=abc"), ("classes=unicorn", "'unicorn' is not a class name"),
+        for (body, phrase) in [("thresh=abc", "thresh=abc"), ("thresh=0", "minimum is 0.01"), ("classes=unicorn", "'unicorn' is not a class name"),
                                ("colour=red", "unknown setting 'colour'")] {
             let r = try curl(["-d", body, s.url("/settings")])
             XCTAssertEqual(r.status, 400, body)
@@ -169,7 +169,7 @@ final class ServeLiveTests: XCTestCase {
         try ServeClients.requireCurl()
         let dir = try temporaryDirectory()
         let clip = try LiveClip.make(in: dir, frames: 10)
-        let s = try ServeProcess(["--sessions", "1", "--threads", "1", "--input", clip, "--loop"])
+        let s = try ServeProcess(["--sessions", "1", "--threads", "1", "--input", clip, "--loop", "--shutdown-grace", "300"])
         let events = try StreamConnection(port: s.port, path: "/events")
         XCTAssertTrue(events.frames(timeout: 180) { _ in true }, "no first frame")
         let requests = (0..<5).map { i -> Process in
