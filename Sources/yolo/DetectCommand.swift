@@ -60,8 +60,10 @@ enum DetectCommand {
     under the current directory.
     No output (annotated image, label file, --coco file) may replace an input file (an image,
     the cfg, weights or names; also through symbolic or hard links): such a run is refused
-    before anything is written. Outputs are written to a temporary file renamed into place;
-    SIGINT, SIGTERM or SIGHUP remove the one being written. A DIR given as a symbolic link is
+    before anything is written. Outputs are written to a temporary file renamed into place
+    (through a symbolic link: over the file it leads to; a FIFO or character device is written
+    as a stream; a block device, socket or directory is refused); SIGINT, SIGTERM or SIGHUP
+    remove the one being written. A DIR given as a symbolic link is
     followed (links to directories inside it are not); the output directory inside a DIR is
     not searched (so a run can be repeated). Stderr says where annotated images and labels went.
 

@@ -72,7 +72,8 @@ func parentDirectory(_ path: String) -> String {
     return slash == p.startIndex ? "/" : String(p[..<slash])
 }
 
-/// Writes `bytes` to `path` atomically (a temporary file in the same directory, renamed into place).
+/// Writes `bytes` to `path`: atomically (a temporary file in the same directory, renamed into
+/// place), through symbolic links, as a stream into a FIFO or character device (`outputTarget`).
 func writeOutputFile(_ bytes: [UInt8], to path: String) throws {
     if let reason = bytes.withUnsafeBytes({ writeFileAtomically($0, to: path) }) {
         throw FileError(path: path, what: "cannot write the file: \(reason)")
