@@ -49,6 +49,7 @@ struct DetectRun {
         let pipeline = try ImagePipeline<DetectJob>(model: loaded.model, classNames: loaded.classNames,
                                                     detectorOptions: loaded.detector, sessions: s.sessions,
                                                     threadsPerSession: s.threadsPerSession, keepPixels: draw) { job in
+            if let problem = job.problem { throw FileError(path: job.path, what: problem) }
             if job.path.utf8.contains(0) { throw FileError(path: job.path, what: "not a path: it contains a NUL byte") }
             let image = try loadImage(path: job.path, applyEXIFOrientation: exif, maxPixels: maxPixels)
             return VideoFrame(index: job.index, time: 0, pixels: image.pixels, width: image.width, height: image.height)

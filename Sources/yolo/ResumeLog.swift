@@ -49,6 +49,8 @@ final class ResumeLog: @unchecked Sendable {
                 found += 1
             case .unterminated(let bytes):
                 cut = bytes.count
+            case .tooLong:
+                throw FileError(path: path, what: "line \(reader.lineNumber) is longer than \(reader.maxLineBytes) bytes")
             }
         }
         if cut > 0, ftruncate(fd, off_t(reader.completeBytes)) != 0 {
