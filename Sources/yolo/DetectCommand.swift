@@ -40,9 +40,11 @@ enum DetectCommand {
                        "class_index", "confidence", "objectness", "box": {"left", "top",
                        "right", "bottom"} (pixels, unclamped), "rel": [x, y, w, h], "box_index"}]}
       --coco FILE      also write COCO-style results [{"image_id", "category_id", "bbox":
-                       [x, y, w, h], "score"}]; image_id from a numeric file name, else the
-                       image's position in the input list (0-based); category_id is COCO's id
-                       for an 80-class model, else the class index (0-based) for custom models
+                       [x, y, w, h], "score"}]; image_id from a numeric file name (000139.jpg:
+                       139) that no other file claims, else the smallest ids no file's number
+                       takes, in input order (0, 1, ...): distinct files, distinct ids;
+                       category_id is COCO's id for an 80-class model, else the class index
+                       (0-based) for custom models
       --files-from F   the images to detect, one path per line, from file F or stdin (-), read
                        as they arrive; results in the list's order, each written as soon as
                        its turn comes; with --json an image that fails is also a line
