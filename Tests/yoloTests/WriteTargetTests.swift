@@ -159,6 +159,11 @@ final class WriteTargetTests: XCTestCase {
             XCTAssertEqual(r.status, 1, "\(t.path): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains("yolo: \(t.path): cannot write the file: ") && r.stderr.contains(t.what), "\(t.path): \(r.stderr)")
             XCTAssertEqual(kind(t.path), t.kind, t.path)
+            // --resume's file (appended to, read back) is refused alike, before it is opened.
+            let resume = try yolo(["detect", image, "--no-draw", "--resume", t.path] + model, in: dir)
+            XCTAssertEqual(resume.status, 1, "--resume \(t.path): \(resume.stderr)")
+            XCTAssertTrue(resume.stderr.contains("yolo: \(t.path): ") && resume.stderr.contains(t.what), "--resume \(t.path): \(resume.stderr)")
+            XCTAssertEqual(kind(t.path), t.kind, t.path)
         }
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/adir"), [])
     }
