@@ -136,17 +136,33 @@ package enum OutputTarget: Equatable, Sendable {
     case replace(path: String)
     /// A FIFO or a character device: opened as it is (no O_CREAT, no O_TRUNC) and written.
     case stream(path: String)
+    /// One of this process's open descriptors (/dev/stdout, /dev/fd/N, /proc/self/fd/N): written
+    /// to as it is, as a shell's `> /dev/stdout` does (whatever it is open on).
+    case descriptor(Int32)
+}
+
+/// N for a path that names this process's descriptor N (/dev/fd/N, /proc/self/fd/N, ...).
+func ownDescriptor(_ path: String) -> Int32? {
+    for prefix in ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/", "/proc/\(getpid())/fd/"] where path.hasPrefix(prefix) {
+        let digits = path.dropFirst(prefix.count)
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int32(digits) else { return nil }
+        return fcntl(n, F_GETFD) >= 0 ? n : nil
+    }
+    return nil
 }
 
 /// Decides where a write to `path` goes (README: Hardening, "Outputs"): a regular file or a
 /// missing one is replaced; a symbolic link (`.output`) leads to what it points at, followed
-/// through up to 40 links, which then decides; a FIFO or character device is a stream (for
-/// `.output`); anything else, a block device, a socket, a directory, is refused. Never does a
+/// through up to 40 links, which then decides; a FIFO or character device is a stream, and one
+/// of our descriptors (/dev/stdout) is written as it is (for `.output`); anything else, a block
+/// device, a socket, a directory, is refused. Never does a
 /// node or a link become a regular file (but a `.cache` entry's link). Failure: why, as the
 /// text after "<path>: cannot write the file: ".
 package func outputTarget(_ path: String, use: OutputUse = .output) -> Result<OutputTarget, OutputRefusal> {
     var current = path
     for _ in 0..<40 {
+        // (Its link names no file that could be replaced: a pipe, a socket, a deleted file.)
+        if use == .output, let fd = ownDescriptor(current) { return .success(.descriptor(fd)) }
         var st = stat()
         if lstat(current, &st) != 0 {
             return errno == ENOENT ? .success(.replace(path: current)) : .failure(.init(errnoText()))
@@ -195,6 +211,7 @@ package func writeFileAtomically(_ bytes: UnsafeRawBufferPointer, to path: Strin
     case .failure(let refusal): return refusal.reason
     case .success(.stream(let node)): return writeStream(bytes, to: node)
     case .success(.replace(let file)): return replaceFile(bytes, at: file)
+    case .success(.descriptor(let fd)): return writeFully(fd, bytes)
     }
 }
 

@@ -43,6 +43,7 @@ final class VideoEncoder {
         switch outputTarget(output) {
         case .failure(let why): throw FileError(path: output, what: "cannot write the video: \(why.reason)")
         case .success(.stream(let node)): (special, destination) = (true, node)
+        case .success(.descriptor): (special, destination) = (true, output)
         case .success(.replace(let file)): (special, destination) = (false, file)
         }
         let name = (destination as NSString).lastPathComponent, ext = ((output as NSString).lastPathComponent as NSString).pathExtension

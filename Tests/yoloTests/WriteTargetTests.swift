@@ -107,6 +107,21 @@ final class WriteTargetTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/real").sorted(), ["coco.json", "new.png"])
     }
 
+    /// /dev/fd/N and /proc/self/fd/N (what /dev/stdout and /dev/stderr lead to) are written to
+    /// that descriptor as it is, as a shell does: the COCO results join the text on stdout (a file
+    /// here), not replace the file stdout is open on. (Not /dev/stdout itself: a regression to
+    /// renaming over a link must not be able to touch the machine's /dev.)
+    func testOwnDescriptorsAreWrittenAsTheyAre() throws {
+        let (dir, model, image) = try setUpRun()
+        let out = try yolo(["detect", image, "--no-draw", "--coco", "/dev/fd/1"] + model, in: dir)
+        XCTAssertEqual(out.status, 0, out.stderr)
+        XCTAssertTrue(out.stdout.contains(": Predicted in ") && out.stdout.contains("[\n{\"image_id\": "), out.stdout)
+        let err = try yolo(["detect", image, "--no-draw", "--coco", "/proc/self/fd/2"] + model, in: dir)
+        XCTAssertEqual(err.status, 0, err.stderr)
+        XCTAssertTrue(err.stdout.contains(": Predicted in "), err.stdout)
+        XCTAssertTrue(err.stderr.hasPrefix("[\n{\"image_id\": "), err.stderr)
+    }
+
     /// A character device node (1,3: what /dev/null is) made in a temporary directory, so a
     /// regression replaces that node, never the system's /dev/null.
     func testACharacterDeviceStaysADevice() throws {
