@@ -2,7 +2,9 @@
 // return; ours longjmps back. Swift cannot use setjmp, so every call into libpng that can
 // fail goes through one of the small functions below, each with its own setjmp. They return
 // YOLO_PNG_OK or an error code; libpng's message is in `message`.
-// (Writing uses libpng's simplified png_image API, which handles its errors itself.)
+// Writing goes through yolo_png_write_rgb the same way (the simplified png_image API cannot lift
+// libpng's default limit of 1,000,000 pixels a side, which legal PNGs exceed).
+#include <stdlib.h>
 #include <string.h>
 #include <setjmp.h>
 #include <time.h>
@@ -122,4 +124,63 @@ static inline int yolo_png_read_rgb(yolo_png *p, unsigned char *out, unsigned lo
 
 static inline void yolo_png_close(yolo_png *p) {
     png_destroy_read_struct(&p->png, &p->info, NULL);  // NULL-safe
+}
+
+/// A growing buffer for a PNG being written (malloc'ed `data`; the caller frees it).
+typedef struct {
+    unsigned char *data;
+    size_t size, capacity;
+} yolo_png_output;
+
+static inline void yolo_png_write_data(png_structp png, png_bytep data, size_t count) {
+    yolo_png_output *o = (yolo_png_output *)png_get_io_ptr(png);
+    if (count > o->capacity - o->size) {
+        size_t capacity = o->capacity;
+        while (count > capacity - o->size) {
+            if (capacity > ((size_t)-1) / 2) png_error(png, "out of memory");
+            capacity *= 2;
+        }
+        unsigned char *grown = (unsigned char *)realloc(o->data, capacity);
+        if (!grown) png_error(png, "out of memory");
+        o->data = grown;
+        o->capacity = capacity;
+    }
+    memcpy(o->data + o->size, data, count);
+    o->size += count;
+}
+
+static inline void yolo_png_flush(png_structp png) { (void)png; }
+
+/// Encodes `height` rows of `width` * 3 bytes of 8-bit RGB at `pixels` as a PNG into `out`
+/// (which starts with `initial` bytes allocated, at least 1), as libpng's simplified API would:
+/// not interlaced, an sRGB chunk, the default filters and compression. Any size PNG allows.
+static inline int yolo_png_write_rgb(yolo_png *p, yolo_png_output *out, size_t initial, const unsigned char *pixels,
+                                     png_uint_32 width, png_uint_32 height) {
+    memset(p, 0, sizeof *p);
+    memset(out, 0, sizeof *out);
+    out->data = (unsigned char *)malloc(initial > 0 ? initial : 1);
+    if (!out->data) { strcpy(p->message, "out of memory"); return YOLO_PNG_CORRUPT; }
+    out->capacity = initial > 0 ? initial : 1;
+    p->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, p, yolo_png_error, yolo_png_warning);
+    if (p->png) p->info = png_create_info_struct(p->png);
+    if (!p->info) { strcpy(p->message, "out of memory"); return YOLO_PNG_CORRUPT; }
+    if (setjmp(png_jmpbuf(p->png))) return YOLO_PNG_CORRUPT;
+    png_set_write_fn(p->png, out, yolo_png_write_data, yolo_png_flush);
+#ifdef PNG_SET_USER_LIMITS_SUPPORTED
+    png_set_user_limits(p->png, 0x7fffffff, 0x7fffffff);
+#endif
+    png_set_IHDR(p->png, p->info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_BASE, PNG_FILTER_TYPE_BASE);
+    png_set_sRGB(p->png, p->info, PNG_sRGB_INTENT_PERCEPTUAL);
+    png_write_info(p->png, p->info);
+    for (png_uint_32 y = 0; y < height; y++)
+        png_write_row(p->png, (png_const_bytep)(pixels + (size_t)y * width * 3));
+    png_write_end(p->png, p->info);
+    return YOLO_PNG_OK;
+}
+
+static inline void yolo_png_write_close(yolo_png *p, yolo_png_output *out) {
+    png_destroy_write_struct(&p->png, &p->info);  // NULL-safe
+    free(out->data);
+    out->data = NULL;
 }

@@ -1,6 +1,7 @@
 // Hardened file access shared by every module: caps on file sizes, reading only regular files
-// (checked before a byte is read), text lines, and atomic writes (temporary file, fsync, rename;
-// the temporary files in flight are recorded, for a signal handler to remove).
+// (checked before a byte is read), text lines, and outputs by what their path is (atomic writes:
+// temporary file, fsync, rename, the temporary files in flight recorded for a signal handler to
+// remove; links written through; FIFOs and character devices as streams; the rest refused).
 import Synchronization
 
 /// Size caps on the files the engine reads. A file over its cap is refused before anything is
@@ -121,10 +122,132 @@ package func textLines(_ text: String) -> [Substring] {
     return body.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }
 }
 
-/// Writes `bytes` to `path` atomically: into a new temporary file in the same directory
-/// (`.<name>.tmp-<pid>-<n>`), flushed to disk, then renamed over `path`. A failure leaves any old
-/// file at `path` as it was and no temporary file behind. Returns nil or strerror's text.
-package func writeFileAtomically(_ bytes: UnsafeRawBufferPointer, to path: String) -> String? {
+/// What an output path is for: an output of a command (a symbolic link is written through, a
+/// FIFO or character device written as a stream), or a cache entry (read back later: a link at
+/// its path is replaced by the new file, anything else that is not a regular file is refused).
+package enum OutputUse: Sendable {
+    case output
+    case cache
+}
+
+/// Where a write to an output path goes, from what is there now.
+package enum OutputTarget: Equatable, Sendable {
+    /// A regular file, or nothing: a temporary file next to `path` is renamed over it.
+    case replace(path: String)
+    /// A FIFO or a character device: opened as it is (no O_CREAT, no O_TRUNC) and written.
+    case stream(path: String)
+    /// One of this process's open descriptors (/dev/stdout, /dev/fd/N, /proc/self/fd/N): written
+    /// to as it is, as a shell's `> /dev/stdout` does (whatever it is open on).
+    case descriptor(Int32)
+}
+
+/// N for a path that names this process's descriptor N (/dev/fd/N, /proc/self/fd/N, ...).
+func ownDescriptor(_ path: String) -> Int32? {
+    for prefix in ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/", "/proc/\(getpid())/fd/"] where path.hasPrefix(prefix) {
+        let digits = path.dropFirst(prefix.count)
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int32(digits) else { return nil }
+        return fcntl(n, F_GETFD) >= 0 ? n : nil
+    }
+    return nil
+}
+
+/// Decides where a write to `path` goes (README: Hardening, "Outputs"): a regular file or a
+/// missing one is replaced; a symbolic link (`.output`) leads to what it points at, followed
+/// through up to 40 links, which then decides; a FIFO or character device is a stream, and one
+/// of our descriptors (/dev/stdout) is written as it is (for `.output`); anything else, a block
+/// device, a socket, a directory, is refused. Never does a
+/// node or a link become a regular file (but a `.cache` entry's link). Failure: why, as the
+/// text after "<path>: cannot write the file: ".
+package func outputTarget(_ path: String, use: OutputUse = .output) -> Result<OutputTarget, OutputRefusal> {
+    var current = path
+    for _ in 0..<40 {
+        // (Its link names no file that could be replaced: a pipe, a socket, a deleted file.)
+        if use == .output, let fd = ownDescriptor(current) { return .success(.descriptor(fd)) }
+        var st = stat()
+        if lstat(current, &st) != 0 {
+            return errno == ENOENT ? .success(.replace(path: current)) : .failure(.init(errnoText()))
+        }
+        let via = current == path ? "it is" : "it leads (through a symbolic link) to \(current),"
+        switch st.st_mode & S_IFMT {
+        case S_IFREG:
+            return .success(.replace(path: current))
+        case S_IFLNK where use == .cache:
+            return .success(.replace(path: current))
+        case S_IFLNK:
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let n = readlink(current, &buffer, buffer.count - 1)
+            guard n >= 0 else { return .failure(.init("cannot read the symbolic link \(current): \(errnoText())")) }
+            let target = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if target.hasPrefix("/") {
+                current = target
+            } else if let slash = current.lastIndex(of: "/") {
+                current = String(current[...slash]) + target
+            } else {
+                current = target
+            }
+        case S_IFIFO where use == .output, S_IFCHR where use == .output:
+            return .success(.stream(path: current))
+        default:
+            let allowed = use == .output ? "a regular file, a FIFO or a character device" : "a regular file (a cache entry)"
+            return .failure(.init("\(via) \(fileKind(st.st_mode)); refusing to write there (only \(allowed) takes the output)"))
+        }
+    }
+    return .failure(.init(errnoText(ELOOP)))
+}
+
+/// Why an output path takes no output: the text after "<path>: cannot write the file: ".
+package struct OutputRefusal: Error, Equatable, Sendable {
+    package let reason: String
+    init(_ reason: String) { self.reason = reason }
+}
+
+/// Writes `bytes` to `path` as `outputTarget` decides (see there): usually atomically, into a new
+/// temporary file in the same directory (`.<name>.tmp-<pid>-<n>`), flushed to disk, then renamed
+/// over the file; into a FIFO or a character device as a stream. A failure leaves any old file
+/// as it was and no temporary file behind. Returns nil or why it failed (strerror's text, or
+/// what the path is when it is refused).
+package func writeFileAtomically(_ bytes: UnsafeRawBufferPointer, to path: String, use: OutputUse = .output) -> String? {
+    switch outputTarget(path, use: use) {
+    case .failure(let refusal): return refusal.reason
+    case .success(.stream(let node)): return writeStream(bytes, to: node)
+    case .success(.replace(let file)): return replaceFile(bytes, at: file)
+    case .success(.descriptor(let fd)): return writeFully(fd, bytes)
+    }
+}
+
+/// Writes all of `bytes` to the open descriptor; nil or strerror's text.
+func writeFully(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> String? {
+    var written = 0
+    while written < bytes.count {
+        let count = write(fd, bytes.baseAddress! + written, bytes.count - written)
+        if count < 0 {
+            if errno == EINTR { continue }
+            return errnoText()
+        }
+        written += count
+    }
+    return nil
+}
+
+/// Opens a FIFO or a character device as it is and writes `bytes` (a FIFO without a reader
+/// waits for one, as a shell's redirection does).
+func writeStream(_ bytes: UnsafeRawBufferPointer, to path: String) -> String? {
+    var fd: Int32
+    repeat { fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY) } while fd < 0 && errno == EINTR
+    guard fd >= 0 else { return errnoText() }
+    var st = stat()
+    if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG {
+        // Replaced by a regular file since it was looked at: that one is replaced as usual.
+        close(fd)
+        return replaceFile(bytes, at: path)
+    }
+    let failure = writeFully(fd, bytes)
+    let closed = close(fd) == 0 ? nil : errnoText()
+    return failure ?? closed
+}
+
+/// The atomic replacement of the regular file (or nothing) at `path`.
+func replaceFile(_ bytes: UnsafeRawBufferPointer, at path: String) -> String? {
     let slash = path.lastIndex(of: "/")
     let dir = slash.map { String(path[...$0]) } ?? ""
     let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
@@ -141,21 +264,13 @@ package func writeFileAtomically(_ bytes: UnsafeRawBufferPointer, to path: Strin
         if fd >= 0 || errno != EEXIST { break }
     }
     guard fd >= 0 else { return errnoText() }
-    func fail(_ code: Int32) -> String {
+    func fail(_ reason: String) -> String {
         close(fd)
         unlink(temporary)
-        return errnoText(code)
+        return reason
     }
-    var written = 0
-    while written < bytes.count {
-        let count = write(fd, bytes.baseAddress! + written, bytes.count - written)
-        if count < 0 {
-            if errno == EINTR { continue }
-            return fail(errno)
-        }
-        written += count
-    }
-    if fsync(fd) != 0 && errno != EINVAL { return fail(errno) }
+    if let failure = writeFully(fd, bytes) { return fail(failure) }
+    if fsync(fd) != 0 && errno != EINVAL { return fail(errnoText()) }
     guard close(fd) == 0 else {
         let code = errno
         unlink(temporary)

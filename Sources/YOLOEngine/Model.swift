@@ -154,6 +154,7 @@ public final class Model: Sendable {
         var warnings: [String] = []
         let (int8Inputs, tenBitInputs) = try Model.int8Inputs(options, layers: layers, fingerprint: cfgFingerprint, cfg: config.file,
                                                               kernels: kernelSet.int8, warnings: &warnings)
+        if options.precision == .int8 { try options.calibration?.check(weights: source, name: weightsName) }
         let int8Scratch = int8Inputs.isEmpty ? 0 : [kernelSet.int8, kernelSet.int16Pairs].map {
             $0.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
         }.max()!

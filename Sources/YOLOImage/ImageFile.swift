@@ -197,7 +197,8 @@ func readFile(_ path: String, maxBytes: Int = defaultMaxFileBytes) throws -> [UI
 }
 
 /// Writes `bytes` to `path` atomically (a temporary file in the same directory renamed over
-/// `path`), so a failure never leaves half a file.
+/// `path`, or over the file a symbolic link there leads to), so a failure never leaves half a
+/// file; a FIFO or character device is written as a stream (`outputTarget`).
 func writeFile(_ bytes: [UInt8], to path: String) throws {
     if let reason = bytes.withUnsafeBytes({ writeFileAtomically($0, to: path) }) {
         throw ImageError.writeFailed(file: path, reason: reason)

@@ -16,6 +16,9 @@ func decodeJPEG(_ bytes: [UInt8], name: String, maxPixels: Int, budget: DecodeBu
         switch Int(code) {
         case YOLO_JPEG_OK: return
         case YOLO_JPEG_TRUNCATED: throw ImageError.truncated(file: name, format: "JPEG")
+        case YOLO_JPEG_EMPTY_IMAGE where width > 0 && height > 0:
+            // libjpeg's "empty image" also covers a frame header without components.
+            throw ImageError.corrupt(file: name, format: "JPEG", message: "the frame header declares \(decoder.pointee.cinfo.num_components) colour components (\(width) x \(height))")
         case YOLO_JPEG_EMPTY_IMAGE: throw ImageError.zeroSize(file: name, width: width, height: height)
         case YOLO_JPEG_TOO_BIG: throw ImageError.tooLarge(file: name, width: width, height: height, maxPixels: maxPixels)
         case YOLO_JPEG_UNSUPPORTED: throw ImageError.unsupported(file: name, detail: "libjpeg: \(message)")

@@ -1,6 +1,6 @@
 // PNG reading (after our own checks of the header and of the chunk lengths: the fast path of
 // PNGFastPath.swift for the common kinds, else libpng through the shim in Sources/CPNG) and
-// writing (libpng's simplified API).
+// writing (libpng through the shim).
 import CPNG
 import YOLOCore
 
@@ -59,41 +59,32 @@ public func writePNG(_ image: RGBImage, to path: String) throws {
     try writeFile(try encodePNG(image, path: path), to: path)
 }
 
-/// The PNG file bytes for `image`, made by libpng's simplified write API.
+/// The PNG file bytes for `image`, made by libpng (yolo_png_write_rgb in Sources/CPNG: any size
+/// PNG allows, where libpng's simplified API stops at 1,000,000 pixels a side).
 func encodePNG(_ image: RGBImage, path: String) throws -> [UInt8] {
-    // Start with room for the uncompressed rows plus zlib and chunk overhead; libpng says
-    // how much it needs if that is not enough.
+    // Room for the uncompressed rows plus zlib and chunk overhead to start with; the buffer
+    // grows if the data does not compress.
     let rowBytes = image.width * 3
-    var capacity = (rowBytes + 1) * image.height * 101 / 100 + 1024
+    let capacity = (rowBytes + 1) * image.height * 101 / 100 + 1024
     if let refusal = checkDataSizeLimit(capacity, for: "encoding \(image.width) x \(image.height) pixels as PNG") {
         throw ImageError.writeFailed(file: path, reason: refusal)
     }
-    for _ in 0..<2 {
-        var info = png_image()
-        info.version = UInt32(PNG_IMAGE_VERSION)
-        info.width = UInt32(image.width)
-        info.height = UInt32(image.height)
-        info.format = UInt32(PNG_FORMAT_RGB)
-        var size = png_alloc_size_t(capacity)
-        var output = [UInt8](repeating: 0, count: capacity)
-        let ok = output.withUnsafeMutableBytes { out in
-            image.pixels.withUnsafeBytes { pixels in
-                png_image_write_to_memory(&info, out.baseAddress, &size, 0, pixels.baseAddress,
-                                          Int32(rowBytes), nil)
-            }
-        }
-        let message = stringFromCArray(info.message)
-        png_image_free(&info)
-        if ok != 0 {
-            output.removeSubrange(Int(size)...)
-            return output
-        }
-        guard Int(size) > capacity, message.isEmpty else {
-            throw ImageError.writeFailed(file: path, reason: "libpng: \(message)")
-        }
-        capacity = Int(size)
+    let writer = UnsafeMutablePointer<yolo_png>.allocate(capacity: 1)
+    let output = UnsafeMutablePointer<yolo_png_output>.allocate(capacity: 1)
+    writer.initialize(to: yolo_png())
+    output.initialize(to: yolo_png_output())
+    defer {
+        yolo_png_write_close(writer, output)
+        writer.deallocate()
+        output.deallocate()
     }
-    throw ImageError.writeFailed(file: path, reason: "libpng: output buffer too small")
+    let code = image.pixels.withUnsafeBufferPointer {
+        yolo_png_write_rgb(writer, output, capacity, $0.baseAddress, UInt32(image.width), UInt32(image.height))
+    }
+    guard code == YOLO_PNG_OK, let data = output.pointee.data else {
+        throw ImageError.writeFailed(file: path, reason: "libpng: \(stringFromCArray(writer.pointee.message))")
+    }
+    return Array(UnsafeBufferPointer(start: data, count: output.pointee.size))
 }
 
 /// Walks a PNG's chunks after the signature, in file order: `visit(type, offset, length)` for

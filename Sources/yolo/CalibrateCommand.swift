@@ -13,8 +13,9 @@ enum CalibrateCommand {
     convolution, the values of its input; then runs each convolution alone in INT8 and measures its
     effect on the detections' confidences. Writes the INT8 calibration table: per convolution the
     range its input is clipped to when quantized to 8 bits, its effect, and whether it stays FP32
-    (effect over --max-effect), with the method, the number of images and the cfg's fingerprint
-    (a table is refused for another cfg). 'yolo detect --precision int8'
+    (effect over --max-effect), with the method, the number of images and the fingerprints of the
+    cfg and the weights (a table is refused for others). An image that cannot be read is left out
+    with a line naming it; progress is on stderr. 'yolo detect --precision int8'
     finds FILE next to the weights when it is named like them with .int8 (weights/yolov3-tiny.int8),
     or takes it with --int8-table FILE. Use photos like those the model will see; a few dozen
     are plenty.
@@ -98,23 +99,56 @@ enum CalibrateCommand {
                 throw UsageError("--\(option): layer \(stray) is not a convolution of \(cfgPath)")
             }
         }
-        var table = try Int8Calibrator.calibrate(inputs: inputs.count, method: method, threads: threads, maxEffect: maxEffect, fp32: fp32,
-                                                 load: load) { i, buffer throws(YOLOError) in
-            let path = inputs[i].path
+        // Each image is read once first: one that cannot be read or decoded is left out with a
+        // line naming it (each usable one runs about 16 forward passes below).
+        func prepare(_ path: String) throws {
+            let image = try loadImage(path: path)
+            try image.pixels.withUnsafeBytes { try detector.preprocess(pixels: $0, width: image.width, height: image.height) }
+        }
+        var images: [String] = []
+        for input in inputs {
             do {
-                let image = try loadImage(path: path)
-                try image.pixels.withUnsafeBytes { try detector.preprocess(pixels: $0, width: image.width, height: image.height) }
+                try prepare(input.path)
+                images.append(input.path)
             } catch {
-                throw .invalidArgument("\(DetectCommand.describe(error, path: path))")
+                printError("yolo: calibrate: skipping \(DetectCommand.describe(error, path: input.path))")
+            }
+        }
+        guard !images.isEmpty else {
+            printError("yolo: calibrate: no usable image (\(inputs.count) skipped)")
+            return 1
+        }
+        var table = try Int8Calibrator.calibrate(inputs: images.count, method: method, threads: threads, maxEffect: maxEffect, fp32: fp32,
+                                                 load: load, fill: { i, buffer throws(YOLOError) in
+            do {
+                try prepare(images[i])
+            } catch {
+                throw .invalidArgument("\(DetectCommand.describe(error, path: images[i]))")
             }
             _ = buffer.update(fromContentsOf: detector.session.input)
-        }
+        }, progress: { p in
+            if let line = progressLine(p, image: images[p.input]) { printError("yolo: calibrate: \(line) (forward \(p.forwards)/\(p.totalForwards))") }
+        })
         table.tenBitLayers = tenBit
+        table.weightsFingerprint = try Int8Calibration.weightsFingerprint(path: weightsPath)
         removeTemporaryFilesOnSignals()
         try writeOutputFile(Array(table.text.utf8), to: out)
         let fp32Text = table.fp32Layers.sorted().map { "\($0)" }.joined(separator: ", ")
-        printError("yolo: calibrate: \(table.ranges.count) convolutions, \(inputs.count) image\(inputs.count == 1 ? "" : "s"), \(table.method)"
+        printError("yolo: calibrate: \(table.ranges.count) convolutions, \(images.count) image\(images.count == 1 ? "" : "s"), \(table.method)"
                    + (fp32Text.isEmpty ? "" : "; staying FP32: layer\(table.fp32Layers.count == 1 ? "" : "s") \(fp32Text)") + ": \(out)")
         return 0
+    }
+
+    /// What a progress line says after a forward pass: each image of the first pass, then each
+    /// later pass once it is done (nil for the passes in between).
+    static func progressLine(_ p: CalibrationProgress, image: String) -> String? {
+        let last = p.input == p.inputs - 1
+        switch p.step {
+        case .ranges: return "image \(p.input + 1)/\(p.inputs): \(image)"
+        case .histograms: return last ? "the values' histograms" : nil
+        case .reference: return last ? "the FP32 confidences" : nil
+        case .effect(let layer):
+            return last ? "layer \(layer) alone in INT8: effect \(String(format: "%.2e", Double(p.effect ?? 0)))" : nil
+        }
     }
 }

@@ -40,9 +40,11 @@ enum DetectCommand {
                        "class_index", "confidence", "objectness", "box": {"left", "top",
                        "right", "bottom"} (pixels, unclamped), "rel": [x, y, w, h], "box_index"}]}
       --coco FILE      also write COCO-style results [{"image_id", "category_id", "bbox":
-                       [x, y, w, h], "score"}]; image_id from a numeric file name, else the
-                       image's position in the input list (0-based); category_id is COCO's id
-                       for an 80-class model, else the class index (0-based) for custom models
+                       [x, y, w, h], "score"}]; image_id from a numeric file name (000139.jpg:
+                       139) that no other file claims, else the smallest ids no file's number
+                       takes, in input order (0, 1, ...): distinct files, distinct ids;
+                       category_id is COCO's id for an 80-class model, else the class index
+                       (0-based) for custom models
       --files-from F   the images to detect, one path per line, from file F or stdin (-), read
                        as they arrive; results in the list's order, each written as soon as
                        its turn comes; with --json an image that fails is also a line
@@ -60,8 +62,10 @@ enum DetectCommand {
     under the current directory.
     No output (annotated image, label file, --coco file) may replace an input file (an image,
     the cfg, weights or names; also through symbolic or hard links): such a run is refused
-    before anything is written. Outputs are written to a temporary file renamed into place;
-    SIGINT, SIGTERM or SIGHUP remove the one being written. A DIR given as a symbolic link is
+    before anything is written. Outputs are written to a temporary file renamed into place
+    (through a symbolic link: over the file it leads to; a FIFO or character device is written
+    as a stream; a block device, socket or directory is refused); SIGINT, SIGTERM or SIGHUP
+    remove the one being written. A DIR given as a symbolic link is
     followed (links to directories inside it are not); the output directory inside a DIR is
     not searched (so a run can be repeated). Stderr says where annotated images and labels went.
 

@@ -49,6 +49,7 @@ struct DetectRun {
         let pipeline = try ImagePipeline<DetectJob>(model: loaded.model, classNames: loaded.classNames,
                                                     detectorOptions: loaded.detector, sessions: s.sessions,
                                                     threadsPerSession: s.threadsPerSession, keepPixels: draw) { job in
+            if let problem = job.problem { throw FileError(path: job.path, what: problem) }
             if job.path.utf8.contains(0) { throw FileError(path: job.path, what: "not a path: it contains a NUL byte") }
             let image = try loadImage(path: job.path, applyEXIFOrientation: exif, maxPixels: maxPixels)
             return VideoFrame(index: job.index, time: 0, pixels: image.pixels, width: image.width, height: image.height)
@@ -75,7 +76,8 @@ struct DetectRun {
         var failed = false, stopped = false
         var progress = self.progress
         var statistics = BatchStatistics(sessions: s.sessions, threads: s.threadsPerSession)
-        var cocoResults: [String] = []
+        // Per image, for --coco: its path and detections (ids are given once all are known).
+        var cocoImages: [(path: String, width: Int, height: Int, detections: [Detection])] = []
         var drawn = 0, labelled = 0, done = 0
         while let result = pipeline.next() {
             let path = result.input.path
@@ -111,10 +113,7 @@ struct DetectRun {
                 pipeline.finish()
                 continue
             }
-            if s.coco != nil {
-                cocoResults += cocoEntries(result.detections, imageID: cocoImageID(path: path) ?? result.input.index,
-                                           width: result.width, height: result.height, classCount: loaded.classCount)
-            }
+            if s.coco != nil { cocoImages.append((path, result.width, result.height, result.detections)) }
             if let labelPath = planned(labels, result.input.index) {
                 let lines = yoloLabelLines(result.detections, width: result.width, height: result.height,
                                            confidence: s.saveConfidence)
@@ -152,6 +151,10 @@ struct DetectRun {
         }
 
         if let coco = s.coco {
+            let ids = cocoImageIDs(cocoImages.map(\.path))
+            let cocoResults = cocoImages.flatMap {
+                cocoEntries($0.detections, imageID: ids[$0.path]!, width: $0.width, height: $0.height, classCount: loaded.classCount)
+            }
             let text = "[\n" + cocoResults.joined(separator: ",\n") + (cocoResults.isEmpty ? "]\n" : "\n]\n")
             do {
                 try writeOutputFile(Array(text.utf8), to: coco)

@@ -72,7 +72,8 @@ func parentDirectory(_ path: String) -> String {
     return slash == p.startIndex ? "/" : String(p[..<slash])
 }
 
-/// Writes `bytes` to `path` atomically (a temporary file in the same directory, renamed into place).
+/// Writes `bytes` to `path`: atomically (a temporary file in the same directory, renamed into
+/// place), through symbolic links, as a stream into a FIFO or character device (`outputTarget`).
 func writeOutputFile(_ bytes: [UInt8], to path: String) throws {
     if let reason = bytes.withUnsafeBytes({ writeFileAtomically($0, to: path) }) {
         throw FileError(path: path, what: "cannot write the file: \(reason)")
@@ -108,6 +109,8 @@ func hasImageExtension(_ name: String) -> Bool {
 /// one too, so that its error is reported) but links to directories are not followed, so a
 /// cycle cannot be entered. Hidden entries (".name") are skipped, and so are the directories
 /// whose identity is in `excluded` (the output directory, which holds earlier runs' results).
+/// An image or directory whose name is not UTF-8, or whose path is over PATH_MAX (no path of
+/// ours can open it), is an error in `errors`, never skipped in silence.
 func findImageFiles(in root: String, excluding excluded: Set<FileIdentity>) -> ImageSearch {
     var search = ImageSearch()
     let base = root.hasSuffix("/") ? root : root + "/"
@@ -117,16 +120,32 @@ func findImageFiles(in root: String, excluding excluded: Set<FileIdentity>) -> I
             search.errors.append("\(path): cannot read the directory: \(errnoText())")
             return
         }
-        var names: [String] = []
+        var names: [(name: String, type: UInt8)] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if !name.hasPrefix(".") { names.append(name) }
+            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            let name = String(decoding: bytes, as: UTF8.self)
+            if name.hasPrefix(".") { continue }
+            let type = entry.pointee.d_type
+            let searched = hasImageExtension(name) || type == UInt8(DT_DIR) || type == UInt8(DT_UNKNOWN) || type == UInt8(DT_LNK)
+            if Array(name.utf8) != bytes {
+                // A String cannot hold it, so no path can name it: said, never skipped in silence.
+                if searched { search.errors.append("\(base + (relative.isEmpty ? "" : relative + "/"))\(escapedName(bytes)): "
+                                                   + "the file name is not valid UTF-8, so yolo cannot open it; rename it") }
+                continue
+            }
+            names.append((name, type))
         }
         closedir(dir)
-        for name in names {
+        for (name, type) in names {
             let rel = relative.isEmpty ? name : relative + "/" + name
             var st = stat()
-            guard lstat(base + rel, &st) == 0 else { continue }
+            guard lstat(base + rel, &st) == 0 else {
+                if hasImageExtension(name) || type == UInt8(DT_DIR) || type == UInt8(DT_UNKNOWN) {
+                    let long = errno == ENAMETOOLONG ? " (the path is longer than PATH_MAX, \(PATH_MAX) bytes)" : ""
+                    search.errors.append("\(base + rel): \(errnoText())\(long)")
+                }
+                continue
+            }
             if st.st_mode & S_IFMT == S_IFDIR {
                 if let id = FileIdentity(path: base + rel), excluded.contains(id) { search.skipped.append(rel) } else { walk(rel) }
             } else if hasImageExtension(name) {
@@ -139,6 +158,30 @@ func findImageFiles(in root: String, excluding excluded: Set<FileIdentity>) -> I
     walk("")
     search.files.sort()
     return search
+}
+
+/// A file name's bytes as text: valid UTF-8 as it is, any other byte as `\xFF`.
+func escapedName(_ bytes: [UInt8]) -> String {
+    var out = "", i = 0
+    while i < bytes.count {
+        // The longest valid character starting here (UTF-8 takes 1 to 4 bytes), else one byte escaped.
+        let taken = (1...min(4, bytes.count - i)).reversed().first { n in
+            let piece = Array(bytes[i..<(i + n)]), text = String(decoding: piece, as: UTF8.self)
+            return text.unicodeScalars.count == 1 && Array(text.utf8) == piece
+        }
+        if let n = taken {
+            out += String(decoding: bytes[i..<(i + n)], as: UTF8.self)
+            i += n
+        } else {
+            out += "\\x" + String(bytes[i], radix: 16, uppercase: true).leftPadded(to: 2)
+            i += 1
+        }
+    }
+    return out
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
 
 /// Makes SIGINT, SIGTERM and SIGHUP remove the temporary files of the outputs being written

@@ -50,6 +50,25 @@ func cocoImageID(path: String) -> Int? {
     return Int(digits)
 }
 
+/// The COCO image ids of `paths` (in input order; a path given twice is one image): a file's
+/// number (`cocoImageID`) when no other file claims the same number; else, and for names
+/// without a number, the smallest ids that no file's number takes, in order (0, 1, 2, ...).
+/// Distinct files never share an id.
+func cocoImageIDs(_ paths: [String]) -> [String: Int] {
+    var distinct: [String] = [], seen = Set<String>()
+    for path in paths where seen.insert(path).inserted { distinct.append(path) }
+    var claims: [Int: Int] = [:]
+    for path in distinct { if let n = cocoImageID(path: path) { claims[n, default: 0] += 1 } }
+    var ids: [String: Int] = [:], next = 0
+    for path in distinct {
+        if let n = cocoImageID(path: path), claims[n] == 1 { ids[path] = n; continue }
+        while claims[next] == 1 { next += 1 }
+        ids[path] = next
+        next += 1
+    }
+    return ids
+}
+
 /// One COCO results entry per detection: bbox [x, y, width, height] in pixels, clamped to the
 /// image as Darknet's COCO validation does.
 func cocoEntries(_ detections: [Detection], imageID: Int, width: Int, height: Int, classCount: Int) -> [String] {

@@ -6,14 +6,20 @@ import YOLO
 
 /// Lines from a file descriptor, read in chunks as they arrive (a pipe's reader gets each line
 /// as soon as it is written): each line's bytes without its "\n" and a "\r" before it. Memory:
-/// one chunk and one line (at most `maxLineBytes`).
+/// one chunk and one line (at most `maxLineBytes`): a longer line is read past, not held.
 struct LineReader {
     enum Line: Equatable {
         /// A line that ended with "\n".
         case complete([UInt8])
         /// The bytes after the last "\n", at the end of the input.
         case unterminated([UInt8])
+        /// A line longer than `maxLineBytes` (ended by "\n" or by the end of the input): its
+        /// first `keptBytes` bytes; the rest was read and dropped.
+        case tooLong(prefix: [UInt8])
     }
+
+    /// How much of an over-long line `Line.tooLong` keeps (to name it).
+    static let keptBytes = 100
 
     let fd: Int32
     /// The name for errors (a path, or "stdin").
@@ -22,6 +28,9 @@ struct LineReader {
     private var buffer: [UInt8] = []
     private var start = 0
     private var atEnd = false
+    /// While an over-long line is read past: its first bytes, and how many were dropped.
+    private var overlong: [UInt8]? = nil
+    private var dropped = 0
     /// Lines returned so far.
     private(set) var lineNumber = 0
     /// Bytes read up to the end of the last complete line returned.
@@ -33,26 +42,35 @@ struct LineReader {
         self.maxLineBytes = maxLineBytes
     }
 
-    private func tooLong() -> FileError {
-        FileError(path: name, what: "line \(lineNumber + 1) is longer than \(maxLineBytes) bytes")
-    }
+    /// What is wrong with the line `tooLong` was returned for (the last one).
+    var tooLongReason: String { "line \(lineNumber) of \(name) is longer than \(maxLineBytes) bytes" }
 
-    /// The next line; nil at the end. Throws when reading fails or a line is too long.
+    /// The next line; nil at the end. Throws when reading fails.
     mutating func next() throws -> Line? {
         var searched = start
         while true {
             if let newline = buffer[searched...].firstIndex(of: 10) {
-                if newline - start > maxLineBytes { throw tooLong() }
-                var line = Array(buffer[start..<newline])
+                let tooLong = overlong ?? (newline - start > maxLineBytes ? Array(buffer[start..<min(start + Self.keptBytes, newline)]) : nil)
+                var line = tooLong == nil ? Array(buffer[start..<newline]) : []
                 if line.last == 13 { line.removeLast() }
-                completeBytes += newline + 1 - start
-                start = newline + 1
+                completeBytes += dropped + newline + 1 - start
+                (start, overlong, dropped) = (newline + 1, nil, 0)
                 lineNumber += 1
-                return .complete(line)
+                return tooLong.map { .tooLong(prefix: $0) } ?? .complete(line)
             }
             searched = buffer.count
-            if buffer.count - start > maxLineBytes { throw tooLong() }
+            if overlong != nil || buffer.count - start > maxLineBytes {
+                // Past the limit: keep the line's first bytes, drop the rest as it comes.
+                if overlong == nil { overlong = Array(buffer[start..<min(start + Self.keptBytes, buffer.count)]) }
+                dropped += buffer.count - start
+                start = buffer.count
+            }
             if atEnd {
+                if let prefix = overlong {
+                    (overlong, dropped) = (nil, 0)
+                    lineNumber += 1
+                    return .tooLong(prefix: prefix)
+                }
                 guard start < buffer.count else { return nil }
                 let rest = Array(buffer[start...])
                 start = buffer.count
@@ -104,6 +122,8 @@ struct Shard: Equatable {
 struct DetectJob: Sendable {
     var path: String
     var index: Int
+    /// Why this entry of a path list is no path (its error line says so), if it is not.
+    var problem: String? = nil
 }
 
 /// The jobs of a run, in input order: the IMAGE|DIR arguments (expanded beforehand) or a path
@@ -150,6 +170,14 @@ final class DetectJobs: @unchecked Sendable {
                 let path = String(decoding: bytes, as: UTF8.self)
                 defer { index += 1 }
                 if admits(path, index: index) { return DetectJob(path: path, index: index) }
+            case .tooLong(let prefix):
+                // A bad path like any other: its error line, named by its first bytes (the same
+                // every run, so --resume finds it answered), and the list goes on.
+                let shown = String(decoding: prefix, as: UTF8.self) + "..."
+                defer { index += 1 }
+                if admits(shown, index: index) {
+                    return DetectJob(path: shown, index: index, problem: lines!.tooLongReason + " (a path has at most \(PATH_MAX)); skipped")
+                }
             }
         }
         return nil

@@ -3,6 +3,7 @@
 // is cut off; the paths answered are skipped, so a restarted job ends with one line per image.
 import Foundation
 import YOLO
+import YOLOCore
 
 /// The file of `--resume OUT.jsonl`, opened for appending (and locked: one writer at a time),
 /// with the paths its lines answer. A line answers its "image", as `yolo detect --json` writes
@@ -22,13 +23,16 @@ final class ResumeLog: @unchecked Sendable {
     /// Throws when a complete line is not a line of `yolo detect --json` (then nothing is cut
     /// and nothing appended), or when another process holds the file.
     init(path: String) throws {
+        // A block device, a socket or a directory is refused before it is opened (outputTarget);
+        // a FIFO or a character device after (it is not a file that can be read back).
+        if case .failure(let refusal) = outputTarget(path) { throw FileError(path: path, what: "cannot use the results file: \(refusal.reason)") }
         let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw FileError(path: path, what: "cannot open the results file: \(errnoText(errno))") }
         var ok = false
         defer { if !ok { close(fd) } }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-            throw FileError(path: path, what: "not a regular file: --resume appends to a file it reads back")
+            throw FileError(path: path, what: "not a regular file (it is \(fileKind(st.st_mode))): --resume appends to a file it reads back")
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             throw FileError(path: path, what: errno == EWOULDBLOCK ? "another process is writing it (it is locked); one run per results file"
@@ -49,6 +53,8 @@ final class ResumeLog: @unchecked Sendable {
                 found += 1
             case .unterminated(let bytes):
                 cut = bytes.count
+            case .tooLong:
+                throw FileError(path: path, what: "line \(reader.lineNumber) is longer than \(reader.maxLineBytes) bytes")
             }
         }
         if cut > 0, ftruncate(fd, off_t(reader.completeBytes)) != 0 {

@@ -20,7 +20,8 @@ struct StreamOptions {
     Input:
       --input SOURCE   anything ffmpeg opens: a file, a device (/dev/video0), a URL (rtsp://...)
       --raw WxH        raw rgb24 frames on stdin (as 'ffmpeg ... -f rawvideo -pix_fmt rgb24 -' writes)
-      --fps F          frame rate of --raw input (frame times are index / F), default 25
+      --fps F          frame rate of --raw input (frame times are index / F), 0.001 to 1000,
+                       default 25
       --scale WxH      have ffmpeg scale the frames to WxH first (--input only)
       --live           a live source: drop stale frames (newest wins) instead of falling behind;
                        default for devices and URLs; files and stdin are processed frame by frame
@@ -93,7 +94,10 @@ struct StreamOptions {
         // (--scale goes to ffmpeg, which refuses sizes it cannot make; the decoded size is checked.)
         if let raw, let problem = Self.frameSizeProblem(raw) { throw UsageError("--raw \(a.string("raw")!): \(problem)") }
         if let f = a.string("fps") {
-            guard let v = Double(f), v > 0, v.isFinite else { throw UsageError("--fps \(f): expected a positive number") }
+            // (Frame times are index / fps: a rate outside this range makes them meaningless.)
+            guard let v = Double(f), (0.001...1000).contains(v) else {
+                throw UsageError("--fps \(f): expected a frame rate from 0.001 to 1000 (frames per second)")
+            }
             fps = v
         }
         detection = try DetectionOptions(a)

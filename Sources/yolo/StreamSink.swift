@@ -3,6 +3,7 @@
 // frames on stdout; and the JSON lines (stdout, stderr or a file).
 import Foundation
 import YOLO
+import YOLOCore
 import YOLOText
 import YOLOStream
 
@@ -22,9 +23,13 @@ func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
 /// ffmpeg encoding the annotated frames into `output` (the format from its extension).
 final class VideoEncoder {
     let output: String
-    /// Where ffmpeg writes: a temporary name next to `output` (".NAME.partial-PID.EXT"), or
-    /// `output` itself when it is a special file (a FIFO, a device: never replaced).
+    /// Where ffmpeg writes: a temporary name next to the file `output` is or leads to (through
+    /// symbolic links; ".NAME.partial-PID.EXT"), renamed over that file at the end; or the FIFO
+    /// or character device `output` is (never replaced). See `outputTarget`.
     let target: String
+    /// The file the temporary one replaces (`output`, or where its links lead), if it does.
+    private let destination: String
+    private let replaces: Bool
     let child: ChildProcess
     let log: FFmpegLog
     /// Our end of its stdin.
@@ -34,13 +39,19 @@ final class VideoEncoder {
     init(ffmpeg: String, output: String, width: Int, height: Int, fps: Double, cleanup: StreamCleanup) throws {
         self.output = output
         self.cleanup = cleanup
-        var st = stat()
-        let special = stat(output, &st) == 0 && st.st_mode & S_IFMT != S_IFREG
-        let name = (output as NSString).lastPathComponent, ext = (name as NSString).pathExtension
+        let special: Bool
+        switch outputTarget(output) {
+        case .failure(let why): throw FileError(path: output, what: "cannot write the video: \(why.reason)")
+        case .success(.stream(let node)): (special, destination) = (true, node)
+        case .success(.descriptor): (special, destination) = (true, output)
+        case .success(.replace(let file)): (special, destination) = (false, file)
+        }
+        let name = (destination as NSString).lastPathComponent, ext = ((output as NSString).lastPathComponent as NSString).pathExtension
+        replaces = !special
         if special {
-            target = output
+            target = output  // (ffmpeg takes the format from the name given)
         } else {
-            let dir = parentDirectory(output)
+            let dir = parentDirectory(destination)
             target = (dir.isEmpty ? "" : dir.hasSuffix("/") ? dir : dir + "/")
                 + ".\((name as NSString).deletingPathExtension).partial-\(getpid())" + (ext.isEmpty ? "" : "." + ext)
         }
@@ -75,9 +86,9 @@ final class VideoEncoder {
             problem = "ffmpeg cannot write the video: "
                 + (log.firstError(name: target, shownAs: output) ?? "ffmpeg \(failure) without a message")
         }
-        if target != output {
+        if replaces {
             if keep && problem == nil {
-                if rename(target, output) != 0 {
+                if rename(target, destination) != 0 {
                     problem = "cannot rename \(target) into place: \(errnoText(errno))"
                     unlink(target)
                 }
@@ -96,9 +107,12 @@ struct JSONLines {
     /// The file's name; nil for stdout and stderr.
     let path: String?
 
-    /// Opens `path` (truncating it) for writing, or uses `standardFD`.
+    /// Opens `path` (truncating it; through symbolic links) for writing, or uses `standardFD`.
+    /// Lines are written as they come, so a regular file is written in place, not replaced; a
+    /// block device, socket or directory is refused as for every output (`outputTarget`).
     init(path: String?, standardFD: Int32) throws {
         guard let path else { fd = standardFD; self.path = nil; return }
+        if case .failure(let why) = outputTarget(path) { throw FileError(path: path, what: "cannot write: \(why.reason)") }
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw FileError(path: path, what: "cannot write: \(errnoText(errno))") }
         self.fd = fd

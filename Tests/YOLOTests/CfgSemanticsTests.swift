@@ -299,6 +299,20 @@ final class CfgSemanticsTests: XCTestCase {
         }
     }
 
+    /// A key given twice in one section is an error naming the key and both lines (which one
+    /// Darknet takes is not what a reader of the cfg would guess); in two sections it is fine.
+    func testAKeyGivenTwiceInASectionIsAnError() throws {
+        let cfg = "[net]\nwidth=32\nheight=32\nchannels=3\n\n[convolutional]\nfilters=2\nsize=1\n# comment\n size = 3\nactivation=leaky\n"
+        XCTAssertThrowsError(try DarknetConfig(text: cfg, file: "my.cfg")) { e in
+            XCTAssertEqual(e as? YOLOError, .cfg(file: "my.cfg", line: 10, message: "[convolutional] the key 'size' is given twice: on lines 8 and 10; keep one"))
+        }
+        XCTAssertThrowsError(try DarknetConfig(text: "[net]\nwidth=32\r\nheight=32\r\nwidth=64\r\n", file: "n.cfg")) { e in
+            XCTAssertTrue("\(e)".hasPrefix("n.cfg:4: [net] the key 'width' is given twice: on lines 2 and 4"), "\(e)")
+        }
+        let two = try DarknetConfig(text: "[net]\nwidth=32\n[maxpool]\nsize=2\n[maxpool]\nsize=2\n")
+        XCTAssertEqual(two.sections.count, 3)
+    }
+
     // MARK: input sizes
 
     func testInputSizeOverrideAndMultiplesOf32() throws {

@@ -87,4 +87,37 @@ final class FileIOTests: XCTestCase {
         XCTAssertNotNil([UInt8]([1]).withUnsafeBytes { writeFileAtomically($0, to: dir + "/missing/x.bin") })
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).sorted(), ["old.bin", "out.bin"])
     }
+
+    /// Outputs by what their path is (`outputTarget`): a link is followed to what it points at
+    /// (a cache entry's link is replaced instead), a FIFO is a stream for an output and refused
+    /// as a cache entry, a loop of links is an error.
+    func testOutputTargets() throws {
+        let dir = try temporaryDirectory()
+        XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/file", contents: Data([1])))
+        XCTAssertEqual(symlink("file", dir + "/link"), 0)
+        XCTAssertEqual(symlink(dir + "/link", dir + "/link2"), 0)
+        XCTAssertEqual(mkfifo(dir + "/fifo", 0o600), 0)
+        XCTAssertEqual(symlink("loop", dir + "/loop"), 0)
+        XCTAssertEqual(outputTarget(dir + "/link2"), .success(.replace(path: dir + "/file")))
+        XCTAssertEqual(outputTarget(dir + "/link", use: .cache), .success(.replace(path: dir + "/link")))
+        XCTAssertEqual(outputTarget(dir + "/fifo"), .success(.stream(path: dir + "/fifo")))
+        XCTAssertEqual(outputTarget(dir + "/new"), .success(.replace(path: dir + "/new")))
+        guard case .failure(let fifo) = outputTarget(dir + "/fifo", use: .cache) else { return XCTFail("a FIFO as a cache entry") }
+        XCTAssertTrue(fifo.reason.hasPrefix("it is a FIFO; refusing to write there"), fifo.reason)
+        guard case .failure(let loop) = outputTarget(dir + "/loop") else { return XCTFail("a loop of links") }
+        XCTAssertEqual(loop.reason, String(cString: strerror(ELOOP)))
+
+        // Written through the link: the link stays; as a cache entry: the link is replaced.
+        XCTAssertNil([UInt8]([2]).withUnsafeBytes { writeFileAtomically($0, to: dir + "/link2") })
+        XCTAssertEqual(FileManager.default.contents(atPath: dir + "/file"), Data([2]))
+        XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: dir + "/link2"), dir + "/link")
+        XCTAssertNil([UInt8]([3]).withUnsafeBytes { writeFileAtomically($0, to: dir + "/link", use: .cache) })
+        XCTAssertThrowsError(try FileManager.default.destinationOfSymbolicLink(atPath: dir + "/link"))
+        XCTAssertEqual(FileManager.default.contents(atPath: dir + "/link"), Data([3]))
+        XCTAssertEqual(FileManager.default.contents(atPath: dir + "/file"), Data([2]))
+        XCTAssertNotNil([UInt8]([4]).withUnsafeBytes { writeFileAtomically($0, to: dir + "/fifo", use: .cache) })
+        var st = stat()
+        XCTAssertEqual(lstat(dir + "/fifo", &st), 0)
+        XCTAssertEqual(st.st_mode & S_IFMT, S_IFIFO)
+    }
 }

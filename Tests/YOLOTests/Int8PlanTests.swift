@@ -234,6 +234,37 @@ final class Int8PlanTests: XCTestCase {
         }
     }
 
+    /// A table saved with CRLF line ends, or with a UTF-8 byte-order mark, reads as the same
+    /// table (as cfgs and names files do).
+    func testTablesWithCRLFOrABOMReadTheSame() throws {
+        let t = Int8Calibration(ranges: [0: 0...1, 2: -1...3], method: "mse", imageCount: 9, cfgFingerprint: "e61b9133a80c1ea7",
+                                effects: [2: 0.0132], fp32Layers: [0], tenBitLayers: [2])
+        for (text, what) in [(t.text.replacingOccurrences(of: "\n", with: "\r\n"), "CRLF"), ("\u{FEFF}" + t.text, "BOM"),
+                             ("\u{FEFF}" + t.text.replacingOccurrences(of: "\n", with: "\r\n"), "BOM and CRLF")] {
+            let back = try Int8Calibration(text: text, name: "t.int8")
+            XCTAssertEqual(back.text, t.text, what)
+        }
+    }
+
+    /// A table that records its weights' fingerprint is refused with other weights (in memory
+    /// or from a file, which hash alike); one without it (older tables) is taken with any.
+    func testATableIsForTheWeightsItRecords() throws {
+        var own = table([0, 5])
+        own.weightsFingerprint = Int8PlanTests.weights.withUnsafeBytes { Int8Calibration.weightsFingerprint(of: $0) }
+        XCTAssertTrue(own.text.contains("\nweights \(own.weightsFingerprint!)\n"), own.text)
+        XCTAssertEqual(try Int8Calibration(text: own.text, name: "t").weightsFingerprint, own.weightsFingerprint)
+        XCTAssertNoThrow(try model(int8(own)))
+        let path = directory + "/net.weights"
+        try Data(Int8PlanTests.weights).write(to: URL(fileURLWithPath: path))
+        XCTAssertEqual(try Int8Calibration.weightsFingerprint(path: path), own.weightsFingerprint)
+        var other = Int8PlanTests.weights
+        other[other.count - 1] ^= 1
+        XCTAssertThrowsError(try Model(cfgText: PlanTests.cfg, weights: other, weightsName: "other.weights", options: int8(own))) {
+            XCTAssertTrue("\($0)".contains("this INT8 calibration table was made for other weights (fingerprint \(own.weightsFingerprint!), other.weights's is "), "\($0)")
+        }
+        XCTAssertNoThrow(try Model(cfgText: PlanTests.cfg, weights: other, options: int8(table([0, 5]))))
+    }
+
     func testCalibratorRangesAndEffects() throws {
         // Min-max: exactly the extremes of each convolution's input over the inputs given.
         var rng = SeededRandom(seed: 9)

@@ -204,11 +204,12 @@ final class BatchTests: XCTestCase {
             XCTAssertEqual(lines.count, 1, "\(c.args): \(r.stderr)")
             XCTAssertTrue(lines.first?.hasPrefix(c.message) == true, "\(c.args): \(r.stderr)")
         }
-        // A path longer than a list line may be (64 KiB): the line is named, nothing hangs.
+        // A path longer than a list line may be (64 KiB): the line is named, nothing hangs
+        // (and the batch goes on: BatchLongLineTests).
         try Data((imgs[0] + "\n" + String(repeating: "x", count: 70_000) + "\n").utf8).write(to: URL(fileURLWithPath: dir + "/long.txt"))
         let long = try yolo(["detect", "--json", "--files-from", "long.txt"] + model, in: dir)
         XCTAssertEqual(long.status, 1, long.stderr)
-        XCTAssertTrue(long.stderr.contains("long.txt: line 2 is longer than 65536 bytes"), long.stderr)
+        XCTAssertTrue(long.stderr.contains("line 2 of long.txt is longer than 65536 bytes"), long.stderr)
     }
 }
 

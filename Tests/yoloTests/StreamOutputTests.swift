@@ -95,4 +95,34 @@ extension StreamTests {
         XCTAssertEqual(try videoFrameCount(dir + "/got.mkv", in: dir), 3)
         XCTAssertEqual(partialFiles(in: dir), [])
     }
+
+    /// The annotated video and the JSON lines through a symbolic link: written to what it
+    /// points at, the link kept; a directory (or, as root, a block device) is refused with a
+    /// line that says what it is.
+    func testVideoAndJSONThroughALinkKeepTheLinkAndOddTargetsAreRefused() throws {
+        let dir = try temporaryDirectory()
+        let clip = try makeTestVideo(in: dir, frames: 2)
+        try FileManager.default.createDirectory(atPath: dir + "/real", withIntermediateDirectories: true)
+        XCTAssertEqual(symlink("real/v.mkv", dir + "/out.mkv"), 0)
+        XCTAssertEqual(symlink("real/j.jsonl", dir + "/out.jsonl"), 0)
+        let r = try run(try yoloBinary(), ["stream", "--input", clip, "--output", "out.mkv", "--json", "out.jsonl", "--no-stats"]
+                        + modelArgs, in: dir)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: dir + "/out.mkv"), "real/v.mkv")
+        XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: dir + "/out.jsonl"), "real/j.jsonl")
+        XCTAssertEqual(try videoFrameCount(dir + "/real/v.mkv", in: dir), 2)
+        XCTAssertEqual(try frameLines(dir + "/real/j.jsonl").count, 2)
+        XCTAssertEqual(partialFiles(in: dir) + partialFiles(in: dir + "/real"), [])
+
+        var refused = [(dir + "/real", "a directory")]
+        if getuid() == 0, mknod(dir + "/blk", S_IFBLK | 0o600, dev_t(240 << 8 | 78)) == 0 { refused.append((dir + "/blk", "a block device")) }
+        for (path, what) in refused {
+            for option in ["--output", "--json"] {
+                let bad = try run(try yoloBinary(), ["stream", "--input", clip, option, path, "--no-stats"] + modelArgs, in: dir)
+                XCTAssertNotEqual(bad.status, 0, "\(option) \(path)")
+                XCTAssertTrue(bad.stderr.contains("yolo: \(path): cannot write") && bad.stderr.contains("it is \(what); refusing to write there"),
+                              "\(option) \(path): \(bad.stderr)")
+            }
+        }
+    }
 }

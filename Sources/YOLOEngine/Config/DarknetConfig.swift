@@ -2,7 +2,8 @@ import YOLOCore
 
 /// A parsed Darknet `.cfg` file: `[section]` headers followed by `key=value` lines.
 /// Comments start with `#` or `;`; blank lines and spaces are ignored, as in Darknet. Lines end
-/// with LF, CRLF or CR (see `textLines`); a UTF-8 byte-order mark at the start is ignored.
+/// with LF, CRLF or CR (see `textLines`); a UTF-8 byte-order mark at the start is ignored. A key
+/// may appear once per section.
 public struct DarknetConfig: Sendable {
     public struct Option: Sendable {
         public let key: String
@@ -126,6 +127,9 @@ public struct DarknetConfig: Sendable {
         self.file = file
         var sections: [Section] = []
         var lineNo = 0
+        // The current section's keys and their lines: a key given twice is refused (Darknet
+        // would take one silently, and which one is not what a reader of the cfg would guess).
+        var keyLines: [String: Int] = [:]
         for rawLine in textLines(text) {
             lineNo += 1
             // Darknet strips every whitespace character from a line, not only the ends.
@@ -138,6 +142,7 @@ public struct DarknetConfig: Sendable {
                 }
                 let name = String(line.dropFirst().dropLast())
                 sections.append(Section(name: name, line: lineNo, file: file, options: []))
+                keyLines = [:]
                 continue
             }
             guard let eq = line.firstIndex(of: "=") else {
@@ -149,6 +154,9 @@ public struct DarknetConfig: Sendable {
             }
             guard !sections.isEmpty else {
                 throw YOLOError.cfg(file: file, line: lineNo, message: "'\(key)=' appears before any [section]")
+            }
+            if let first = keyLines.updateValue(lineNo, forKey: key) {
+                throw YOLOError.cfg(file: file, line: lineNo, message: "[\(sections[sections.count - 1].name)] the key '\(key)' is given twice: on lines \(first) and \(lineNo); keep one")
             }
             sections[sections.count - 1].options.append(Option(key: key, value: value, line: lineNo))
         }

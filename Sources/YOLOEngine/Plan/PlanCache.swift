@@ -139,8 +139,9 @@ public enum PlanCache {
         }
     }
 
-    /// Stores the choices for `key` (atomically, the directory made if missing); returns nil or
-    /// why it could not.
+    /// Stores the choices for `key` (atomically, the directory made if missing; a symbolic link
+    /// at the entry's path is replaced, not followed, and a special file refused); returns nil
+    /// or why it could not.
     static func write(directory: String, key: String, choices: [CachedChoice]) -> String? {
         var made = directory.hasPrefix("/") ? "/" : ""
         for part in directory.split(separator: "/") {
@@ -149,7 +150,7 @@ public enum PlanCache {
         }
         let file = path(directory: directory, key: key)
         let text = Array(encode(key: key, choices: choices).utf8)
-        return text.withUnsafeBytes { writeFileAtomically($0, to: file) }.map { "\(file): \($0)" }
+        return text.withUnsafeBytes { writeFileAtomically($0, to: file, use: .cache) }.map { "\(file): \($0)" }
     }
 }
 

@@ -29,6 +29,29 @@ public enum CalibrationMethod: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// Where a calibration is, after each forward pass (for a progress display).
+public struct CalibrationProgress: Sendable {
+    public enum Step: Sendable, Equatable {
+        /// Each convolution input's range (the first pass: each input's first run).
+        case ranges
+        /// The histograms of the values over those ranges (not with `.minMax`).
+        case histograms
+        /// The FP32 network's confidences, which the effects are measured against.
+        case reference
+        /// This convolution alone in INT8.
+        case effect(layer: Int)
+    }
+    public var step: Step
+    /// The input just run (0-based) and how many there are.
+    public var input: Int
+    public var inputs: Int
+    /// Forward passes done, and in all.
+    public var forwards: Int
+    public var totalForwards: Int
+    /// After `.effect`'s last input: that convolution's effect.
+    public var effect: Float?
+}
+
 public enum Int8Calibrator {
     static let bins = 2048
     /// The largest effect a convolution may have and still run in INT8, by default.
@@ -37,7 +60,8 @@ public enum Int8Calibrator {
     static let effectThreshold: Float = 0.05
 
     /// Calibrates the network `load` makes (given the options to use) on `count` inputs, which
-    /// `fill(i, input)` writes into the network's input buffer (several times each):
+    /// `fill(i, input)` writes into the network's input buffer (several times each; `progress`
+    /// hears after each forward pass):
     /// 1. the FP32 network runs on every input, and per convolution the values of its input are
     ///    recorded (range, then a histogram); `method` picks each one's clipping range;
     /// 2. with `maxEffect`, each convolution alone runs in INT8 on every input, and its effect is
@@ -51,7 +75,8 @@ public enum Int8Calibrator {
     public static func calibrate(inputs count: Int, method: CalibrationMethod, threads: Int = 1,
                                  maxEffect: Float? = defaultMaxEffect, fp32: Set<Int>? = nil,
                                  load: (ModelOptions) throws(YOLOError) -> Model,
-                                 fill: (Int, UnsafeMutableBufferPointer<Float>) throws(YOLOError) -> Void)
+                                 fill: (Int, UnsafeMutableBufferPointer<Float>) throws(YOLOError) -> Void,
+                                 progress: (CalibrationProgress) -> Void = { _ in })
         throws(YOLOError) -> Int8Calibration {
         guard count > 0 else { throw .invalidArgument("calibration needs at least one input") }
         if case .percentile(let p) = method, !(p > 50 && p <= 100) {
@@ -61,7 +86,15 @@ public enum Int8Calibrator {
         guard model.options.precision == .fp32 else {
             throw .invalidArgument("calibration runs the FP32 network: load the model with precision fp32")
         }
-        var table = try ranges(model, inputs: count, method: method, threads: threads, fill: fill)
+        let convolutions = model.impl.filter { $0.convolution != nil }.count
+        let passes = (method == .minMax ? 1 : 2) + (maxEffect == nil ? 0 : 1 + convolutions)
+        var done = 0
+        func tick(_ step: CalibrationProgress.Step, _ input: Int, effect: Float? = nil) {
+            done += 1
+            progress(CalibrationProgress(step: step, input: input, inputs: count, forwards: done, totalForwards: passes * count,
+                                         effect: effect))
+        }
+        var table = try ranges(model, inputs: count, method: method, threads: threads, fill: fill, tick: { tick($0, $1) })
         let first = model.impl.first { $0.convolution != nil }.map { Set([$0.index]) } ?? []
         table.fp32Layers = (fp32 ?? first).intersection(table.ranges.keys)
         guard let maxEffect else { return table }
@@ -72,6 +105,7 @@ public enum Int8Calibrator {
             session.forward()
             reference.append(confidences(session.heads).enumerated().filter { $0.element > effectThreshold }
                 .map { ($0.offset, $0.element) })
+            tick(.reference, n)
         }
         for layer in table.ranges.keys.sorted() {
             var options = ModelOptions(precision: .int8, calibration: table.only(layer))
@@ -84,8 +118,10 @@ public enum Int8Calibrator {
                 single.forward()
                 let got = confidences(single.heads)
                 for (i, c) in reference[n] { sum += Double(abs(got[i] - c)); seen += 1 }
+                if n < count - 1 { tick(.effect(layer: layer), n) }
             }
             let effect = seen > 0 ? Float(sum / Double(seen)) : 0
+            tick(.effect(layer: layer), count - 1, effect: effect)
             table.effects[layer] = effect
             if effect > maxEffect { table.fp32Layers.insert(layer) }
         }
@@ -109,7 +145,8 @@ public enum Int8Calibrator {
 
     /// Step 1: each convolution input's range under `method`.
     static func ranges(_ model: Model, inputs count: Int, method: CalibrationMethod, threads: Int,
-                       fill: (Int, UnsafeMutableBufferPointer<Float>) throws(YOLOError) -> Void) throws(YOLOError) -> Int8Calibration {
+                       fill: (Int, UnsafeMutableBufferPointer<Float>) throws(YOLOError) -> Void,
+                       tick: (CalibrationProgress.Step, Int) -> Void) throws(YOLOError) -> Int8Calibration {
         let session = try Session(model: model, threads: threads, keepsAllOutputs: true)
         let convs = model.impl.compactMap { $0.convolution }
         // The tensor each convolution reads: a layer's output, or the network input (-1).
@@ -128,6 +165,7 @@ public enum Int8Calibrator {
                 for v in values where v.isFinite { lo = min(lo, v); hi = max(hi, v) }
                 (lows[i], highs[i]) = (lo, hi)
             }
+            tick(.ranges, n)
         }
         if method != .minMax {
             var histograms = [[Int]](repeating: [Int](repeating: 0, count: bins), count: convs.count)
@@ -141,6 +179,7 @@ public enum Int8Calibrator {
                         for v in values where v.isFinite { h[min(bins - 1, max(0, Int((v - lo) / width)))] += 1 }
                     }
                 }
+                tick(.histograms, n)
             }
             for i in convs.indices where highs[i] > lows[i] {
                 if case .percentile(let p) = method {

@@ -5,13 +5,17 @@
 //
 //   yolo-swift int8 1
 //   cfg 3f0c5e9a1b2d4c6e
+//   weights 9a0b1c2d3e4f5a6b
 //   method percentile 99.99
 //   images 9
 //   layer 0 min 0 max 9.99511719e-01 effect 1.21e-02 fp32
 //   layer 2 min -2.62817955e+00 max 5.80167847e+01 effect 4.60e-03 a10
 //
 // The cfg line is the fingerprint of the cfg the table was made for (its sections, keys and
-// values): a table made for another cfg is refused, as is anything that does not parse. `effect`
+// values): a table made for another cfg is refused, as is anything that does not parse. The
+// weights line (optional: tables made before it, and by the library without it, lack it) is the
+// fingerprint of the weights file's bytes: with it, other weights for the same cfg are refused.
+// Lines may end with LF, CRLF or CR, and a UTF-8 byte-order mark may start the file. `effect`
 // is what running that convolution alone in INT8 did to the detections' confidences (mean
 // absolute change where the FP32 confidence exceeds 0.05) on the calibration images; `fp32`
 // marks a convolution whose effect was too large: it stays in FP32, as does one without a line.
@@ -32,6 +36,9 @@ public struct Int8Calibration: Sendable, Equatable {
     public var imageCount: Int
     /// The fingerprint of the cfg they were measured with.
     public var cfgFingerprint: String
+    /// The fingerprint of the weights they were measured with (`weightsFingerprint(path:)`), if
+    /// recorded: a model loaded with other weights refuses the table.
+    public var weightsFingerprint: String?
     /// Per convolution (where measured): its effect on the confidences when it alone runs in INT8.
     public var effects: [Int: Float]
     /// The convolutions that stay in FP32 (their effect was too large).
@@ -77,8 +84,9 @@ public struct Int8Calibration: Sendable, Equatable {
 
     /// The table's text.
     public var text: String {
-        var lines = ["yolo-swift int8 \(Int8Calibration.formatVersion)", "cfg \(cfgFingerprint)", "method \(method)",
-                     "images \(imageCount)"]
+        var lines = ["yolo-swift int8 \(Int8Calibration.formatVersion)", "cfg \(cfgFingerprint)"]
+        if let weightsFingerprint { lines.append("weights \(weightsFingerprint)") }
+        lines += ["method \(method)", "images \(imageCount)"]
         for (layer, range) in ranges.sorted(by: { $0.key < $1.key }) {
             var line = "layer \(layer) min \(Int8Calibration.decimal(range.lowerBound)) max \(Int8Calibration.decimal(range.upperBound))"
             if let e = effects[layer] { line += " effect \(Int8Calibration.decimal(e, digits: 3))" }
@@ -101,15 +109,16 @@ public struct Int8Calibration: Sendable, Equatable {
         func bad(_ line: Int, _ message: String) -> YOLOError {
             .invalidArgument("\(name): line \(line): \(message) (not an INT8 calibration table of format \(Int8Calibration.formatVersion); make one with 'yolo calibrate')")
         }
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.split(separator: " ").map(String.init) }
+        let lines = textLines(text).map { $0.split(separator: " ").map(String.init) }
         guard lines.first == ["yolo-swift", "int8", "\(Int8Calibration.formatVersion)"] else {
             throw bad(1, "expected 'yolo-swift int8 \(Int8Calibration.formatVersion)'")
         }
-        var (ranges, method, images, cfg): ([Int: ClosedRange<Float>], String?, Int?, String?) = ([:], nil, nil, nil)
+        var (ranges, method, images, cfg, weights): ([Int: ClosedRange<Float>], String?, Int?, String?, String?) = ([:], nil, nil, nil, nil)
         var (effects, fp32, tenBit): ([Int: Float], Set<Int>, Set<Int>) = ([:], [], [])
         for (i, words) in lines.enumerated().dropFirst() where !words.isEmpty {
             switch words[0] {
             case "cfg" where words.count == 2 && cfg == nil: cfg = words[1]
+            case "weights" where words.count == 2 && weights == nil: weights = words[1]
             case "method" where words.count >= 2 && method == nil: method = words.dropFirst().joined(separator: " ")
             case "images" where words.count == 2 && images == nil:
                 guard let n = Int(words[1]), n > 0 else { throw bad(i + 1, "images must be a positive count") }
@@ -140,6 +149,7 @@ public struct Int8Calibration: Sendable, Equatable {
         guard let cfg, let method, let images else { throw bad(lines.count, "the cfg, method and images lines are required") }
         self.init(ranges: ranges, method: method, imageCount: images, cfgFingerprint: cfg, effects: effects, fp32Layers: fp32,
                   tenBitLayers: tenBit)
+        weightsFingerprint = weights
         source = name
     }
 
@@ -164,6 +174,49 @@ public struct Int8Calibration: Sendable, Equatable {
         }
     }
 
+    /// Checks the table against the weights the model loads, where it records its own.
+    func check(weights: WeightsReader.Origin, name: String) throws(YOLOError) {
+        guard let weightsFingerprint else { return }
+        let actual: String
+        switch weights {
+        case .bytes(let bytes): actual = bytes.withUnsafeBytes { Int8Calibration.weightsFingerprint(of: $0) }
+        case .file(let path): actual = try Int8Calibration.weightsFingerprint(path: path)
+        }
+        guard actual == weightsFingerprint else {
+            throw .invalidArgument("\(source): this INT8 calibration table was made for other weights (fingerprint \(weightsFingerprint), \(name)'s is \(actual)); make one for them with 'yolo calibrate'")
+        }
+    }
+
+    /// The fingerprint of a weights file (what `weightsFingerprint` records): a 64-bit FNV-1a
+    /// hash of its bytes, 8 at a time, and their count.
+    public static func weightsFingerprint(path: String) throws(YOLOError) -> String {
+        let fd: Int32, size: Int
+        switch openRegularFile(path, maxBytes: FileLimits.weightsBytes) {
+        case .success(let opened): (fd, size) = opened
+        case .failure(let failure): throw .file(path: path, reason: failure.reason)
+        }
+        defer { close(fd) }
+        var hash = WordHash()
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 8)
+        defer { chunk.deallocate() }
+        var total = 0
+        while total < size {
+            switch readUpTo(fd, chunk.baseAddress!, count: min(chunk.count, size - total)) {
+            case .success(0): throw .file(path: path, reason: "ended early (it shrank while it was read)")
+            case .success(let n): hash.add(UnsafeRawBufferPointer(rebasing: chunk[..<n])); total += n
+            case .failure(let failure): throw .file(path: path, reason: failure.reason)
+            }
+        }
+        return hash.finish(count: total)
+    }
+
+    /// The fingerprint of a weights file's bytes in memory (see `weightsFingerprint(path:)`).
+    public static func weightsFingerprint(of bytes: UnsafeRawBufferPointer) -> String {
+        var hash = WordHash()
+        hash.add(bytes)
+        return hash.finish(count: bytes.count)
+    }
+
     /// `digits` significant digits ("1.23456789e-02"; 9, the default, is enough for a Float to
     /// read back exactly). By hand: Embedded Swift prints no floating-point numbers.
     static func decimal(_ v: Float, digits: Int = 9) -> String {
@@ -178,5 +231,27 @@ public struct Int8Calibration: Sendable, Equatable {
         let digits = String(m)
         let exponent = e.magnitude < 10 ? "0\(e.magnitude)" : "\(e.magnitude)"
         return (v < 0 ? "-" : "") + digits.prefix(1) + "." + digits.dropFirst() + "e" + (e < 0 ? "-" : "+") + exponent
+    }
+}
+
+/// FNV-1a over little-endian 64-bit words (a trailing partial word byte by byte): fast enough
+/// to hash a weights file at each load. Every chunk given to `add` but the last must be a
+/// multiple of 8 bytes long, so that a file read in chunks hashes as its bytes in one piece.
+struct WordHash {
+    private var value: UInt64 = 0xcbf2_9ce4_8422_2325
+    private static let prime: UInt64 = 0x0000_0100_0000_01B3
+
+    mutating func add(_ bytes: UnsafeRawBufferPointer) {
+        let words = bytes.count / 8
+        for i in 0..<words {
+            value = (value ^ UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 8 * i, as: UInt64.self))) &* Self.prime
+        }
+        for i in (8 * words)..<bytes.count { value = (value ^ UInt64(bytes[i])) &* Self.prime }
+    }
+
+    mutating func finish(count: Int) -> String {
+        value = (value ^ UInt64(count)) &* Self.prime
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: (0..<16).map { digits[Int((value >> (60 - 4 * UInt64($0))) & 0xF)] }, as: UTF8.self)
     }
 }
