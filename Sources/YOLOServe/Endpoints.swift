@@ -36,6 +36,13 @@ extension DetectionServer {
             return only("GET", get) {
                 guard authorized(r) else { return unauthorized() }
                 guard let live else { return .respond(.error(404, "no live view: start the server with --input SOURCE")) }
+                // Streams hold their connections: half of them at most, so that streams cannot
+                // keep every other request out (ConnectionGuard makes room only from idle ones).
+                let cap = max(1, configuration.limits.maxConnections / 2)
+                guard live.hub.clientCount < cap else {
+                    return .respond(.error(503, "busy: \(cap) live-stream clients, the most this server takes (half of "
+                                           + "--max-connections); retry later", headers: [("Retry-After", "5")]))
+                }
                 return .stream(contentType: kind.contentType, headers: [], body: live.hub.client(kind, metrics: metrics))
             }
         case "/settings":

@@ -14,7 +14,8 @@ public struct ServeLimits: Sendable {
     public var maxPixels = 1 << 25
     /// Requests admitted beyond the sessions at work; one more is answered 503 with Retry-After.
     public var queue = 16
-    /// Connections at once, and from one IP address (libmicrohttpd refuses the excess at accept).
+    /// Connections at once (near it, the longest idle is closed for a new one; ConnectionGuard),
+    /// and from one IP address other than loopback (the excess is refused at accept).
     public var maxConnections = 512
     public var maxConnectionsPerIP = 64
     /// A request's headers must arrive within this many seconds of the connection (or of the

@@ -64,6 +64,8 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
 
     func route(_ request: HTTPRequest) -> Route {
         openRequests.withLock { $0 += 1 }
+        // Before any endpoint: framing the glue refused.
+        if let refusal = request.refusal { return .respond(refusal) }
         return endpoint(for: request)
     }
 

@@ -48,8 +48,9 @@ enum ServeCommand {
     Limits:
       --max-body N     bytes of a request body, default 16777216 (16 MiB); larger: 413
       --max-pixels N   pixels of an image, default 33554432 (2^25); larger: 413
-      --max-connections N         default 512
-      --max-connections-per-ip N  default 64
+      --max-connections N         default 512; near it, the longest idle connection is
+                                  closed for a new one
+      --max-connections-per-ip N  default 64, for addresses other than loopback
       --timeout S      seconds for a request's headers (and an idle connection), default 10
       --body-timeout S seconds for a request's body after its headers, default 30
       -h, --help       show this help
