@@ -31,6 +31,9 @@ public struct ServeConfiguration: Sendable {
     /// Where to listen: an IPv4 or IPv6 address (loopback by default) and a port (0: any free one).
     public var host = "127.0.0.1"
     public var port = 8080
+    /// More names the server may be reached by (the Host header; --allow-host), beyond those
+    /// of the address it listens on (HostPolicy); "*" allows any.
+    public var allowedHosts: [String] = []
     /// When set, every endpoint but /health and the page's own files needs it: the DeepStack
     /// form field `api_key`, an `Authorization: Bearer` header or an `api_key` query parameter.
     public var apiKey: String?

@@ -15,6 +15,7 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
     let queue: WorkQueue
     let metrics = Metrics()
     let live: LiveView?
+    let hosts: HostPolicy
     private var http: HTTPServer!
     private let started = monotonicNanoseconds()
     /// Requests routed and not yet finished (a stream counts until it ends).
@@ -30,6 +31,7 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
         pool = try DetectorPool(model: model, classNames: classNames, options: configuration.detectorOptions,
                                 sessions: configuration.sessions, threadsPerSession: configuration.threadsPerSession)
         queue = WorkQueue(workers: configuration.sessions, capacity: configuration.limits.queue)
+        hosts = HostPolicy(listen: configuration.host, allowed: configuration.allowedHosts)
         let (names, count, pool, metrics) = (classNames, classCount, pool, metrics)
         self.live = live.map { LiveView(source: $0, pool: pool, metrics: metrics, settings: configuration.detectorOptions,
                                         classNames: names, classCount: count) }
@@ -64,8 +66,13 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
 
     func route(_ request: HTTPRequest) -> Route {
         openRequests.withLock { $0 += 1 }
-        // Before any endpoint: framing the glue refused.
+        // Before any endpoint: framing the glue refused, then who the request is for and from.
         if let refusal = request.refusal { return .respond(refusal) }
+        if let (status, problem) = hosts.hostProblem(request.host) { return .respond(.error(status, problem)) }
+        if !["GET", "HEAD", "OPTIONS"].contains(request.method),
+           let problem = hosts.originProblem(origin: request.origin, fetchSite: request.fetchSite, host: request.host) {
+            return .respond(.error(403, problem))
+        }
         return endpoint(for: request)
     }
 

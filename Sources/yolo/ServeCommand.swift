@@ -32,6 +32,10 @@ enum ServeCommand {
       --api-key KEY    require KEY: DeepStack's api_key field, 'Authorization: Bearer KEY' or
                        ?api_key=KEY (default: $YOLO_API_KEY when set, else none); /health and
                        the page's own files stay open
+      --allow-host N   also answer requests for host name N (the Host header; repeatable; * for
+                       any). Default: on loopback only localhost, 127.x and [::1]; on another
+                       address that address; on 0.0.0.0 or :: any. Another site's page may not
+                       POST here (Origin)
     Model and detection (requests may change thresh, nms, classes, agnostic, max_det):
     \(DetectionOptions.help(threads: "threads per detector, default the cores divided among the sessions"))
       --no-exif        ignore images' EXIF orientation (as Darknet does), default: apply it
@@ -63,7 +67,7 @@ enum ServeCommand {
 
     static func run(_ args: [String]) throws -> Int32 {
         let a = try Arguments(args, options: DetectionOptions.optionNames.union([
-                                  "listen", "api-key", "model-name", "sessions", "queue", "input", "scale", "max-body",
+                                  "listen", "api-key", "allow-host", "model-name", "sessions", "queue", "input", "scale", "max-body",
                                   "max-pixels", "max-connections", "max-connections-per-ip", "timeout", "body-timeout"]),
                               flags: DetectionOptions.flagNames.union(["no-exif", "loop", "no-realtime", "live", "help"]),
                               short: ["h": "help"])
@@ -73,6 +77,10 @@ enum ServeCommand {
         (c.host, c.port) = try listenAddress(a.string("listen") ?? "127.0.0.1:8080")
         c.apiKey = a.string("api-key") ?? ProcessInfo.processInfo.environment["YOLO_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         if c.apiKey?.isEmpty == true { throw UsageError("--api-key needs a key") }
+        c.allowedHosts = try a.strings("allow-host").flatMap { $0.split(separator: ",").map(String.init) }.map { name in
+            if let problem = HostPolicy.allowedHostProblem(name) { throw UsageError("--allow-host \(problem)") }
+            return name
+        }
         let detection = try DetectionOptions(a)
         c.applyEXIFOrientation = !a.has("no-exif")
         let cores = ProcessInfo.processInfo.activeProcessorCount
