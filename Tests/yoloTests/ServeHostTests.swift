@@ -1,6 +1,7 @@
 // `yolo serve` against web pages of other sites: the Host header must name this server (a
 // DNS-rebinding page names its own), and a request that changes something must not come from
-// another site's page (Origin). The policy for addresses the tests may not listen on (another interface, 0.0.0.0)
+// another site's page (Origin); a text/plain body, which any page can make a browser send, is
+// no image. The policy for addresses the tests may not listen on (another interface, 0.0.0.0)
 // is checked on HostPolicy itself.
 import Foundation
 import XCTest
@@ -59,6 +60,15 @@ final class ServeHostTests: XCTestCase {
         }
         // GET is never refused for its Origin (an <img> of the stream shows the user their own camera).
         XCTAssertEqual(try curl(["-H", "Origin: http://evil.example", s.url("/health")]).status, 200)
+    }
+
+    /// A text/plain body (a form's enctype, or fetch without a preflight) is not an image: 415.
+    func testTextPlainIsRefused() throws {
+        let s = try server()
+        let r = try curl(["--data-binary", "@samples/coffee.png", "-H", "Content-Type: text/plain", s.url("/detect")])
+        XCTAssertEqual(r.status, 415, r.text)
+        XCTAssertTrue(r.text.contains("a text/plain body is refused"), r.text)
+        XCTAssertEqual(try curl(["--data-binary", "@samples/coffee.png", "-H", "Content-Type: image/png", s.url("/detect")]).status, 200)
     }
 
     /// The policy of each kind of address listened on.
