@@ -125,7 +125,7 @@ let package = Package(
                                             "YOLOStream"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO", "YOLOReference"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "yoloTests", dependencies: ["yolo", "yolo-bench", "YOLOReference"]),
+        .testTarget(name: "yoloTests", dependencies: ["yolo", "yolo-bench", "YOLOReference", "YOLOServe"]),
         // End to end: image files through the engine, checked against Darknet's outputs.
         .testTarget(name: "IntegrationTests", dependencies: ["YOLO", "YOLOImage", "YOLOReference"], resources: [.copy("Fixtures")]),
     ],

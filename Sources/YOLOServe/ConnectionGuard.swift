@@ -1,59 +1,151 @@
+// Who gets a connection, and for how long.
+//
 // Deadlines libmicrohttpd does not keep: its timeout is one of inactivity, so a client that
 // sends a byte a second (slowloris) would hold its connection forever. Every connection gets
 // a deadline for its request's headers and one for its body; a sweeper thread shuts down the
 // socket of a connection past its deadline, and libmicrohttpd then closes it.
+//
+// Room for everyone: on the default loopback bind every local program, and a reverse proxy's
+// every client, shares one address, so a cap per address would let one local process lock out
+// all the others. Loopback peers have no per-address cap; instead, when the connections pass
+// the connection limit less a reserve, the connection that has waited longest for its request
+// (then the one that has waited longest for its body) is closed to make room: idle sockets,
+// however many, cannot keep a new client out. Other peers keep a per-address cap, checked as
+// libmicrohttpd accepts them.
 import CMicroHTTPD
 import YOLOCore
 
 final class ConnectionGuard: Sendable {
+    private enum Phase { case headers, body, answering }
+    /// A peer's address (IPv4 as IPv4-mapped IPv6).
+    private struct Peer: Hashable { var high: UInt64, low: UInt64 }
     private struct Entry {
         var socket: Int32
+        var peer: Peer?
+        var phase: Phase
+        /// When the phase began: the longest waiting goes first when room is needed.
+        var since: UInt64
         /// Monotonic nanoseconds; nil while the server is answering (or streaming).
         var deadline: UInt64?
         var reason: String
+        /// Shut down by us, not yet reported closed by libmicrohttpd.
+        var ending = false
     }
-    private let table = Locked<[UInt: Entry]>([:])
+    private struct Table {
+        var entries: [UInt: Entry] = [:]
+        var perPeer: [Peer: Int] = [:]
+        /// Entries not ending.
+        var active = 0
+    }
+    private let table = Locked(Table())
     private let headerNanoseconds: UInt64
     private let bodyNanoseconds: UInt64
+    /// Beyond this many active connections, the longest waiting one is closed for a new one.
+    let roomLimit: Int
+    let perAddressLimit: Int
     private let onDrop: @Sendable (String) -> Void
     private let running = Locked(false)
     private let sweeper = Locked<ThreadHandle?>(nil)
 
-    init(headerTimeout: Int, bodyTimeout: Int, onDrop: @escaping @Sendable (String) -> Void) {
-        headerNanoseconds = UInt64(max(1, headerTimeout)) * 1_000_000_000
-        bodyNanoseconds = UInt64(max(1, bodyTimeout)) * 1_000_000_000
+    init(limits: ServeLimits, onDrop: @escaping @Sendable (String) -> Void) {
+        headerNanoseconds = UInt64(max(1, limits.headerTimeout)) * 1_000_000_000
+        bodyNanoseconds = UInt64(max(1, limits.bodyTimeout)) * 1_000_000_000
+        // libmicrohttpd accepts up to 10 connections a turn before it closes the sockets shut
+        // down for them; the reserve keeps its hard limit out of reach meanwhile.
+        let n = limits.maxConnections
+        roomLimit = max(1, n - min(max(16, n / 8), n / 2))
+        perAddressLimit = limits.maxConnectionsPerIP
         self.onDrop = onDrop
     }
 
     private func key(_ c: OpaquePointer) -> UInt { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(c))) }
 
-    /// A new connection: its first request's headers are due.
+    /// The peer of a loopback or non-IP address is nil (no per-address cap).
+    private static func peer(_ read: (UnsafeMutablePointer<UInt8>) -> Int32) -> Peer? {
+        var bytes = (UInt64(0), UInt64(0))
+        let kind = withUnsafeMutableBytes(of: &bytes) { read($0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+        return kind == 0 ? Peer(high: bytes.0, low: bytes.1) : nil
+    }
+
+    /// Whether a peer may connect (libmicrohttpd's accept policy): a non-loopback address
+    /// under its cap.
+    func admits(_ address: UnsafePointer<sockaddr>?) -> Bool {
+        guard let peer = Self.peer({ yolo_peer_key(address, $0) }) else { return true }
+        let ok = table.withLock { ($0.perPeer[peer] ?? 0) < perAddressLimit }
+        if !ok { onDrop("per_ip_limit") }
+        return ok
+    }
+
+    /// A new connection: its first request's headers are due; room is made when needed.
     func opened(_ c: OpaquePointer) {
-        let entry = Entry(socket: yolo_mhd_socket(c), deadline: monotonicNanoseconds() + headerNanoseconds,
-                          reason: "header_timeout")
-        table.withLock { $0[key(c)] = entry }
+        let now = monotonicNanoseconds()
+        let entry = Entry(socket: yolo_mhd_socket(c), peer: Self.peer({ yolo_mhd_peer_key(c, $0) }), phase: .headers,
+                          since: now, deadline: now + headerNanoseconds, reason: "header_timeout")
+        let made: Int = table.withLock { t in
+            t.entries[key(c)] = entry
+            if let p = entry.peer { t.perPeer[p, default: 0] += 1 }
+            t.active += 1
+            var made = 0
+            while t.active > roomLimit, let k = longestWaiting(t, except: key(c)) {
+                end(&t, k)
+                made += 1
+            }
+            return made
+        }
+        for _ in 0..<made { onDrop("make_room") }
+    }
+
+    /// The connection waiting longest for its request's headers, else for its body.
+    private func longestWaiting(_ t: Table, except new: UInt) -> UInt? {
+        var best: (UInt, Entry)?
+        for (k, e) in t.entries where k != new && !e.ending && e.phase != .answering {
+            guard let b = best?.1 else { best = (k, e); continue }
+            if (e.phase == .headers && b.phase == .body) || (e.phase == b.phase && e.since < b.since) { best = (k, e) }
+        }
+        return best?.0
+    }
+
+    /// Shuts the socket down; libmicrohttpd then closes the connection (and reports it closed).
+    private func end(_ t: inout Table, _ k: UInt) {
+        guard var e = t.entries[k], !e.ending else { return }
+        if e.socket >= 0 { shutdown(e.socket, Int32(SHUT_RDWR)) }
+        e.ending = true
+        e.deadline = nil
+        t.entries[k] = e
+        t.active -= 1
     }
 
     /// The headers are in; the body is due.
-    func bodyStarted(_ c: OpaquePointer) { set(c, deadline: monotonicNanoseconds() + bodyNanoseconds, reason: "body_timeout") }
+    func bodyStarted(_ c: OpaquePointer) { set(c, .body, deadline: bodyNanoseconds, reason: "body_timeout") }
 
     /// The server has the whole request and answers (or streams): no deadline of ours.
-    func answering(_ c: OpaquePointer) { set(c, deadline: nil, reason: "") }
+    func answering(_ c: OpaquePointer) { set(c, .answering, deadline: nil, reason: "") }
 
     /// A request ended; on a kept-alive connection, the next one's headers are due.
-    func requestDone(_ c: OpaquePointer) {
-        set(c, deadline: monotonicNanoseconds() + headerNanoseconds, reason: "header_timeout")
+    func requestDone(_ c: OpaquePointer) { set(c, .headers, deadline: headerNanoseconds, reason: "header_timeout") }
+
+    func closed(_ c: OpaquePointer) {
+        table.withLock { t in
+            guard let e = t.entries.removeValue(forKey: key(c)) else { return }
+            if let p = e.peer {
+                let n = (t.perPeer[p] ?? 1) - 1
+                t.perPeer[p] = n > 0 ? n : nil
+            }
+            if !e.ending { t.active -= 1 }
+        }
     }
 
-    func closed(_ c: OpaquePointer) { table.withLock { _ = $0.removeValue(forKey: key(c)) } }
+    var count: Int { table.withLock { $0.entries.count } }
 
-    var count: Int { table.withLock { $0.count } }
-
-    private func set(_ c: OpaquePointer, deadline: UInt64?, reason: String) {
+    private func set(_ c: OpaquePointer, _ phase: Phase, deadline: UInt64?, reason: String) {
+        let now = monotonicNanoseconds()
         table.withLock { t in
-            guard t[key(c)] != nil else { return }
-            t[key(c)]!.deadline = deadline
-            t[key(c)]!.reason = reason
+            guard var e = t.entries[key(c)], !e.ending else { return }
+            e.phase = phase
+            e.since = now
+            e.deadline = deadline.map { now + $0 }
+            e.reason = reason
+            t.entries[key(c)] = e
         }
     }
 
@@ -75,18 +167,13 @@ final class ConnectionGuard: Sendable {
 
     /// Shuts down the sockets past their deadline. The table's lock is held meanwhile, and
     /// libmicrohttpd reports a connection closed (taking the lock) before it closes its socket,
-    /// so no socket is shut down after its number was reused.
+    /// so no socket is shut down after its number was reused (nor by `opened`'s room making).
     private func sweep() {
         let now = monotonicNanoseconds()
         let reasons: [String] = table.withLock { t in
-            var reasons: [String] = []
-            for (k, e) in t {
-                guard let deadline = e.deadline, deadline < now else { continue }
-                if e.socket >= 0 { shutdown(e.socket, Int32(SHUT_RDWR)) }
-                t[k]!.deadline = nil
-                reasons.append(e.reason)
-            }
-            return reasons
+            let late = t.entries.filter { $0.value.deadline.map { $0 < now } ?? false }
+            for k in late.keys { end(&t, k) }
+            return late.values.map(\.reason)
         }
         for r in reasons { onDrop(r) }
     }

@@ -36,15 +36,22 @@ extension DetectionServer {
             return only("GET", get) {
                 guard authorized(r) else { return unauthorized() }
                 guard let live else { return .respond(.error(404, "no live view: start the server with --input SOURCE")) }
+                // Streams hold their connections: half of them at most, so that streams cannot
+                // keep every other request out (ConnectionGuard makes room only from idle ones).
+                let cap = max(1, configuration.limits.maxConnections / 2)
+                guard live.hub.clientCount < cap else {
+                    return .respond(.error(503, "busy: \(cap) live-stream clients, the most this server takes (half of "
+                                           + "--max-connections); retry later", headers: [("Retry-After", "5")]))
+                }
                 return .stream(contentType: kind.contentType, headers: [], body: live.hub.client(kind, metrics: metrics))
             }
         case "/settings":
             r.endpoint = "settings"
-            guard let live else { return .respond(.error(404, "no live view: start the server with --input SOURCE")) }
-            guard authorized(r) else { return unauthorized() }
-            if get { return .respond(.json(200, live.settingsDocument())) }
+            let noLive = HTTPResponse.error(404, "no live view: start the server with --input SOURCE")
+            if get { return !authorized(r) ? unauthorized() : .respond(live.map { .json(200, $0.settingsDocument()) } ?? noLive) }
             return only("GET, POST", post) {
-                .readBody(limit: 16 * 1024, urlEncoded: true) { r in
+                keyed(r, limit: 16 * 1024, urlEncoded: true) { r in
+                    guard let live = self.live else { return .respond(noLive) }
                     if let error = live.apply(r.fields.mapValues(\.text).merging(r.query) { form, _ in form }) {
                         return .respond(.error(400, error))
                     }
@@ -53,32 +60,29 @@ extension DetectionServer {
             }
         case "/detect":
             r.endpoint = "detect"
-            return only("POST", post) {
-                guard authorized(r) else { return unauthorized() }
-                let options: DetectorOptions
-                switch requestOptions(r.query) {
-                case .success(let o): options = o
-                case .failure(let e): return .respond(.error(400, e.description))
-                }
-                return .readBody(limit: configuration.limits.maxBodyBytes) { [self] r in detectRequest(r, options: options) }
-            }
+            return only("POST", post) { detectRoute(r) }
         case "/v1/vision/detection":
             r.endpoint = "deepstack"
             return only("POST", post) { deepstackRoute(r) }
         default:
+            // The key before anything about the model: even its name is only for who has the key.
+            if r.path == "/v1/vision/custom/list" {
+                r.endpoint = "deepstack_list"
+                let list = HTTPResponse.json(200, "{\"success\": true, \"models\": [\(jsonString(configuration.modelName))]}\n")
+                if get { return authorized(r) ? .respond(list) : unauthorized() }
+                return only("GET, POST", post) { keyed(r, limit: 16 * 1024, urlEncoded: true) { _ in .respond(list) } }
+            }
             if r.path.hasPrefix("/v1/vision/custom/") {
                 r.endpoint = "deepstack_custom"
                 let name = String(r.path.dropFirst("/v1/vision/custom/".count))
-                guard name == configuration.modelName else {
-                    return .respond(.error(404, "no custom model '\(name)': this server runs '\(configuration.modelName)' "
-                                           + "(POST /v1/vision/custom/\(configuration.modelName))"))
-                }
-                return only("POST", post) { deepstackRoute(r) }
+                if name == configuration.modelName { return only("POST", post) { deepstackRoute(r) } }
+                return afterKey(r, .error(404, "no custom model '\(name)': this server runs '\(configuration.modelName)' "
+                                          + "(POST /v1/vision/custom/\(configuration.modelName))"))
             }
             if r.path.hasPrefix("/v1/") {
                 r.endpoint = "deepstack_other"
-                return .respond(.error(404, "\(r.path): not served here; this server detects objects only "
-                                       + "(POST /v1/vision/detection or /v1/vision/custom/\(configuration.modelName))"))
+                return afterKey(r, .error(404, "\(r.path): not served here; this server detects objects only "
+                                          + "(POST /v1/vision/detection or /v1/vision/custom/\(configuration.modelName))"))
             }
             return .respond(.error(404, "\(r.path): no such endpoint (see GET / for the live view, POST /detect, "
                                    + "POST /v1/vision/detection, GET /health, GET /metrics)"))
@@ -89,14 +93,28 @@ extension DetectionServer {
         HTTPResponse(status: 200, contentType: type, body: Array(text.utf8))
     }
 
+    /// POST /detect: the image as the body or the form field `image`; query parameters (checked
+    /// at once, or once the key in the form is).
+    private func detectRoute(_ r: HTTPRequest) -> Route {
+        let check = keyCheck(r, urlEncoded: false)
+        if check == .denied { return unauthorized() }
+        if r.hasContentType("text/plain") {
+            return .respond(.error(415, "a text/plain body is refused (it is what any web page can make a browser send): "
+                                   + "send the image as image/jpeg, image/png or application/octet-stream, or as the form field 'image'"))
+        }
+        let options = requestOptions(r.query)
+        if check == .allowed, case .failure(let e) = options { return .respond(.error(400, e.description)) }
+        return keyed(r, limit: configuration.limits.maxBodyBytes) { [self] r in
+            switch options {
+            case .success(let o): return detectRequest(r, options: o)
+            case .failure(let e): return .respond(.error(400, e.description))
+            }
+        }
+    }
+
     /// DeepStack's detection: multipart fields `image`, optional `min_confidence` and `api_key`.
     private func deepstackRoute(_ r: HTTPRequest) -> Route {
-        // A key in a header or the query is checked now; one in the form once the body is in.
-        if configuration.apiKey != nil && (r.authorization != nil || r.query["api_key"] != nil) && !authorized(r) {
-            return unauthorized()
-        }
-        return .readBody(limit: configuration.limits.maxBodyBytes) { [self] r in
-            guard authorized(r, formField: true) else { return .respond(unauthorizedResponse()) }
+        keyed(r, limit: configuration.limits.maxBodyBytes) { [self] r in
             guard let image = r.fields["image"], !image.value.isEmpty else {
                 return .respond(.error(400, r.isForm ? "no image: the multipart form needs the field 'image' (curl -F image=@photo.jpg)"
                                                      : "no image: send a multipart/form-data body with the field 'image' (curl -F image=@photo.jpg)"))
@@ -144,6 +162,43 @@ extension DetectionServer {
     }
 
     // MARK: - Authorization
+
+    enum KeyCheck { case allowed, denied, inForm }
+
+    /// Where the request's key is: in a header or the query (checked now), else possibly in the
+    /// form its body is (`urlEncoded`: a URL-encoded one too), checked once that is read.
+    func keyCheck(_ r: HTTPRequest, urlEncoded: Bool) -> KeyCheck {
+        guard configuration.apiKey != nil else { return .allowed }
+        if r.authorization != nil || r.query["api_key"] != nil { return authorized(r) ? .allowed : .denied }
+        let form = r.hasContentType("multipart/form-data") || urlEncoded && r.hasContentType("application/x-www-form-urlencoded")
+        return r.hasBody && form ? .inForm : .denied
+    }
+
+    /// Reads the body (a form: `urlEncoded` too) for `handler`, once the key is found (in a
+    /// header, the query or the form); else 401, at once when no form can bring it.
+    func keyed(_ r: HTTPRequest, limit: Int, urlEncoded: Bool = false,
+               _ handler: @escaping @Sendable (HTTPRequest) -> BodyOutcome) -> Route {
+        switch keyCheck(r, urlEncoded: urlEncoded) {
+        case .denied: return unauthorized()
+        case .allowed: return .readBody(limit: limit, urlEncoded: urlEncoded, handler: handler)
+        case .inForm:
+            return .readBody(limit: limit, urlEncoded: urlEncoded) { [self] r in
+                authorized(r, formField: true) ? handler(r) : .respond(unauthorizedResponse())
+            }
+        }
+    }
+
+    /// `answer` (which names the model) only for who has the key (in a form, once it is read).
+    func afterKey(_ r: HTTPRequest, _ answer: HTTPResponse) -> Route {
+        switch keyCheck(r, urlEncoded: false) {
+        case .allowed: return .respond(answer)
+        case .denied: return unauthorized()
+        case .inForm:
+            return .readBody(limit: configuration.limits.maxBodyBytes) { [self] r in
+                .respond(authorized(r, formField: true) ? answer : unauthorizedResponse())
+            }
+        }
+    }
 
     /// Whether the request carries the API key (always, without --api-key): as a Bearer token,
     /// an `api_key` query parameter or (`formField`) DeepStack's `api_key` form field.

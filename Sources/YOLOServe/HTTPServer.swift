@@ -1,6 +1,7 @@
 // libmicrohttpd's glue: starts the daemon (one internal polling thread over epoll, suspend and
-// resume allowed, its connection, per-IP, idle and memory limits set), turns its callbacks into
-// HTTPRequest, Route and HTTPResponse, reads bodies under their limits, and stops it.
+// resume allowed, its connection, idle and memory limits set, ConnectionGuard's accept policy),
+// turns its callbacks (HTTPCallbacks.swift) into HTTPRequest (HTTPFraming.swift), Route and
+// HTTPResponse, reads bodies under their limits, and stops it.
 import CMicroHTTPD
 import YOLOCore
 
@@ -47,9 +48,7 @@ final class HTTPServer: @unchecked Sendable {
         self.application = application
         self.limits = limits
         budget = ByteBudget(limit: limits.maxBufferedBytes)
-        connections = ConnectionGuard(headerTimeout: limits.headerTimeout, bodyTimeout: limits.bodyTimeout) {
-            [weak application] reason in application?.dropped(reason: reason)
-        }
+        connections = ConnectionGuard(limits: limits) { [weak application] reason in application?.dropped(reason: reason) }
     }
 
     /// Listens on `host` (a numeric IPv4 or IPv6 address, or localhost) and `port` (0: any).
@@ -73,10 +72,13 @@ final class HTTPServer: @unchecked Sendable {
         if ipv6 { flags |= MHD_USE_IPv6.rawValue }
         let context = Unmanaged.passUnretained(self).toOpaque()
         func startDaemon(_ address: UnsafePointer<sockaddr>) -> OpaquePointer? {
+            // No per-IP limit of libmicrohttpd's: ConnectionGuard's accept policy keeps one, but not
+            // for loopback peers.
             var config = yolo_mhd_config(
                 flags: flags, address: address, handler: onAccess, completed: onCompleted, notify: onConnection,
+                accept_policy: onAcceptPolicy, uri_log: onURI,
                 context: context, connection_limit: UInt32(limits.maxConnections),
-                per_ip_limit: UInt32(limits.maxConnectionsPerIP), idle_timeout: UInt32(limits.headerTimeout),
+                per_ip_limit: 0, idle_timeout: UInt32(limits.headerTimeout),
                 connection_memory: 64 * 1024, listen_backlog: 1024)
             return yolo_mhd_start(&config)
         }
@@ -130,12 +132,14 @@ final class HTTPServer: @unchecked Sendable {
 
     // MARK: - Requests
 
-    fileprivate func access(_ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-                            data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
-                            state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+    func access(_ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+                version: UnsafePointer<CChar>?, data: UnsafePointer<CChar>?, size: UnsafeMutablePointer<Int>,
+                state: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         let conn = HTTPConnection(raw: connection)
-        guard let existing = state.pointee else {
-            let request = makeRequest(connection, url: url, method: method)
+        // The first call: nothing there yet, or onURI's count of a query cut short.
+        let cut = state.pointee.flatMap(Self.cutQuery)
+        guard let existing = state.pointee, cut == nil else {
+            let request = makeRequest(connection, url: url, method: method, version: version, queryArguments: cut)
             state.pointee = Unmanaged.passRetained(request).toOpaque()
             return begin(request, conn)
         }
@@ -148,21 +152,21 @@ final class HTTPServer: @unchecked Sendable {
         return complete(request, conn)
     }
 
-    private func makeRequest(_ c: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?) -> HTTPRequest {
-        func header(_ name: String) -> String? {
-            MHD_lookup_connection_value(c, .HEADER_KIND, name).map { String(cString: $0) }
-        }
-        let query = QueryArguments()
-        MHD_get_connection_values(c, .GET_ARGUMENT_KIND, onQueryArgument, Unmanaged.passUnretained(query).toOpaque())
-        let length = header("Content-Length").flatMap { Int($0) }
-        return HTTPRequest(method: method.map { String(cString: $0) } ?? "", path: url.map { String(cString: $0) } ?? "/",
-                           query: query.values, authorization: header("Authorization"),
-                           contentType: header("Content-Type"), contentLength: length,
-                           hasBody: (length ?? 0) > 0 || header("Transfer-Encoding") != nil)
-    }
-
     private func begin(_ request: HTTPRequest, _ conn: HTTPConnection) -> MHD_Result {
         let route = application.route(request)
+        // Queued on this first call, an answer makes libmicrohttpd read nothing more of the
+        // connection (no body, no next request) and close it once sent.
+        if case .respond(let r) = route, r.closes { return answer(route, request, conn) }
+        if case .respond(let r) = route, request.hasBody, (request.contentLength ?? 0) <= limits.maxBodyBytes {
+            // An answer decided from the headers waits for the body, read and dropped: sent
+            // while the client still sends, the close after it would reset the connection and
+            // the client could lose it.
+            request.failure = r
+            request.discarding = true
+            request.bodyLimit = limits.maxBodyBytes
+            connections.bodyStarted(conn.raw)
+            return .YES
+        }
         if case .readBody = route {} else if !request.hasBody {
             // Answered on the next call, which keeps the connection alive.
             request.early = route
@@ -211,6 +215,7 @@ final class HTTPServer: @unchecked Sendable {
         // Only a body without a declared length (chunked) can get here past the limit; the
         // answer cannot be sent while the upload goes on, so the connection is closed.
         if request.received > request.bodyLimit { application.dropped(reason: "body_too_large"); return .NO }
+        if request.discarding { return .YES }
         if request.received > request.reservedBytes {
             let more = request.received - request.reservedBytes
             guard budget.reserve(more) else { application.dropped(reason: "buffer_budget"); return .NO }
@@ -265,7 +270,7 @@ final class HTTPServer: @unchecked Sendable {
         }
         guard let response = made else { return .NO }
         defer { MHD_destroy_response(response) }
-        addHeaders(response, contentType: r.contentType, r.headers)
+        addHeaders(response, contentType: r.contentType, r.headers + (r.closes ? [("Connection", "close")] : []))
         request.status = r.status
         connections.answering(conn.raw)
         return MHD_queue_response(conn.raw, UInt32(r.status), response)
@@ -273,6 +278,12 @@ final class HTTPServer: @unchecked Sendable {
 
     private func sendStream(contentType: String, headers: [(String, String)], body: StreamBody,
                             _ request: HTTPRequest, _ conn: HTTPConnection) -> MHD_Result {
+        if request.method == "HEAD" {
+            // The headers alone (libmicrohttpd would send a stream's chunks to a HEAD request).
+            body.closed()
+            return send(HTTPResponse(status: 200, contentType: contentType, body: [],
+                                     headers: [("Cache-Control", "no-cache, no-store")] + headers), request, conn)
+        }
         // A small send buffer: what a slow client has not taken stays with us, where the newest
         // frame replaces it, rather than aging in the kernel (which would grow it to megabytes).
         var bytes = Int32(Self.streamSendBuffer)
@@ -294,9 +305,10 @@ final class HTTPServer: @unchecked Sendable {
         for (name, value) in headers { MHD_add_response_header(response, name, value) }
     }
 
-    fileprivate func completed(_ connection: OpaquePointer?, state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+    func completed(_ connection: OpaquePointer?, state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         guard let state, let raw = state.pointee else { return }
         state.pointee = nil
+        guard Self.cutQuery(raw) == nil else { return }  // onURI's count: the request never began
         let request = Unmanaged<HTTPRequest>.fromOpaque(raw).takeRetainedValue()
         if let pp = request.postProcessor { MHD_destroy_post_processor(pp); request.postProcessor = nil }
         budget.release(request.reservedBytes)
@@ -306,93 +318,4 @@ final class HTTPServer: @unchecked Sendable {
         application.finished(request, status: request.status)
         if let connection { connections.requestDone(connection) }
     }
-}
-
-/// A streamed body and its connection, owned by libmicrohttpd's response until it frees it.
-private final class StreamBox {
-    let body: StreamBody
-    let connection: HTTPConnection
-    init(body: StreamBody, connection: HTTPConnection) { self.body = body; self.connection = connection }
-}
-
-/// Query arguments as libmicrohttpd reports them (decoded); at most 64.
-private final class QueryArguments {
-    var values: [String: String] = [:]
-}
-
-// MARK: - libmicrohttpd's callbacks (C function pointers; `cls` is the server or the request)
-
-private func onAccess(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
-                      _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ data: UnsafePointer<CChar>?,
-                      _ size: UnsafeMutablePointer<Int>?, _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> MHD_Result {
-    guard let cls, let connection, let size, let state else { return .NO }
-    return Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-        .access(connection, url: url, method: method, data: data, size: size, state: state)
-}
-
-private func onCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
-                         _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_RequestTerminationCode) {
-    guard let cls else { return }
-    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-        .completed(connection, state: state)
-}
-
-private func onConnection(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
-                          _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
-                          _ code: MHD_ConnectionNotificationCode) {
-    guard let cls, let connection else { return }
-    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    if code == .CONNECTION_NOTIFY_STARTED { server.connections.opened(connection) }
-    else { server.connections.closed(connection) }
-}
-
-private func onQueryArgument(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?,
-                             _ value: UnsafePointer<CChar>?) -> MHD_Result {
-    guard let cls, let key else { return .YES }
-    let query = Unmanaged<QueryArguments>.fromOpaque(cls).takeUnretainedValue()
-    if query.values.count < 64 { query.values[String(cString: key)] = value.map { String(cString: $0) } ?? "" }
-    return .YES
-}
-
-private func onFormField(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?,
-                         _ filename: UnsafePointer<CChar>?, _ contentType: UnsafePointer<CChar>?,
-                         _ transferEncoding: UnsafePointer<CChar>?, _ data: UnsafePointer<CChar>?,
-                         _ offset: UInt64, _ size: Int) -> MHD_Result {
-    guard let cls, let key else { return .YES }
-    let request = Unmanaged<HTTPRequest>.fromOpaque(cls).takeUnretainedValue()
-    let name = String(cString: key)
-    if request.fields[name] == nil && request.fields.count >= HTTPServer.maxFormFields {
-        request.failure = .error(400, "too many form fields (the limit is \(HTTPServer.maxFormFields))")
-        return .NO
-    }
-    if let filename, request.fields[name]?.filename == nil { request.fields[name, default: FormField()].filename = String(cString: filename) }
-    let isFile = filename != nil || name == "image"
-    let cap = isFile ? request.bodyLimit : HTTPServer.smallFieldLimit
-    if (request.fields[name]?.value.count ?? 0) + size > cap {
-        request.failure = .error(isFile ? 413 : 400, "the form field '\(name)' is over its limit of \(cap) bytes")
-        return .NO
-    }
-    if size > 0, let data {
-        request.fields[name, default: FormField()].value.append(contentsOf: UnsafeRawBufferPointer(start: data, count: size))
-    } else if request.fields[name] == nil {
-        request.fields[name] = FormField()
-    }
-    return .YES
-}
-
-private func onStreamRead(_ cls: UnsafeMutableRawPointer?, _ position: UInt64, _ buffer: UnsafeMutablePointer<CChar>?,
-                          _ max: Int) -> Int {
-    guard let cls, let buffer else { return -2 }
-    let box = Unmanaged<StreamBox>.fromOpaque(cls).takeUnretainedValue()
-    switch box.body.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max), connection: box.connection) {
-    case .bytes(let n): return n
-    case .waiting: return 0
-    case .end: return -1  // MHD_CONTENT_READER_END_OF_STREAM
-    }
-}
-
-private func onStreamFree(_ cls: UnsafeMutableRawPointer?) {
-    guard let cls else { return }
-    let box = Unmanaged<StreamBox>.fromOpaque(cls).takeRetainedValue()
-    box.body.closed()
 }

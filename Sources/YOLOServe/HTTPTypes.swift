@@ -10,6 +10,9 @@ struct HTTPResponse: Sendable {
     var contentType: String
     var body: [UInt8]
     var headers: [(String, String)] = []
+    /// Close the connection after it (a request whose framing cannot be trusted: whatever
+    /// follows it on the connection is not read as another request).
+    var closes = false
 
     static func json(_ status: Int, _ text: String, headers: [(String, String)] = []) -> HTTPResponse {
         HTTPResponse(status: status, contentType: "application/json", body: Array(text.utf8), headers: headers)
@@ -41,6 +44,13 @@ final class HTTPRequest: @unchecked Sendable {
     let contentLength: Int?
     /// Whether a body follows the headers (a length over 0, or Transfer-Encoding).
     let hasBody: Bool
+    /// The Host, Origin and Sec-Fetch-Site headers (HostPolicy checks them).
+    var host: String?
+    var origin: String?
+    var fetchSite: String?
+    /// An answer the glue decided from the request's framing (conflicting lengths, an unknown
+    /// transfer coding, too many query arguments): sent before anything else looks at it.
+    var refusal: HTTPResponse?
     /// When the headers were complete (monotonic nanoseconds).
     let started: UInt64
     /// The endpoint's name in metrics (a fixed set, never the raw path).
@@ -61,6 +71,8 @@ final class HTTPRequest: @unchecked Sendable {
     /// An answer decided from the headers of a request without a body, sent on the next call
     /// (libmicrohttpd closes the connection after an answer queued on the first call).
     var early: Route?
+    /// The body is read only to be dropped before `failure` is sent.
+    var discarding = false
     var deferred = false
     var status: Int?
     /// The answer a worker produced, taken on libmicrohttpd's thread after the resume.

@@ -23,7 +23,8 @@ public struct ServeLimits: Sendable {
     public var maxDetections = 300
     /// Requests admitted beyond the sessions at work; one more is answered 503 with Retry-After.
     public var queue = 16
-    /// Connections at once, and from one IP address (libmicrohttpd refuses the excess at accept).
+    /// Connections at once (near it, the longest idle is closed for a new one; ConnectionGuard),
+    /// and from one IP address other than loopback (the excess is refused at accept).
     public var maxConnections = 512
     public var maxConnectionsPerIP = 64
     /// A request's headers must arrive within this many seconds of the connection (or of the
@@ -39,6 +40,9 @@ public struct ServeConfiguration: Sendable {
     /// Where to listen: an IPv4 or IPv6 address (loopback by default) and a port (0: any free one).
     public var host = "127.0.0.1"
     public var port = 8080
+    /// More names the server may be reached by (the Host header; --allow-host), beyond those
+    /// of the address it listens on (HostPolicy); "*" allows any.
+    public var allowedHosts: [String] = []
     /// When set, every endpoint but /health and the page's own files needs it: the DeepStack
     /// form field `api_key`, an `Authorization: Bearer` header or an `api_key` query parameter.
     public var apiKey: String?

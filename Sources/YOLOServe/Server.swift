@@ -15,6 +15,7 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
     let queue: WorkQueue
     let metrics = Metrics()
     let live: LiveView?
+    let hosts: HostPolicy
     private var http: HTTPServer!
     private let started = monotonicNanoseconds()
     /// Requests routed and not yet finished (a stream counts until it ends).
@@ -37,6 +38,7 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
         queue = WorkQueue(workers: 2 * configuration.sessions, capacity: limits.queue)
         var liveSettings = configuration.detectorOptions
         liveSettings.maxDetections = min(liveSettings.maxDetections ?? limits.maxDetections, limits.maxDetections)
+        hosts = HostPolicy(listen: configuration.host, allowed: configuration.allowedHosts)
         let (names, count, pool, metrics) = (classNames, classCount, pool, metrics)
         self.live = live.map { LiveView(source: $0, pool: pool, metrics: metrics, settings: liveSettings, limits: limits,
                                         classNames: names, classCount: count) }
@@ -78,6 +80,13 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
 
     func route(_ request: HTTPRequest) -> Route {
         openRequests.withLock { $0 += 1 }
+        // Before any endpoint: framing the glue refused, then who the request is for and from.
+        if let refusal = request.refusal { return .respond(refusal) }
+        if let (status, problem) = hosts.hostProblem(request.host) { return .respond(.error(status, problem)) }
+        if !["GET", "HEAD", "OPTIONS"].contains(request.method),
+           let problem = hosts.originProblem(origin: request.origin, fetchSite: request.fetchSite, host: request.host) {
+            return .respond(.error(403, problem))
+        }
         return endpoint(for: request)
     }
 

@@ -13,6 +13,8 @@ struct UsageError: Error, CustomStringConvertible {
 /// A small command-line parser: `--name value`, `--name=value`, boolean `--flag`s and positionals.
 struct Arguments {
     private(set) var values: [String: String] = [:]
+    /// Every value of each option, in order (`values` keeps the last).
+    private(set) var allValues: [String: [String]] = [:]
     private(set) var flags: Set<String> = []
     private(set) var positionals: [String] = []
 
@@ -43,9 +45,10 @@ struct Arguments {
                 if inline != nil { throw UsageError("--\(name) takes no value") }
                 self.flags.insert(name)
             } else if options.contains(name) {
-                if let inline { values[name] = inline; continue }
+                if let inline { values[name] = inline; allValues[name, default: []].append(inline); continue }
                 guard i < args.count else { throw UsageError("--\(name) needs a value") }
                 values[name] = args[i]
+                allValues[name, default: []].append(args[i])
                 i += 1
             } else {
                 throw UsageError("unknown option '\(arg)'")
@@ -55,6 +58,8 @@ struct Arguments {
 
     func has(_ flag: String) -> Bool { flags.contains(flag) }
     func string(_ name: String) -> String? { values[name] }
+    /// Every value a repeatable option was given.
+    func strings(_ name: String) -> [String] { allValues[name] ?? [] }
 
     func int(_ name: String, default def: Int, range: ClosedRange<Int> = Int.min...Int.max) throws -> Int {
         guard let s = values[name] else { return def }

@@ -10,7 +10,7 @@ enum ServeCommand {
     static let usage = """
     Usage:   yolo serve [options]
     Example: yolo serve
-             yolo serve --listen 0.0.0.0:8080 --api-key "$(cat key.txt)"
+             yolo serve --listen 0.0.0.0:8080 --api-key-file key.txt
              yolo serve --input /dev/video0 --classes person,car
              yolo serve --input clip.mp4 --loop
 
@@ -21,6 +21,7 @@ enum ServeCommand {
     Endpoints:
       POST /v1/vision/detection      multipart 'image', optional 'min_confidence', 'api_key'
       POST /v1/vision/custom/NAME    the same; NAME is --model-name
+      GET, POST /v1/vision/custom/list   {"success": true, "models": [NAME]}
       POST /detect                   the image as the body (or a form field 'image'); query
                                      thresh, nms, classes, agnostic, max_det, name
       GET  /  /video.mjpg  /events  /detections.ndjson  /settings   (live view, with --input)
@@ -29,9 +30,14 @@ enum ServeCommand {
     Listening:
       --listen ADDR:PORT  default 127.0.0.1:8080 (loopback only); [::1]:8080 for IPv6,
                        0.0.0.0:8080 for every interface; port 0 takes any free port
-      --api-key KEY    require KEY: DeepStack's api_key field, 'Authorization: Bearer KEY' or
-                       ?api_key=KEY (default: $YOLO_API_KEY when set, else none); /health and
-                       the page's own files stay open
+      --api-key-file F require the key in file F (its first line): DeepStack's api_key field,
+                       'Authorization: Bearer KEY' or ?api_key=KEY; /health and the page's own
+                       files stay open. Or $YOLO_API_KEY; --api-key KEY too, but any local user
+                       sees a command line (ps)
+      --allow-host N   also answer requests for host name N (the Host header; repeatable; * for
+                       any). Default: on loopback only localhost, 127.x and [::1]; on another
+                       address that address; on 0.0.0.0 or :: any. Another site's page may not
+                       POST here (Origin)
     Model and detection (requests may change thresh, nms, classes, agnostic, max_det):
     \(DetectionOptions.help(threads: "threads per detector, default the cores divided among the sessions"))
       --no-exif        ignore images' EXIF orientation (as Darknet does), default: apply it
@@ -54,8 +60,9 @@ enum ServeCommand {
                        max_det may ask for fewer, not more
       --min-thresh T   the lowest thresh or min_confidence a request (or the live view) may
                        set, default 0.01; lower: 400
-      --max-connections N         default 512
-      --max-connections-per-ip N  default 64
+      --max-connections N         default 512; near it, the longest idle connection is
+                                  closed for a new one
+      --max-connections-per-ip N  default 64, for addresses other than loopback
       --timeout S      seconds for a request's headers (and an idle connection), default 10
       --body-timeout S seconds for a request's body after its headers, default 30
       --shutdown-grace S  seconds a stop waits for the requests in flight, default 10
@@ -71,17 +78,20 @@ enum ServeCommand {
 
     static func run(_ args: [String]) throws -> Int32 {
         let a = try Arguments(args, options: DetectionOptions.optionNames.union([
-                                  "listen", "api-key", "model-name", "sessions", "queue", "input", "scale", "max-body",
-                                  "max-pixels", "max-connections", "max-connections-per-ip", "timeout", "body-timeout",
-                                  "decode-timeout", "min-thresh", "shutdown-grace"]),
+                                  "listen", "api-key", "api-key-file", "allow-host", "model-name", "sessions", "queue", "input",
+                                  "scale", "max-body", "max-pixels", "max-connections", "max-connections-per-ip", "timeout",
+                                  "body-timeout", "decode-timeout", "min-thresh", "shutdown-grace"]),
                               flags: DetectionOptions.flagNames.union(["no-exif", "loop", "no-realtime", "live", "help"]),
                               short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard a.positionals.isEmpty else { throw UsageError("serve takes no positional arguments (a video source goes in --input)") }
         var c = ServeConfiguration()
         (c.host, c.port) = try listenAddress(a.string("listen") ?? "127.0.0.1:8080")
-        c.apiKey = a.string("api-key") ?? ProcessInfo.processInfo.environment["YOLO_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        if c.apiKey?.isEmpty == true { throw UsageError("--api-key needs a key") }
+        c.apiKey = try apiKey(a)
+        c.allowedHosts = try a.strings("allow-host").flatMap { $0.split(separator: ",").map(String.init) }.map { name in
+            if let problem = HostPolicy.allowedHostProblem(name) { throw UsageError("--allow-host \(problem)") }
+            return name
+        }
         let detection = try DetectionOptions(a)
         c.applyEXIFOrientation = !a.has("no-exif")
         let cores = ProcessInfo.processInfo.activeProcessorCount
@@ -111,6 +121,9 @@ enum ServeCommand {
 
         c.modelName = a.string("model-name") ?? ((detection.cfg as NSString).lastPathComponent as NSString).deletingPathExtension
         guard !c.modelName.isEmpty, !c.modelName.contains("/") else { throw UsageError("--model-name \(c.modelName): expected a name without '/'") }
+        guard c.modelName != "list" else {
+            throw UsageError("--model-name list: /v1/vision/custom/list lists the models; give the model another name")
+        }
         let loaded = try detection.load(threads: c.threadsPerSession)
         let (model, names) = (loaded.model, loaded.classNames)
         c.detectorOptions = loaded.detector
@@ -188,6 +201,33 @@ enum ServeCommand {
             throw UsageError("--\(name) \(text): expected seconds in \(range.lowerBound)...\(Int(range.upperBound))")
         }
         return v
+    }
+
+    /// --api-key-file's first line, else --api-key, else $YOLO_API_KEY (when not empty), else none.
+    static func apiKey(_ a: Arguments) throws -> String? {
+        if a.string("api-key-file") != nil && a.string("api-key") != nil {
+            throw UsageError("--api-key and --api-key-file: give one")
+        }
+        if let path = a.string("api-key-file") {
+            // Read as a stream: a pipe such as <(pass show yolo) serves as well as a file.
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                throw UsageError("--api-key-file \(path): cannot open it (\(String(cString: strerror(errno))))", hint: false)
+            }
+            defer { try? handle.close() }
+            let text: String
+            do { text = String(decoding: try handle.read(upToCount: 1 << 16) ?? Data(), as: UTF8.self) } catch {
+                throw UsageError("--api-key-file \(path): cannot read it (\(error))", hint: false)
+            }
+            let key = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first
+                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+            guard !key.isEmpty else { throw UsageError("--api-key-file \(path): its first line is empty: expected the key") }
+            return key
+        }
+        if let key = a.string("api-key") {
+            guard !key.isEmpty else { throw UsageError("--api-key needs a key") }
+            return key
+        }
+        return ProcessInfo.processInfo.environment["YOLO_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// "127.0.0.1:8080", "[::1]:8080", "localhost:0", or a bare port.

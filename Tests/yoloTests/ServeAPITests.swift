@@ -79,6 +79,13 @@ final class ServeAPITests: XCTestCase {
         let other = try curl(["-F", "image=@samples/coffee.png", s.url("/v1/vision/custom/mask")])
         XCTAssertEqual(other.status, 404)
         XCTAssertTrue(other.text.contains("this server runs 'yolov3-tiny'"), other.text)
+        // Blue Iris and CodeProject.AI's list of models (Blue Iris POSTs it).
+        for args in [[s.url("/v1/vision/custom/list")], ["-X", "POST", s.url("/v1/vision/custom/list")]] {
+            let list = try curl(args)
+            XCTAssertEqual(list.status, 200, list.text)
+            XCTAssertEqual(try list.json()["success"] as? Bool, true, list.text)
+            XCTAssertEqual(try list.json()["models"] as? [String], ["yolov3-tiny"], list.text)
+        }
     }
 
     /// DeepStack's predictions against `yolo detect --json`'s detections: labels, confidences to
@@ -154,12 +161,31 @@ final class ServeAPITests: XCTestCase {
         XCTAssertGreaterThanOrEqual(Int((metrics.text as NSString).substring(with: m.range(at: 1)))!, 1)
     }
 
+    /// The key (from --api-key-file here: a command line is visible to every local user) in a
+    /// form field, a Bearer header or the query, on every endpoint; checked before anything
+    /// about the model is said (a custom model's 404 names it).
     func testAPIKeyIsRequiredWhereverItIsSet() throws {
         try ServeClients.requireCurl()
-        let s = try ServeProcess(["--sessions", "1", "--api-key", "s3cret"])
+        let keyFile = try temporaryDirectory() + "/key.txt"
+        try "s3cret\n".write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let s = try ServeProcess(["--sessions", "1", "--api-key-file", keyFile])
         defer { XCTAssertEqual(s.stop().status, 0) }
         let photo = "image=@samples/coffee.png"
         let cases: [([String], Int)] = [
+            (["-F", photo, "-F", "api_key=s3cret", s.url("/detect")], 200),
+            (["-F", photo, "-F", "api_key=wrong", s.url("/detect")], 401),
+            (["-F", photo, s.url("/v1/vision/custom/mask")], 401),
+            (["-F", photo, "-F", "api_key=wrong", s.url("/v1/vision/custom/mask")], 401),
+            (["-F", photo, "-F", "api_key=s3cret", s.url("/v1/vision/custom/mask")], 404),
+            ([s.url("/v1/vision/custom/mask")], 401),
+            (["-X", "POST", s.url("/v1/vision/face")], 401),
+            (["-H", "Authorization: Bearer s3cret", "-X", "POST", s.url("/v1/vision/face")], 404),
+            ([s.url("/v1/vision/custom/list")], 401),
+            (["-X", "POST", s.url("/v1/vision/custom/list")], 401),
+            (["-d", "api_key=s3cret", s.url("/v1/vision/custom/list")], 200),
+            ([s.url("/v1/vision/custom/list?api_key=s3cret")], 200),
+            (["-d", "thresh=0.5", s.url("/settings")], 401),
+            (["-d", "thresh=0.5&api_key=s3cret", s.url("/settings")], 404),
             (["-F", photo, s.url("/v1/vision/detection")], 401),
             (["-F", photo, "-F", "api_key=wrong", s.url("/v1/vision/detection")], 401),
             (["-F", photo, "-F", "api_key=s3cret", s.url("/v1/vision/detection")], 200),
@@ -178,6 +204,7 @@ final class ServeAPITests: XCTestCase {
             if status == 401 {
                 XCTAssertEqual(r.header("WWW-Authenticate"), "Bearer")
                 XCTAssertTrue(r.text.contains("a valid API key is needed"), r.text)
+                XCTAssertFalse(r.text.contains("yolov3-tiny"), "\(args): the model named without the key: \(r.text)")
             }
         }
     }
@@ -191,7 +218,12 @@ final class ServeAPITests: XCTestCase {
                                (["--loop"], "--loop is about the live source"),
                                (["--queue", "-1"], "--queue -1"),
                                (["photo.jpg"], "serve takes no positional arguments"),
-                               (["--api-key", ""], "--api-key needs a key")] {
+                               (["--api-key", ""], "--api-key needs a key"),
+                               (["--api-key-file", "/nonexistent/key.txt"], "--api-key-file /nonexistent/key.txt: cannot open it (No such file"),
+                               (["--api-key-file", "/dev/null"], "its first line is empty"),
+                               (["--api-key", "k", "--api-key-file", "/dev/null"], "give one"),
+                               (["--allow-host", "camera.lan:8080"], "without a port"),
+                               (["--model-name", "list"], "/v1/vision/custom/list lists the models")] {
             let out = try runProcess(yolo, ["serve"] + args, in: repositoryRoot)
             XCTAssertEqual(out.status, 64, "\(args): \(out.stderr)")
             XCTAssertTrue(out.stderr.contains(phrase), "\(args): \(out.stderr)")

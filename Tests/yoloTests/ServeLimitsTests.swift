@@ -64,8 +64,9 @@ final class ServeLimitsTests: XCTestCase {
     func testDecompressionBomb() throws { try hostile("bomb") }
     /// Headers, and then a body, at a byte a second: closed after --timeout and --body-timeout.
     func testSlowloris() throws { try hostile("slowloris") }
-    /// 1,000 connections from 127.0.0.2 left idle: the per-IP limit refuses most, the timeout
-    /// closes the rest; 127.0.0.1's requests succeed throughout.
+    /// 1,000 connections from 127.0.0.2 left idle: past the connection limit less a reserve the
+    /// longest idle are closed for new ones, the timeout closes the rest; 127.0.0.1's requests
+    /// succeed throughout.
     func testThousandIdleConnections() throws { try hostile("idle_flood") }
     /// A garbage request line, a non-numeric length, a 200 kB header, a wrong method, a path
     /// outside the endpoints: each its 4xx.

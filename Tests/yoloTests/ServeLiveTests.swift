@@ -121,6 +121,30 @@ final class ServeLiveTests: XCTestCase {
         XCTAssertEqual(names?.count, 80)
     }
 
+    /// Another site's page cannot change the settings (a form POST needs no CORS preflight) nor
+    /// read the camera through a rebound name; HEAD on a stream is its headers alone.
+    func testOtherSitesCannotChangeOrReadTheLiveView() throws {
+        let s = try server()
+        let before = try curl([s.url("/settings")]).text
+        let r = try curl(["-H", "Origin: http://evil.example", "-d", "thresh=0.99&classes=toothbrush", s.url("/settings")])
+        XCTAssertEqual(r.status, 403, r.text)
+        XCTAssertEqual(try curl([s.url("/settings")]).text, before)
+        let own = try curl(["-H", "Origin: http://127.0.0.1:\(s.port)", "-d", "nms=0.45", s.url("/settings")])
+        XCTAssertEqual(own.status, 200, own.text)
+        for path in ["/video.mjpg", "/detections.ndjson"] {
+            let rebound = try curl(["--max-time", "10", "-H", "Host: evil.example:\(s.port)", s.url(path)])
+            XCTAssertEqual(rebound.status, 403, "\(path): \(rebound.text)")
+        }
+        let head = try StreamConnection(port: s.port, request: Array(("HEAD /video.mjpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                                                                      + "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").utf8))
+        head.readAll(timeout: 30) { _ in head.statuses.count >= 2 && head.text.hasSuffix("}\n") }
+        XCTAssertEqual(head.statuses, [200, 200], head.text)
+        XCTAssertTrue(head.text.contains("multipart/x-mixed-replace"), head.text)
+        // Not a byte of body (libmicrohttpd sent a chunked stream's last chunk, "0\r\n\r\n").
+        let afterHeaders = head.text.range(of: "\r\n\r\n").map { head.text[$0.upperBound...] } ?? ""
+        XCTAssertTrue(afterHeaders.hasPrefix("HTTP/1.1 200"), "HEAD got a body: \(head.text.prefix(400))")
+    }
+
     /// A client that stops reading the MJPEG stream stalls nothing: the stream goes on for
     /// everyone else, and when the client reads again it gets the newest frame (the frames in
     /// between are skipped for it).

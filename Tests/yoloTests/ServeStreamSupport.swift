@@ -1,14 +1,21 @@
 // Reading `yolo serve`'s live streams in tests: a plain socket (HTTP/1.0, so the body comes
-// unchunked until the server closes), bounded by a deadline; and the synthetic video.
+// unchunked until the server closes), bounded by a deadline; the same socket for requests
+// written byte for byte (framing tests); and the synthetic video.
 import Foundation
 import XCTest
 
-/// A loopback connection to the server that sent `GET path`; reads with a deadline.
+/// A loopback connection to the server that sent `GET path` (or `request` as given); reads with
+/// a deadline.
 final class StreamConnection {
     let fd: Int32
     private(set) var buffer: [UInt8] = []
 
-    init(port: Int, path: String, receiveBuffer: Int32? = nil) throws {
+    convenience init(port: Int, path: String, receiveBuffer: Int32? = nil) throws {
+        try self.init(port: port, request: Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8), receiveBuffer: receiveBuffer)
+    }
+
+    /// Sends `request` (all of it, unless the server closes first).
+    init(port: Int, request: [UInt8], receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, 4) }
         var address = sockaddr_in()
@@ -21,8 +28,31 @@ final class StreamConnection {
         guard rc == 0 else { close(fd); throw XCTSkip("cannot connect to 127.0.0.1:\(port)") }
         var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
-        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        var sendTimeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
+        var sent = 0
+        while sent < request.count {
+            let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            if n > 0 { sent += n } else if n < 0 && errno == EINTR { continue } else { break }
+        }
+    }
+
+    /// Reads until the server closes the connection (true), `enough` is true of what came, or
+    /// `timeout` seconds pass (false).
+    @discardableResult
+    func readAll(timeout: Double, until enough: ([UInt8]) -> Bool = { _ in false }) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline && !enough(buffer) { if !read() { return true } }
+        return false
+    }
+
+    var text: String { String(decoding: buffer, as: UTF8.self) }
+
+    /// The status of every response read (each starts the text or follows a body's last line).
+    var statuses: [Int] {
+        let t = text
+        let pattern = try! NSRegularExpression(pattern: "(?:^|\n)HTTP/1\\.[01] ([0-9]{3}) ")
+        return pattern.matches(in: t, range: NSRange(t.startIndex..., in: t)).map { Int((t as NSString).substring(with: $0.range(at: 1)))! }
     }
 
     deinit { close(fd) }
