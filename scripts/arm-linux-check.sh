@@ -26,9 +26,11 @@
 #           memory it reports (timings under emulation mean nothing);
 #   memory  peak RSS of `yolo detect` per convolution setting (/usr/bin/time; qemu's own
 #           footprint is measured with `yolo --help` and shown apart);
-#   tests   the XCTest suites (`swift test --skip-build`), all but those named in
-#           $ARM_LINUX_SKIP_TESTS (default below: they run for long under emulation and repeat
-#           on arm64 what the others cover), with the count of tests run and skipped.
+#   tests   the XCTest suites, all but those named in $ARM_LINUX_SKIP_TESTS (default below:
+#           they run for long under emulation and repeat on arm64 what the others cover), each
+#           suite a process of its own, $ARM_LINUX_TEST_JOBS (2) at a time, each within
+#           $ARM_LINUX_SUITE_TIMEOUT s (300), all within $ARM_LINUX_TEST_TIMEOUT s (900)
+#           (scripts/lib/xctest-shards.sh; docs/arm.md has the suites' times under qemu).
 # Outputs and logs: .build/arm-linux-check/. Every step prints its time; a failing step ends
 # the script with "FAILED in step: [suite] step" and why. When this machine cannot run arm64
 # binaries at all (no binfmt_misc, qemu's handler cannot be registered), it says SKIPPED loudly
@@ -77,6 +79,12 @@ default_skip+='|CLITests/testCalibrateWritesATableTheModelReads|ServeAPITests/te
 #    at 0.1, drift mean 0.0020, max 0.0036): x86 runs it with the software model of those kernels,
 #    and FP16PlanTests, GemmKernelTests and CLITests run the real ones here.
 default_skip+='|FP16AccuracyTests'
+#  - the CLI's and the server's policies added since (outputs by file kind, names, usage, the
+#    calibrate command, Host/Origin, framing, costly requests, the bounded stop: the same Swift
+#    code on every CPU, run by scripts/test and the sanitizers); CLITests, BatchTests and
+#    ServeAPITests keep the yolo binary and the server running on arm64.
+default_skip+='|WriteTargetTests|InputsNamesTests|CLIUsageTests|CLICalibrateTests'
+default_skip+='|ServeCostTests|ServeShutdownTests|ServeHostTests|ServeFramingTests'
 skip_tests=${ARM_LINUX_SKIP_TESTS-$default_skip}
 emulated=""; [ "$(dpkg --print-architecture 2>/dev/null)" = arm64 ] || emulated="YOLO_TEST_EMULATED=qemu"
 out=$PWD/.build/arm-linux-check
@@ -179,62 +187,25 @@ for suite in "${suites[@]}"; do
     finish
 
     begin tests
-    skip=()
-    [ -z "$skip_tests" ] || skip=(--skip "'$skip_tests'")
     rootfs_run "$env swift test ${build[*]} --skip-build list" > "$log-list.txt" 2>/dev/null || fail "swift test list"
     total=$(grep -c '/' "$log-list.txt" || true)
     skipped=0; [ -z "$skip_tests" ] || skipped=$(grep -cE "$skip_tests" "$log-list.txt" || true)
     rootfs_say "[$suite] tests: $total tests in the package; running $((total - skipped)), skipping $skipped${skip_tests:+:}"
     [ -z "$skip_tests" ] || grep -E "$skip_tests" "$log-list.txt" | sed "s/^/arm-linux-check: [$suite] tests:   skipped /"
-    # Under qemu-user a program the multi-threaded test process starts can hang before it prints
-    # anything (seen once in four runs: `yolo detect` in CLITests; never in 26 runs started from a
-    # shell), and the test process itself once stopped for good (2026-12-03: every thread of qemu
-    # waiting on a futex, not even SIGABRT delivered, 5 minutes into the run): a run is
-    # ended after $ARM_LINUX_TEST_TIMEOUT seconds (default 900, twice a run here; the pid namespace goes with it),
-    # and when a run fails or is ended, the suites run once more, the first run's failures printed
-    # as such. A failure in both runs fails the step.
-    # A hung run is also caught sooner: when the log has not grown for $ARM_LINUX_TEST_STALL s
-    # (default 840), the run is ended (unshare killed: its --kill-child takes the namespace with
-    # it) and counted as failed (status 125). Not less: the test process's output reaches the log
-    # in blocks of 4 KiB (a pipe), and the CLI suites under qemu, 10-30 s a test and two lines
-    # each, can take over 240 s to fill one (2026-12-04: both runs "stalled" there at 240, every
-    # suite passing alone), and from Int8PlanTests through ReferenceTests (LayerTests 83 s,
-    # ReferenceTests over 300 s under qemu) over 420 (later that day, both runs, every suite
-    # passing alone): the stall check now only ends a run shortly before its own timeout would.
-    for attempt in 1 2; do
-        status=0    # (a command before || neither stops the script nor fires its ERR trap)
-        # (in a || list: a failing run is this loop's business, not the ERR trap's)
-        { rootfs_run "$env $emulated timeout -k 30 ${ARM_LINUX_TEST_TIMEOUT:-900} swift test ${build[*]} --skip-build ${skip[*]}" \
-            > "$log-tests.log" 2>&1 || exit $?; } &
-        runner=$! size=-1 quiet=0 stalled=""
-        while kill -0 $runner 2>/dev/null; do
-            sleep 5
-            now=$(stat -c %s "$log-tests.log" 2>/dev/null || echo 0)
-            if [ "$now" = "$size" ]; then quiet=$((quiet + 5)); else quiet=0 size=$now; fi
-            if [ $quiet -ge "${ARM_LINUX_TEST_STALL:-840}" ]; then
-                stalled=1
-                pkill -KILL -P $runner 2>/dev/null || true
-                break
-            fi
-        done
-        wait $runner || status=$?
-        if [ -n "$stalled" ]; then
-            status=125
-            # (|| true: on 2026-12-04 this echo failed, status 1, once a stalled run was killed, and its
-            # ERR trap ended the step instead of running the suites again)
-            echo "(no output for ${ARM_LINUX_TEST_STALL:-840} s: the run was ended, status 125)" >> "$log-tests.log" || true
-        fi
-        [ $status != 124 ] && [ $status != 137 ] || echo "(ended after ${ARM_LINUX_TEST_TIMEOUT:-900} s: status $status)" >> "$log-tests.log" || true
-        # Per suite: its test count, failures and time.
-        rootfs_suite_times "$log-tests.log" "arm-linux-check: [$suite] tests: "
-        summary=$(grep -E "Executed [0-9]+ tests?, with ([0-9]+ tests? skipped and )?[0-9]+ failures?" "$log-tests.log" | tail -1 | sed -E 's/^[[:space:]]+//' || true)
-        rootfs_say "[$suite] tests, run $attempt: ${summary:-no summary (the test process crashed?)} (status $status)"
-        [ $status != 0 ] || [ -z "$summary" ] || break
-        grep -E "error: |failed \(|Fatal error|crashed|signal" "$log-tests.log" | head -20 >&2 || true
-        [ $attempt = 1 ] || fail "swift test failed twice (status $status; log: $log-tests.log, the first run's: $log-tests-1.log)"
-        cp "$log-tests.log" "$log-tests-1.log"
-        rootfs_say "[$suite] tests: FAILED in run 1 (above; log: $log-tests-1.log): running them again"
-    done
+    # Each suite in a process of its own, two at a time, each with its own limit
+    # (scripts/lib/xctest-shards.sh: a stuck suite fails alone, by name, with the state of its
+    # threads; a failed one runs once more alone). The run's folder is kept in the root file
+    # system (/build), with the suites' times of the last run: the longest start first.
+    runs=/build/$suite-xctest
+    cp "$log-list.txt" "$rootfs/build/$suite-list.txt"
+    [ ! -f "$rootfs$runs/final" ] || cp "$rootfs$runs/final" "$rootfs/build/$suite-xctest-order"
+    status=0
+    rootfs_run "$env $emulated XCTEST_JOBS=${ARM_LINUX_TEST_JOBS:-2} XCTEST_SUITE_TIMEOUT=${ARM_LINUX_SUITE_TIMEOUT:-300} \
+        XCTEST_TOTAL_TIMEOUT=${ARM_LINUX_TEST_TIMEOUT:-900} XCTEST_ORDER=/build/$suite-xctest-order \
+        bash scripts/lib/xctest-shards.sh $guest_bin/yolo-swiftPackageTests.xctest /build/$suite-list.txt $runs '$skip_tests'" \
+        2>&1 | tee "$log-tests.log" | sed -u "s/^/arm-linux-check: [$suite] tests: /" || status=$?
+    rm -rf "$log-suites"; cp -r "$rootfs$runs" "$log-suites"
+    [ "${status:-0}" = 0 ] || fail "a suite failed twice (above; each suite's log: $log-suites/SUITE.log)"
     finish
 done
 

@@ -55,7 +55,9 @@ final class DarknetImageTests: XCTestCase {
 
     func testLetterboxAndHeadsMatchDarknet() throws {
         let detector = try detector()
-        for name in ["astronaut", "chelsea", "coffee"] {
+        // Under qemu, one photo (the arm64 detect step compares every sample with x86's).
+        let emulated = ProcessInfo.processInfo.environment["YOLO_TEST_EMULATED"] != nil
+        for name in emulated ? ["chelsea"] : ["astronaut", "chelsea", "coffee"] {
             let image = try sample(name + ".png")
             try run(detector, image)
             let input = try SampledTensor(parsing: fixture("\(name)_input_416.samples"))

@@ -149,7 +149,9 @@ extension DetectDecodeTests {
         let detector = try Detector(cfgPath: paths.cfg, weightsPath: paths.weights, namesPath: repoRoot + "/weights/coco.names")
         let reference = try referenceDetections("detect_darknet_detections.txt")
         XCTAssertEqual(reference.map(\.image), ["dog.jpg", "person.jpg"])
-        for entry in reference {
+        // Under qemu, dog alone (the arm64 detect step compares every sample with x86's).
+        let emulated = ProcessInfo.processInfo.environment["YOLO_TEST_EMULATED"] != nil
+        for entry in emulated ? Array(reference.prefix(1)) : reference {
             let image = entry.image
             let name = image.replacingOccurrences(of: ".jpg", with: "")
             let input = try readGzipFloats(fixturePath("\(name)_input_416.f32.gz"))

@@ -272,6 +272,10 @@ rootfs_run() {
     unshare --mount --propagation private --pid --fork --kill-child --mount-proc="$rootfs/proc" \
         /bin/bash -c 'set -e; root=$1 command=$2 sysroot=$3
             [ -z "$sysroot" ] || { mkdir -p "$root/sysroot"; mount --bind "$sysroot" "$root/sysroot"; }
+            # Pseudo-terminals of its own (scripts/lib/xctest-shards.sh runs each suite on one).
+            mkdir -p "$root/dev/pts"; touch "$root/dev/ptmx" 2>/dev/null || true
+            mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$root/dev/pts" \
+                && mount --bind "$root/dev/pts/ptmx" "$root/dev/ptmx" || echo "rootfs_run: no pseudo-terminals in $root" >&2
             exec chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
                 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin ${sysroot:+QEMU_LD_PREFIX=/sysroot} \
                 /bin/bash -c "cd /src/yolo-swift && $command; exit \$?"' rootfs_run "$rootfs" "$1" "${rootfs_sysroot_dir:-}"
