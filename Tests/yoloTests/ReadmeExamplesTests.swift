@@ -1,29 +1,37 @@
 import Foundation
 import XCTest
 
-/// Every ```swift block of README.md, built as a user's own package would build it: a package of
-/// its own (swift-tools-version 6.0, Swift 6 language mode) that depends on this one by path, one
-/// executable target per block with the block as its main.swift (top-level code), linked against
-/// the products the block imports. Then each example runs from the repository root (where its
-/// weights/ and samples/ paths lead) and must exit 0 and print a detection of samples/coffee.png.
+/// Every ```swift block of README.md and docs/*.md, built as a user's own package would build it:
+/// a package of its own (swift-tools-version 6.0, Swift 6 language mode) that depends on this one
+/// by path, one executable target per block with the block as its main.swift (top-level code),
+/// linked against the products the block imports. Then each example runs from the repository root
+/// (where its weights/ and samples/ paths lead) and must exit 0 and print a detection of
+/// samples/coffee.png. Messages name each block by file and line.
 ///
 /// The package lives in .build/readme-examples and keeps its own scratch directory there, so only
 /// the first run builds the engine (about a minute on 2 cores); later runs rebuild what changed.
 final class ReadmeExamplesTests: XCTestCase {
-    struct Block { var line: Int; var code: String }
+    struct Block { var file: String; var line: Int; var code: String }
 
     /// The ```swift blocks of a Markdown text, each with the 1-based line of its first code line.
-    static func swiftBlocks(_ markdown: String) -> [Block] {
+    static func swiftBlocks(_ markdown: String, file: String) -> [Block] {
         var blocks: [Block] = [], current: Block? = nil
         for (i, line) in markdown.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let fence = line.trimmingCharacters(in: .whitespaces)
             if var block = current {
                 if fence == "```" { blocks.append(block); current = nil } else { block.code += line + "\n"; current = block }
             } else if fence == "```swift" {
-                current = Block(line: i + 2, code: "")
+                current = Block(file: file, line: i + 2, code: "")
             }
         }
         return blocks
+    }
+
+    /// README.md, then docs/*.md in name order (relative to `root`).
+    static func markdownFiles(root: String) -> [String] {
+        let docs = ((try? FileManager.default.contentsOfDirectory(atPath: root + "/docs")) ?? [])
+            .filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+        return ["README.md"] + docs
     }
 
     /// The names of the library products a manifest declares.
@@ -52,16 +60,18 @@ final class ReadmeExamplesTests: XCTestCase {
 
     func testEverySwiftExampleInTheReadmeBuildsInAPackageOfItsOwnAndRuns() throws {
         if let sanitizer = ProcessInfo.processInfo.environment["YOLO_TEST_SANITIZER"] {
-            throw XCTSkip("the README's examples are built and run without a sanitizer (scripts/test does it); not under \(sanitizer)")
+            throw XCTSkip("the examples of README.md and docs/*.md are built and run without a sanitizer (scripts/test does it); not under \(sanitizer)")
         }
         let root = repositoryRoot
         for file in ["weights/yolov3-tiny.weights", "samples/coffee.png"] where !FileManager.default.fileExists(atPath: root + "/" + file) {
             XCTFail("\(file) is missing: run scripts/bootstrap.sh")
             return
         }
-        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
-        let blocks = Self.swiftBlocks(readme)
-        XCTAssertGreaterThanOrEqual(blocks.count, 3, "README.md has fewer ```swift blocks than expected")
+        var blocks: [Block] = []
+        for file in Self.markdownFiles(root: root) {
+            blocks += Self.swiftBlocks(try String(contentsOfFile: root + "/" + file, encoding: .utf8), file: file)
+        }
+        XCTAssertGreaterThanOrEqual(blocks.count, 3, "README.md and docs/*.md have fewer ```swift blocks than expected")
         let products = Self.libraryProducts(try String(contentsOfFile: root + "/Package.swift", encoding: .utf8))
         XCTAssertTrue(products.contains("YOLO"), "no library products found in Package.swift: \(products)")
         // SwiftPM names a path dependency after its directory.
@@ -72,7 +82,7 @@ final class ReadmeExamplesTests: XCTestCase {
         for (k, block) in blocks.enumerated() {
             let name = "example\(k + 1)"
             let deps = Self.imports(block.code).filter(products.contains)
-            XCTAssertFalse(deps.isEmpty, "README.md:\(block.line): the example imports none of \(products.sorted()): add its imports")
+            XCTAssertFalse(deps.isEmpty, "\(block.file):\(block.line): the example imports none of \(products.sorted()): add its imports")
             let depList = deps.map { #".product(name: "\#($0)", package: "\#(identity)")"# }.joined(separator: ", ")
             targets.append(#"        .executableTarget(name: "\#(name)", dependencies: [\#(depList)]),"#)
             try Self.write(block.code, to: "\(dir)/Sources/\(name)/main.swift")
@@ -84,7 +94,7 @@ final class ReadmeExamplesTests: XCTestCase {
         }
         try Self.write("""
             // swift-tools-version:6.0
-            // Generated by Tests/yoloTests/ReadmeExamplesTests.swift from README.md's ```swift blocks.
+            // Generated by Tests/yoloTests/ReadmeExamplesTests.swift from the ```swift blocks of README.md and docs/*.md.
             import PackageDescription
 
             let package = Package(
@@ -101,27 +111,27 @@ final class ReadmeExamplesTests: XCTestCase {
         let scratch = dir + "/.build"
         let build = try runProcess("swift", ["build", "--package-path", dir, "--scratch-path", scratch], in: dir, timeout: 900)
         guard build.status == 0 else {
-            // Compiler messages point at the README's lines.
+            // Compiler messages point at the Markdown files' lines.
             var log = build.stdout + build.stderr
             for (k, block) in blocks.enumerated() {
                 let source = "\(dir)/Sources/example\(k + 1)/main.swift:"
                 while let r = log.range(of: source) {
                     let digits = log[r.upperBound...].prefix { $0.isNumber }
                     log.replaceSubrange(r.lowerBound..<log.index(r.upperBound, offsetBy: digits.count),
-                                        with: "README.md:\(block.line + (Int(digits) ?? 1) - 1)")
+                                        with: "\(block.file):\(block.line + (Int(digits) ?? 1) - 1)")
                 }
             }
             // (Each diagnostic comes twice: as a line and drawn under the source; keep the lines.)
             let errors = log.split(separator: "\n").filter { $0.contains("error:") && !$0.hasPrefix(" ") }
-            XCTFail("the README's Swift examples do not build (swift build: exit \(build.status)):\n"
+            XCTFail("the Swift examples of README.md and docs/*.md do not build (swift build: exit \(build.status)):\n"
                     + (errors.isEmpty ? log : errors.joined(separator: "\n")))
             return
         }
         for (k, block) in blocks.enumerated() {
             let run = try runProcess("\(scratch)/debug/example\(k + 1)", [], in: root, timeout: 300)
-            XCTAssertEqual(run.status, 0, "README.md:\(block.line): the example exits \(run.status): \(run.stderr)")
+            XCTAssertEqual(run.status, 0, "\(block.file):\(block.line): the example exits \(run.status): \(run.stderr)")
             XCTAssertTrue(run.stdout.contains("cup"),
-                          "README.md:\(block.line): the example prints no detection of the cup in samples/coffee.png:\n\(run.stdout)\(run.stderr)")
+                          "\(block.file):\(block.line): the example prints no detection of the cup in samples/coffee.png:\n\(run.stdout)\(run.stderr)")
         }
     }
 }
