@@ -242,7 +242,7 @@ for cpu in cortex-a72 cortex-a76; do
     say "[$cpu] OpenBLAS forwards: $((SECONDS - t)) s"
 done
 # OpenBLAS 0.3.21 does not know the Cortex-A76 (Raspberry Pi 5) and takes its generic ARMV8
-# kernels (printed above); the README suggests OPENBLAS_CORETYPE=CORTEXA72 there: check that
+# kernels (printed above); docs/arm.md suggests OPENBLAS_CORETYPE=CORTEXA72 there: check that
 # those kernels give the same heads on an A76 (1 thread: the engine's threads around OpenBLAS's
 # sgemm ran above).
 say "[cortex-a76, OPENBLAS_CORETYPE=CORTEXA72] yolov3-tiny forward, OpenBLAS's sgemm"

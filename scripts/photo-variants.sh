@@ -2,7 +2,7 @@
 # Makes variants of photos that are different network inputs, for measuring INT8 against FP32
 # (or calibrating) on more than a handful of photos: for each photo of the directories given,
 # 12 PNGs in OUT (mirrored; cropped to 50-85%; scaled to 55%, 80% and 130%; brightness and
-# contrast, gamma and saturation changed; rotated by 4.6 degrees; a wide strip). README, Precision:
+# contrast, gamma and saturation changed; rotated by 4.6 degrees; a wide strip). docs/precision.md, Accuracy:
 #   scripts/photo-variants.sh ../shared/images samples /tmp/variants
 #   python3 scripts/int8-accuracy.py /tmp/variants --thresh 0.1
 # Needs ffmpeg. Nothing it makes is committed: it follows from the photos.

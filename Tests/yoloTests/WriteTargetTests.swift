@@ -4,7 +4,7 @@ import XCTest
 import Glibc
 #endif
 
-/// What an output path may be (README, Hardening: "Outputs ..."): a regular file or nothing is
+/// What an output path may be (docs/hardening.md: "Outputs ..."): a regular file or nothing is
 /// replaced atomically; a symbolic link is written through (the link stays); a FIFO or a
 /// character device is written as a stream (it stays what it is); a block device, a socket or a
 /// directory is refused with a line naming the path and what it is. Through `yolo detect`'s
