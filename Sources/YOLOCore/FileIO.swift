@@ -151,7 +151,7 @@ func ownDescriptor(_ path: String) -> Int32? {
     return nil
 }
 
-/// Decides where a write to `path` goes (README: Hardening, "Outputs"): a regular file or a
+/// Decides where a write to `path` goes (docs/hardening.md, "Outputs"): a regular file or a
 /// missing one is replaced; a symbolic link (`.output`) leads to what it points at, followed
 /// through up to 40 links, which then decides; a FIFO or character device is a stream, and one
 /// of our descriptors (/dev/stdout) is written as it is (for `.output`); anything else, a block

@@ -14,8 +14,7 @@
 //
 // Why: on ARM with dotprod (a Cortex-A76), the other 10-bit forms run on 16-bit pair products
 // (`smlal`, 4 a cycle on an A76, Int16PairLaneKernel.swift) against `sdot`'s 16 per instruction,
-// two a cycle: two sdot passes over 9 products beat one smlal pass over F(2x2)'s 4 (README,
-// Precision). (LLVM's A55 model, the same level, says the reverse; `yolo tune` measures it.)
+// two a cycle: two sdot passes over 9 products beat one smlal pass over F(2x2)'s 4 (docs/precision.md). (LLVM's A55 model, the same level, says the reverse; `yolo tune` measures it.)
 // Dots that accumulate floats (the pair dots) have no int32 sums to shift: none there.
 
 /// The 10-bit product and quantization of micro-kernel `K`'s level.

@@ -10,7 +10,8 @@
 #     SKIP_REGEX  tests to leave out (extended regular expression on Module.Suite/test)
 #   environment: XCTEST_JOBS (default 2), XCTEST_SUITE_TIMEOUT seconds a suite (default 300),
 #     XCTEST_TOTAL_TIMEOUT seconds for all (default 900: suites not started by then fail),
-#     XCTEST_ORDER a file of "SUITE SECONDS" lines from an earlier run: the longest start first.
+#     XCTEST_ORDER an earlier run's OUT/final ("SUITE STATUS SECONDS TESTS FAILURES" lines):
+#     the suites that took longest start first.
 #
 # Each suite runs under `script` (a pseudo-terminal: XCTest's output is then line-buffered, so
 # the log shows every test's start as it happens, even of a run that is killed). A suite past its
@@ -39,7 +40,7 @@ done
 order() {
     local suite
     for suite in "${!count[@]}"; do
-        local t=""; [ -n "${XCTEST_ORDER:-}" ] && [ -f "$XCTEST_ORDER" ] && t=$(awk -v s="$suite" '$1 == s { print $2 }' "$XCTEST_ORDER")
+        local t=""; [ -n "${XCTEST_ORDER:-}" ] && [ -f "$XCTEST_ORDER" ] && t=$(awk -v s="$suite" '$1 == s { print $3 }' "$XCTEST_ORDER")
         echo "${t:-100000} $suite"
     done | sort -k1,1nr -k2 | awk '{ print $2 }'
 }

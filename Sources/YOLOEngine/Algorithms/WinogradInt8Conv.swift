@@ -11,7 +11,7 @@
 // - F(2x2): 2.25x fewer products than INT8 im2col and exactly its integer sums (the s8 weights'
 //   transform is exact in int16); 3.6 bytes per weight, and on 13x13 maps 49 tiles to F(4x4)'s 16.
 //   On a Zen 3 the two measured within noise of each other but on the largest layers, where F(4x4)
-//   won (README, Precision): the tuner picks per layer.
+//   won (docs/precision.md): the tuner picks per layer.
 import YOLOCore
 import YOLOKernels
 
@@ -186,7 +186,7 @@ final class WinogradInt8Conv: WinogradBlocks {
         let words = UnsafeRawPointer(v).assumingMemoryBound(to: UInt32.self)
         // The positions' products shared out whole among the threads, in one hand-off (as FP32
         // Winograd's `Gemm.multiplyBatch`), not each split over them: one hand-off a block instead
-        // of 36 (or 16). (No change in time showed on a 2-core Zen 3: README, Precision.)
+        // of 36 (or 16). (No change in time showed on a 2-core Zen 3: docs/performance.md.)
         let product = { (xi: Int, part: Int) in
             self.multiply(position: xi, words + xi * g * tiles, n: tiles, into: mo + xi * m * tiles, part: part, scratch: place.scratch)
         }
