@@ -195,10 +195,12 @@ for suite in "${suites[@]}"; do
     # Each suite in a process of its own, two at a time, each with its own limit
     # (scripts/lib/xctest-shards.sh: a stuck suite fails alone, by name, with the state of its
     # threads; a failed one runs once more alone). The run's folder is kept in the root file
-    # system (/build), with the suites' times of the last run: the longest start first.
+    # system (/build), with the suites' times of the last run (on a first run, those of
+    # scripts/lib/arm-xctest-times.txt): the longest start first, the longest split by test.
     runs=/build/$suite-xctest
     cp "$log-list.txt" "$rootfs/build/$suite-list.txt"
-    [ ! -f "$rootfs$runs/final" ] || cp "$rootfs$runs/final" "$rootfs/build/$suite-xctest-order"
+    if [ -f "$rootfs$runs/final" ]; then cp "$rootfs$runs/final" "$rootfs/build/$suite-xctest-order"
+    else cp scripts/lib/arm-xctest-times.txt "$rootfs/build/$suite-xctest-order"; fi
     status=0
     rootfs_run "$env $emulated XCTEST_JOBS=${ARM_LINUX_TEST_JOBS:-2} XCTEST_SUITE_TIMEOUT=${ARM_LINUX_SUITE_TIMEOUT:-300} \
         XCTEST_TOTAL_TIMEOUT=${ARM_LINUX_TEST_TIMEOUT:-900} XCTEST_ORDER=/build/$suite-xctest-order \

@@ -11,7 +11,8 @@
 #   environment: XCTEST_JOBS (default 2), XCTEST_SUITE_TIMEOUT seconds a suite (default 300),
 #     XCTEST_TOTAL_TIMEOUT seconds for all (default 900: suites not started by then fail),
 #     XCTEST_ORDER an earlier run's OUT/final ("SUITE STATUS SECONDS TESTS FAILURES" lines):
-#     the suites that took longest start first.
+#     the suites that took longest start first, and one that took XCTEST_SPLIT_SECONDS (60) or
+#     more runs one process per test.
 #
 # Each suite runs under `script` (a pseudo-terminal: XCTest's output is then line-buffered, so
 # the log shows every test's start as it happens, even of a run that is killed). A suite past its
@@ -32,20 +33,34 @@ grep -E '^[A-Za-z0-9_]+\.[A-Za-z0-9_]+/[A-Za-z0-9_]+$' "$list" | sort -u > "$out
 if [ -n "$skip" ]; then grep -vE "$skip" "$out/all.txt" > "$out/run.txt" || true; else cp "$out/all.txt" "$out/run.txt"; fi
 declare -A spec count
 while IFS=/ read -r suite _; do count[$suite]=$((${count[$suite]:-0} + 1)); done < "$out/run.txt"
-for suite in "${!count[@]}"; do
-    if [ "$(grep -c "^$suite/" "$out/all.txt")" = "${count[$suite]}" ]; then spec[$suite]=$suite
-    else spec[$suite]=$(grep "^$suite/" "$out/run.txt" | paste -sd,); fi
-done
-# Longest first (times of an earlier run; unknown suites first, as they may be long).
-order() {
-    local suite
-    for suite in "${!count[@]}"; do
-        local t=""; [ -n "${XCTEST_ORDER:-}" ] && [ -f "$XCTEST_ORDER" ] && t=$(awk -v s="$suite" '$1 == s { print $3 }' "$XCTEST_ORDER")
-        echo "${t:-100000} $suite"
-    done | sort -k1,1nr -k2 | awk '{ print $2 }'
+# An earlier run's seconds for a suite (its tests' summed where it ran them one by one) or a test.
+earlier() {
+    [ -n "${XCTEST_ORDER:-}" ] && [ -f "$XCTEST_ORDER" ] || return 0
+    awk -v s="$1" '$1 == s || index($1, s "/") == 1 { t += $3; n++ } END { if (n) print t }' "$XCTEST_ORDER"
 }
-order > "$out/queue"
-say "$(wc -l < "$out/run.txt") tests in ${#count[@]} suites, $jobs at a time, $limit s a suite, $total s in all"
+# What runs as one process: a suite (or the part of it not skipped), or, for a suite that took
+# XCTEST_SPLIT_SECONDS (60) or more in the earlier run, each of its tests, so that the two
+# workers share the longest suites. Longest first; unknown ones first, as they may be long.
+for suite in "${!count[@]}"; do
+    t=$(earlier "$suite")
+    if [ -n "$t" ] && [ "$t" -ge "${XCTEST_SPLIT_SECONDS:-60}" ] && [ "${count[$suite]}" -gt 1 ]; then
+        for item in $(grep "^$suite/" "$out/run.txt"); do
+            u=$(earlier "$item"); echo "${u:-$((t / ${count[$suite]}))} $item"
+        done
+    else
+        echo "${t:-100000} $suite"
+    fi
+done | sort -k1,1nr -k2 > "$out/queue.times"
+awk '{ print $2 }' "$out/queue.times" > "$out/queue"
+# Each process's test specifier: a test, a whole suite, or the suite's tests not skipped.
+while read -r _ item; do
+    case $item in
+        */*) spec[$item]=$item ;;
+        *) if [ "$(grep -c "^$item/" "$out/all.txt")" = "${count[$item]}" ]; then spec[$item]=$item
+           else spec[$item]=$(grep "^$item/" "$out/run.txt" | paste -sd,); fi ;;
+    esac
+done < "$out/queue.times"
+say "$(wc -l < "$out/run.txt") tests in ${#count[@]} suites ($(wc -l < "$out/queue") processes), $jobs at a time, $limit s each, $total s in all"
 
 # A process and its descendants (no procps in a minimal root file system): parents from
 # /proc/PID/stat's fourth field, read after the command name's closing parenthesis. (`script`
@@ -85,7 +100,7 @@ report() {
 
 # Runs one suite: prints and records "SUITE STATUS SECONDS TESTS FAILURES".
 run_suite() {
-    local suite=$1 worker=$2 log="$out/$1.log" t0=$SECONDS status pid
+    local suite=$1 worker=$2 log="$out/${1//\//.}.log" t0=$SECONDS status pid
     say "[$worker] start $suite"
     script -qfec "exec '$bundle' '${spec[$suite]}'" /dev/null < /dev/null > "$log" 2>&1 &
     pid=$!
@@ -125,12 +140,12 @@ wait
 # Failed suites once more, alone.
 mapfile -t failed < <(awk '$2 != 0 { print $1 }' "$out/results")
 for suite in "${failed[@]}"; do
-    cp "$out/$suite.log" "$out/$suite-1.log" 2>/dev/null
-    say "$suite failed (status $(awk -v s="$suite" '$1 == s { print $2 }' "$out/results" | tail -1)): once more, alone (first log: $out/$suite-1.log)"
+    cp "$out/${suite//\//.}.log" "$out/${suite//\//.}-1.log" 2>/dev/null
+    say "$suite failed (status $(awk -v s="$suite" '$1 == s { print $2 }' "$out/results" | tail -1)): once more, alone (first log: $out/${suite//\//.}-1.log)"
     limit=$((limit * 2)) run_suite "$suite" retry
 done
 awk '{ last[$1] = $0 } END { for (s in last) print last[s] }' "$out/results" | sort > "$out/final"
 tests=$(awk '{ n += $4 } END { print n + 0 }' "$out/final")
 bad=$(awk '$2 != 0' "$out/final" | wc -l)
-say "$tests tests in $(wc -l < "$out/final") suites, $bad failed, $((SECONDS - began)) s"
+say "$tests tests in $(wc -l < "$out/final") processes, $bad failed, $((SECONDS - began)) s"
 [ "$bad" = 0 ] || { awk '$2 != 0 { print "xctest-shards: FAILED twice: " $1 " (status " $2 ")" }' "$out/final"; exit 1; }
