@@ -5,12 +5,17 @@ import XCTest
 extension CLITests {
     func testPrecisionInt8DetectsAsFP32DoesAndBadTablesAreErrors() throws {
         let coffee = try sample("coffee.png"), motorbike = try sample("motorcycle_left.png")
+        // Under qemu the FP32 run and the refusals that load the model but the first are left out:
+        // the detect step checks FP32 against x86, and the table reader is the same Swift code.
+        let emulated = ProcessInfo.processInfo.environment["YOLO_TEST_EMULATED"] != nil
         // The table next to the weights (weights/yolov3-tiny.int8) is found by default.
-        let fp32 = try yolo(["detect", "--json", "--no-draw", coffee, motorbike] + modelArgs)
         let int8 = try yolo(["detect", "--json", "--no-draw", "--precision", "int8", coffee, motorbike] + modelArgs)
         XCTAssertEqual(int8.status, 0, int8.stderr)
         let classes = { (text: String) in try self.jsonLines(text).map { ($0["detections"] as? [[String: Any]] ?? []).compactMap { $0["class"] as? String } } }
-        XCTAssertEqual(try classes(int8.stdout), try classes(fp32.stdout))
+        if !emulated {
+            let fp32 = try yolo(["detect", "--json", "--no-draw", coffee, motorbike] + modelArgs)
+            XCTAssertEqual(try classes(int8.stdout), try classes(fp32.stdout))
+        }
         XCTAssertEqual(try classes(int8.stdout), [["cup"], ["motorbike"]])
         // The layers left out of INT8 in FP32 whatever the CPU: the same detections.
         let strict = try yolo(["detect", "--json", "--no-draw", "--precision", "int8", "--int8-fallback", "fp32", coffee, motorbike] + modelArgs)
@@ -28,12 +33,14 @@ extension CLITests {
                                          "bad.int8: line 5: layer 0: min 1 and max 2 must be finite numbers with min <= 0 <= max"),
                                         (["--precision", "int8", "--int8-table", dir + "/other.int8"], 1,
                                          "other.int8: this INT8 calibration table was made for another cfg"),
-                                        (["--precision", "int8", "--int8-table", dir + "/none.int8"], 1, "none.int8")] {
+                                        (["--precision", "int8", "--int8-table", dir + "/none.int8"], 1, "none.int8")]
+            where !emulated || status == 64 || args.last == dir + "/bad.int8" {
             let r = try yolo(["detect", "--no-draw", coffee] + args + modelArgs)
             XCTAssertEqual(r.status, Int32(status), "\(args): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains(message), "\(args): \(r.stderr)")
         }
         // Weights elsewhere without a table next to them: the error says where it looked.
+        if emulated { return }
         try FileManager.default.createSymbolicLink(atPath: dir + "/w.weights", withDestinationPath: Self.repoRoot + "/weights/yolov3-tiny.weights")
         let none = try yolo(["detect", "--no-draw", "--precision", "int8", coffee, "--weights", dir + "/w.weights",
                              "--cfg", Self.repoRoot + "/weights/yolov3-tiny.cfg", "--names", Self.repoRoot + "/weights/coco.names"])
