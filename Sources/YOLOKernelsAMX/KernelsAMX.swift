@@ -48,7 +48,7 @@ public enum KernelsAMX {
     static func bf16Kernels(replacing base: BF16Kernels) -> BF16Kernels {
         let (kc, nc) = (bf16KC, bf16NC)
         let gemm = GemmFunctions.make(
-            level: "amx", mr: AMXBF16Gemm.mr, nr: AMXBF16Gemm.nr, width: 16, kc: kc, nc: nc,
+            level: "amxbf16", mr: AMXBF16Gemm.mr, nr: AMXBF16Gemm.nr, width: 16, kc: kc, nc: nc,
             packedASize: { AMXBF16Gemm.packedASize(m: $0, k: $1) },
             packA: { AMXBF16Gemm.packA($0, lda: $1, m: $2, k: $3, into: UnsafeMutableRawPointer($4).assumingMemoryBound(to: UInt32.self)) },
             scratchSize: { AMXBF16Gemm.scratchSize(m: $0, n: $1, k: $2, kc: kc, nc: nc) },
