@@ -97,6 +97,11 @@ let package = Package(
         .target(name: "YOLOKernelsDotProd", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: dotProdSettings),
         .target(name: "YOLOKernelsAVX512BF16", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512BF16Settings),
         .target(name: "YOLOKernelsAVX512FP16", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512FP16Settings),
+        // Intel AMX tile instructions for the amx level (header only, per-function target attributes).
+        .systemLibrary(name: "CAMX"),
+        // The amx level: avx512vnni's set with its INT8 and BF16 GEMMs on AMX tiles (packing and
+        // stores built as the BF16 GEMM is, for vcvtne2ps2bf16; the tiles through CAMX).
+        .target(name: "YOLOKernelsAMX", dependencies: ["YOLOKernels", "CAMX", "CDot"], swiftSettings: avx512BF16Settings),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
         // Shared types and the platform: detections, pixel formats, hardened file access, locks,
@@ -104,7 +109,7 @@ let package = Package(
         .target(name: "YOLOCore", swiftSettings: engineSettings),
         // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
         .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2",
-                                                   "YOLOKernelsAVXVNNI", "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "YOLOKernelsAVX512BF16", "YOLOKernelsAVX512FP16", "CCPUID", "CHints", "COpenBLAS"],
+                                                   "YOLOKernelsAVXVNNI", "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "YOLOKernelsAVX512BF16", "YOLOKernelsAVX512FP16", "YOLOKernelsAMX", "CCPUID", "CHints", "COpenBLAS"],
                 swiftSettings: engineSettings),
         // Detection: letterbox, decoding, NMS, Detector.
         .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),

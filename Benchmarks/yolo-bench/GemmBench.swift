@@ -45,9 +45,10 @@ enum GemmBench {
         var shapes = Self.shapes
         // The 16-bit GEMMs this CPU runs (BF16, FP16, FP16 weights), named by their level
         // ("avx512bf16", "dotprod-fp16", "avx512fp16", "avx2-fp16-weights").
+        // Once each: the amx level shares avx512vnni's FP16 GEMMs.
         let half = KernelLevel.supported.flatMap {
             [$0.bf16Kernels?.gemm, $0.fp16Kernels?.gemm, $0.fp16WeightsKernels?.gemm].compactMap { $0 }
-        }
+        }.reduce(into: [GemmFunctions]()) { list, k in if !list.contains(where: { $0.level == k.level }) { list.append(k) } }
         var levels = ["openblas"] + KernelLevel.supported.map(\.rawValue) + half.map(\.level)
         var i = 0
         while i < args.count {

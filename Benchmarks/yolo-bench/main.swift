@@ -112,7 +112,7 @@ do {
 
     say("yolo-bench: \(options.cfg) at \(model.inputWidth)x\(model.inputHeight), \(fmt(Double(model.flops) / 1e9, 3)) GFLOP per forward")
     say("machine:    \(Machine.cpuModel), \(Machine.cores) cores; CPU vector extensions: \(Machine.cpuVectorFeatures)")
-    say("kernels:    GEMMs by \(model.gemmKernels == "OpenBLAS" ? "OpenBLAS" : "our \(model.gemmKernels) kernels") (levels this CPU runs: \(KernelLevel.supported.map { $0.rawValue }.joined(separator: ", ")); YOLO_KERNEL_LEVEL=\(ProcessInfo.processInfo.environment["YOLO_KERNEL_LEVEL"] ?? "(unset)")); other Swift kernels: \(BuildInfo.kernelTarget)")
+    say("kernels:    GEMMs by \(model.gemmKernels == "OpenBLAS" ? "OpenBLAS" : "our \(model.gemmKernels) kernels") (levels this CPU runs: \(KernelLevel.supported.map { $0.rawValue }.joined(separator: ", "))\(KernelLevel.unavailableSummary.isEmpty ? "" : "; not offered: " + KernelLevel.unavailableSummary); YOLO_KERNEL_LEVEL=\(ProcessInfo.processInfo.environment["YOLO_KERNEL_LEVEL"] ?? "(unset)")); other Swift kernels: \(BuildInfo.kernelTarget)")
     say("OpenBLAS:   core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)"); \(BuildInfo.blasConfig)")
     let startText = firstSinceStart.map { "\(fmt($0, 0)) ms from process start, " } ?? ""
     say("start-up:   first detection \(startText)\(fmt(firstSinceMain, 1)) ms from main() (\(photoName): \(firstDetections.count) detections)")

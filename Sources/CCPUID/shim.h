@@ -21,6 +21,22 @@ static inline unsigned long long yolo_xgetbv0(void) {
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((unsigned long long)hi << 32) | lo;
 }
+
+#if defined(__linux__) && defined(__x86_64__)
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/// Asks Linux for the AMX tile data state (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)):
+/// without it the first tile instruction kills the process (SIGILL). Returns 0, or the errno
+/// (ENOSYS before Linux 5.16, EPERM, ...). Through this shim because syscall(2) is variadic.
+static inline int yolo_amx_request_permission(void) {
+    long r = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */);
+    return r == 0 ? 0 : errno;
+}
+#else
+static inline int yolo_amx_request_permission(void) { return 38; /* ENOSYS: AMX state is Linux's to grant here */ }
+#endif
 #endif
 
 #if defined(__aarch64__)

@@ -29,6 +29,17 @@ public struct CPUFeatureSet: OptionSet, Sendable, Hashable {
     /// AVX-512 FP16 (vfmadd231ph: 32 half-precision multiply-adds a zmm instruction; Sapphire Rapids
     /// and later Xeons).
     public static let avx512FP16 = CPUFeatureSet(rawValue: 1 << 7)
+    /// AMX-TILE, AMX-INT8 and AMX-BF16 with the OS's tile state and, on Linux, the process's
+    /// permission to use it (Sapphire Rapids and later Xeons).
+    public static let amx = CPUFeatureSet(rawValue: 1 << 8)
+
+    /// The features' names, for messages ("AVX2", "AMX", ...).
+    public var names: [String] {
+        let all: [(CPUFeatureSet, String)] = [(.avx2, "AVX2"), (.avx512, "AVX-512"), (.avx512VNNI, "AVX-512 VNNI"),
+                                              (.avx512BF16, "AVX-512 BF16"), (.avxVNNI, "AVX-VNNI"), (.dotProduct, "dotprod"),
+                                              (.fp16, "FP16 arithmetic"), (.avx512FP16, "AVX-512 FP16"), (.amx, "AMX")]
+        return all.filter { contains($0.0) }.map { $0.1 }
+    }
 }
 
 /// The packed GEMM of one level: C[m x n] = A[m x k] · B[k x n] (see PackedGemm.swift).

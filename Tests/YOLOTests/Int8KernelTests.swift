@@ -68,7 +68,7 @@ final class Int8KernelTests: XCTestCase {
         // What `yolo version` lists as built is the registry (it once listed a fixed three).
         XCTAssertEqual(BuildInfo.kernelLevels, KernelLevel.allCases)
         #if arch(x86_64)
-        XCTAssertEqual(KernelLevel.allCases.map(\.rawValue), ["baseline", "avx2", "avxvnni", "avx512", "avx512vnni"])
+        XCTAssertEqual(KernelLevel.allCases.map(\.rawValue), ["baseline", "avx2", "avxvnni", "avx512", "avx512vnni", "amx"])
         #endif
         for (name, kern) in levels { checkShapes(name, kern) }
     }

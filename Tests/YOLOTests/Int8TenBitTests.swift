@@ -111,7 +111,7 @@ final class Int8TenBitTests: XCTestCase {
     /// Which levels the fixed table lets take two 8-bit passes for a 10-bit input, and over what.
     func testTenBitPreferencesByLevel() {
         #if arch(x86_64)
-        let want: [KernelLevel: Int8Functions.TenBitPreference] = [.avxVNNI: .fp32, .avx512VNNI: .fp32]
+        let want: [KernelLevel: Int8Functions.TenBitPreference] = [.avxVNNI: .fp32, .avx512VNNI: .fp32, .amx: .fp32]
         for level in KernelLevel.supported { XCTAssertEqual(level.kernelSet?.int8?.tenBitPreferred, want[level], "\(level)") }
         #endif
         XCTAssertTrue(KernelLevel.supported.allSatisfy { $0.kernelSet?.int8?.tenBitGemm != nil })

@@ -59,8 +59,8 @@ extension KernelSet {
         guard features.contains(.avx512BF16) else {
             throw .invalidArgument("precision bf16 needs a CPU with AVX-512 BF16 (avx512_bf16, vdpbf16ps: Cooper Lake, Sapphire Rapids, Zen 4 and later); this one lacks it: use fp32 or int8")
         }
-        let with = KernelRegistry.all.filter { $0.bf16 != nil }.map { $0.name }.joined(separator: ", ")
-        throw .invalidArgument("precision bf16: kernel level \(name) has no BF16 kernels (\(with) has them; YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel chose a lower level)")
+        let with = KernelRegistry.all.filter { $0.bf16 != nil }.map { $0.name }
+        throw .invalidArgument("precision bf16: kernel level \(name) has no BF16 kernels (\(with.joined(separator: ", ")) \(with.count == 1 ? "has" : "have") them; YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel chose a lower level)")
     }
 
     /// The GEMM for `precision fp16`: FP16 arithmetic where this CPU has it and the level has its

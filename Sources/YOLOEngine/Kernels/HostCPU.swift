@@ -6,7 +6,12 @@ internal import CCPUID
 
 enum HostCPU {
     /// The features of this CPU that kernel sets may require.
-    static let features: CPUFeatureSet = detect()
+    static var features: CPUFeatureSet { detected.features }
+    /// Why `features` lacks `.amx` (the amx level is not offered), or nil when it has it (and on
+    /// arm64, which has no such level).
+    static var amxRefusal: String? { detected.amxRefusal }
+    /// Detected once per process: the AMX permission request is a system call.
+    private static let detected: (features: CPUFeatureSet, amxRefusal: String?) = detect()
 
     /// A short description that identifies the CPU model for cached measurements: vendor
     /// brand string (x86) or implementer/part (arm64), family/model/stepping, features, cores.
@@ -29,20 +34,21 @@ enum HostCPU {
         return parts.joined(separator: "; ")
     }()
 
-    static func detect() -> CPUFeatureSet {
+    static func detect() -> (features: CPUFeatureSet, amxRefusal: String?) {
         var f: CPUFeatureSet = []
         #if arch(x86_64)
+        let noAVX = "this CPU or OS has no AVX (the amx level needs AVX-512 too)"
         var r: [UInt32] = [0, 0, 0, 0]
-        guard yolo_cpuid(1, 0, &r) != 0 else { return f }
+        guard yolo_cpuid(1, 0, &r) != 0 else { return (f, noAVX) }
         let ecx1 = r[2]
         let bit1 = { (n: UInt32) in ecx1 & (1 << n) != 0 }
         // FMA, MOVBE, OSXSAVE, AVX, F16C
-        guard bit1(27), bit1(28) else { return f }
+        guard bit1(27), bit1(28) else { return (f, noAVX) }
         let haswellLeaf1 = bit1(12) && bit1(22) && bit1(29)
         let xcr0 = yolo_xgetbv0()
         let ymmState = xcr0 & 0x6 == 0x6              // SSE + AVX state
         let zmmState = xcr0 & 0xE6 == 0xE6            // + opmask, ZMM_Hi256, Hi16_ZMM
-        guard yolo_cpuid(7, 0, &r) != 0 else { return f }
+        guard yolo_cpuid(7, 0, &r) != 0 else { return (f, "this CPU has no CPUID leaf 7 (no AVX2, AVX-512 or AMX)") }
         let (ebx7, ecx7, edx7) = (r[1], r[2], r[3])
         let bit7 = { (n: UInt32) in ebx7 & (1 << n) != 0 }
         var sub1 = [UInt32](repeating: 0, count: 4)
@@ -59,14 +65,37 @@ enum HostCPU {
             if sub1[0] & (1 << 5) != 0 { f.insert(.avx512BF16) }
             if edx7 & (1 << 23) != 0 { f.insert(.avx512FP16) }
         }
+        let amxRefusal = amx(edx7: edx7, xcr0: xcr0, others: f)
+        if amxRefusal == nil { f.insert(.amx) }
+        return (f, amxRefusal)
         #elseif arch(arm64) || arch(aarch64)
         // AT_HWCAP (16): HWCAP_FPHP (1 << 9), HWCAP_ASIMDHP (1 << 10), HWCAP_ASIMDDP (1 << 20).
         let hwcap = yolo_hwcap()
         if hwcap & (1 << 20) != 0 { f.insert(.dotProduct) }
         if hwcap & (1 << 10) != 0 { f.insert(.fp16) }
         #endif
-        return f
+        return (f, nil)
     }
+
+    #if arch(x86_64)
+    /// Whether the amx level may run: nil, or why not. AMX-BF16, AMX-TILE, AMX-INT8 (CPUID.7.0:EDX
+    /// bits 22, 24, 25), the OS saving tile state (XCR0 bits 17 XTILECFG and 18 XTILEDATA), what
+    /// the level's other kernels need (`others`: the avx512vnni level and AVX-512 BF16), and, last,
+    /// Linux's permission for this process (arch_prctl(ARCH_REQ_XCOMP_PERM): asked once, here).
+    static func amx(edx7: UInt32, xcr0: UInt64, others: CPUFeatureSet) -> String? {
+        let missing = [(22, "AMX-BF16"), (24, "AMX-TILE"), (25, "AMX-INT8")].filter { edx7 & (1 << UInt32($0.0)) == 0 }.map { $0.1 }
+        guard missing.isEmpty else { return "this CPU has no \(missing.joined(separator: ", "))" }
+        guard xcr0 & (3 << 17) == 3 << 17 else { return "the OS does not enable AMX tile state (XCR0 bits 17, 18)" }
+        guard others.isSuperset(of: [.avx2, .avx512, .avx512VNNI, .avx512BF16]) else {
+            return "this CPU has AMX but not all of AVX-512 F/CD/BW/DQ/VL, VNNI and BF16, which the amx level needs too"
+        }
+        let error = yolo_amx_request_permission()
+        guard error == 0 else {
+            return "Linux refused the AMX tile state (arch_prctl(ARCH_REQ_XCOMP_PERM): \(String(cString: strerror(error))))"
+        }
+        return nil
+    }
+    #endif
 
     #if arch(x86_64)
     /// CPUID leaves 0x80000002-4, trimmed ("AMD EPYC 9R45", "Intel(R) Xeon(R) ...").

@@ -10,6 +10,7 @@ import YOLOKernelsAVX512
 import YOLOKernelsAVX512VNNI
 import YOLOKernelsAVX512BF16
 import YOLOKernelsAVX512FP16
+import YOLOKernelsAMX
 #elseif arch(arm64) || arch(aarch64)
 import YOLOKernelsDotProd
 #endif
@@ -33,6 +34,8 @@ enum KernelRegistry {
         if let bf16 = KernelsAVX512BF16.bf16 { vnni = vnni.adding(bf16: bf16) }
         if let fp16 = KernelsAVX512FP16.fp16 { vnni = vnni.adding(fp16: fp16) }
         sets.append(vnni)
+        // + the INT8 and BF16 GEMMs on AMX tiles; the rest is avx512vnni's.
+        sets.append(KernelsAMX.kernelSet(over: vnni))
         #elseif arch(arm64) || arch(aarch64)
         var dotprod = KernelsDotProd.kernelSet
         if let pairs = sets[0].int16Pairs { dotprod = dotprod.adding(int16Pairs: pairs) }
@@ -45,7 +48,8 @@ enum KernelRegistry {
 
 /// A level of the engine's own kernels, named as YOLO_KERNEL_LEVEL spells it: `baseline` (x86-64
 /// SSE2), `avx2` (AVX2 + FMA), `avxvnni` (+ AVX-VNNI: INT8 dot products on ymm), `avx512`
-/// (AVX-512 F/CD/BW/DQ/VL), `avx512vnni` (+ VNNI: INT8 dot products on zmm), `neon` (arm64),
+/// (AVX-512 F/CD/BW/DQ/VL), `avx512vnni` (+ VNNI: INT8 dot products on zmm), `amx` (+ AMX tiles:
+/// the INT8 and BF16 GEMMs; only where Linux grants the process tile state), `neon` (arm64),
 /// `dotprod` (arm64 with the ARMv8.2 dot product: sdot). Which levels
 /// exist is data (`KernelRegistry`); the static members are conveniences.
 public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -63,6 +67,7 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let avxVNNI = KernelLevel("avxvnni")
     public static let avx512 = KernelLevel("avx512")
     public static let avx512VNNI = KernelLevel("avx512vnni")
+    public static let amx = KernelLevel("amx")
     public static let neon = KernelLevel("neon")
     public static let dotProduct = KernelLevel("dotprod")
 
@@ -107,12 +112,28 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
         let name = request.lowercased()
         if let level = supported.first(where: { $0.rawValue == name }) { return (level, nil) }
         guard allCases.contains(where: { $0.rawValue == name })
-                || [KernelLevel.baseline, .avx2, .avxVNNI, .avx512, .avx512VNNI, .neon, .dotProduct].contains(where: { $0.rawValue == name }) else {
+                || [KernelLevel.baseline, .avx2, .avxVNNI, .avx512, .avx512VNNI, .amx, .neon, .dotProduct].contains(where: { $0.rawValue == name }) else {
             let names = allCases.map { $0.rawValue }.joined(separator: ", ")
             return (best, "YOLO_KERNEL_LEVEL=\(request) is not a kernel level (\(names)); using \(best.rawValue)")
         }
         let names = supported.map { $0.rawValue }.joined(separator: ", ")
         return (best, "YOLO_KERNEL_LEVEL=\(request): this CPU cannot run it (it can: \(names)); using \(best.rawValue)")
+    }
+
+    /// Why this CPU cannot run this level (the features its set needs and this CPU lacks; for amx,
+    /// which check failed), or nil when it can or the build has no such level.
+    public var unavailableReason: String? {
+        guard let set = KernelRegistry.all.first(where: { $0.name == rawValue }) else { return nil }
+        let missing = set.requires.subtracting(HostCPU.features)
+        if missing.isEmpty { return nil }
+        if missing.contains(.amx), let refusal = HostCPU.amxRefusal { return refusal }
+        return "this CPU lacks \(missing.names.joined(separator: ", "))"
+    }
+
+    /// One line for reports: each level of this build this CPU cannot run, with why (empty when
+    /// it runs them all).
+    public static var unavailableSummary: String {
+        allCases.compactMap { level in level.unavailableReason.map { "\(level.rawValue): \($0)" } }.joined(separator: "; ")
     }
 
     /// The kernels of `selected`.

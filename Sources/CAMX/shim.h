@@ -1,0 +1,136 @@
+// Intel AMX (Advanced Matrix Extensions) for the amx kernel level (Sources/YOLOKernelsAMX): tile
+// configuration and the tile loops of the INT8 and BF16 GEMMs. Header only: static inline
+// functions compiled by Swift's Clang importer, each with its own target attribute, so the module
+// that imports this header needs no AMX -target-cpu (and none of this runs unless the engine found
+// AMX usable: CPUID, XCR0 and the kernel's permission, HostCPU.swift). Tile numbers must be
+// constants, hence one function per tile shape.
+//
+// Tiles: 0-3 accumulators (C00, C01, C10, C11), 4-5 A (two 16-row panels), 6-7 B (two 16-column
+// panels); every tile 16 rows of 64 bytes. One step of k: 64 bytes of a row (INT8: 16 groups of 4
+// bytes; BF16: 16 pairs). Packed A and B store each (panel, step) tile as 1 KiB, rows 64 bytes apart.
+#ifndef YOLO_CAMX_SHIM_H
+#define YOLO_CAMX_SHIM_H
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <stdint.h>
+
+#define YOLO_AMX_FN static inline __attribute__((target("amx-tile,amx-int8,amx-bf16")))
+
+/// Palette 1 with tiles 0-7 of 16 rows x 64 bytes. Once per GEMM call on the calling thread,
+/// before any other function here; `yolo_amx_release` after the last.
+YOLO_AMX_FN void yolo_amx_configure(void) {
+    struct __attribute__((aligned(64))) {
+        uint8_t palette, startRow, reserved[14];
+        uint16_t colsb[16];
+        uint8_t rows[16];
+    } config = {0};
+    config.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        config.colsb[t] = 64;
+        config.rows[t] = 16;
+    }
+    _tile_loadconfig(&config);
+}
+
+/// Tiles back to their initial state: a thread between GEMMs carries no AMX state (context
+/// switches and signal frames stay small).
+YOLO_AMX_FN void yolo_amx_release(void) { _tile_release(); }
+
+// The accumulators: zero, or loaded from `c` (row stride ldc bytes; tile (i, j) at row 16 i,
+// byte 64 j).
+#define YOLO_AMX_START(rt, ct, c, ldc)                                                          \
+    do {                                                                                        \
+        if (c) {                                                                                \
+            _tile_loadd(0, (const char *)(c), (ldc));                                           \
+            if ((ct) > 1) _tile_loadd(1, (const char *)(c) + 64, (ldc));                        \
+            if ((rt) > 1) _tile_loadd(2, (const char *)(c) + 16 * (ldc), (ldc));                \
+            if ((rt) > 1 && (ct) > 1) _tile_loadd(3, (const char *)(c) + 16 * (ldc) + 64, (ldc)); \
+        } else {                                                                                \
+            _tile_zero(0);                                                                      \
+            if ((ct) > 1) _tile_zero(1);                                                        \
+            if ((rt) > 1) _tile_zero(2);                                                        \
+            if ((rt) > 1 && (ct) > 1) _tile_zero(3);                                            \
+        }                                                                                       \
+    } while (0)
+
+#define YOLO_AMX_STORE(rt, ct, c, ldc)                                                          \
+    do {                                                                                        \
+        _tile_stored(0, (char *)(c), (ldc));                                                    \
+        if ((ct) > 1) _tile_stored(1, (char *)(c) + 64, (ldc));                                 \
+        if ((rt) > 1) _tile_stored(2, (char *)(c) + 16 * (ldc), (ldc));                         \
+        if ((rt) > 1 && (ct) > 1) _tile_stored(3, (char *)(c) + 16 * (ldc) + 64, (ldc));        \
+    } while (0)
+
+// One step: A tiles at a (+ aPanel for the second row panel), B tiles at b (+ bPanel), then the
+// products of the shape rt x ct with instruction DOT.
+#define YOLO_AMX_STEPS(DOT, rt, ct)                                                             \
+    for (long s = 0; s < steps; s++) {                                                          \
+        const char *pa = (const char *)a + 1024 * s, *pb = (const char *)b + 1024 * s;          \
+        _tile_loadd(4, pa, 64);                                                                 \
+        _tile_loadd(6, pb, 64);                                                                 \
+        if ((rt) > 1) _tile_loadd(5, pa + aPanel, 64);                                          \
+        if ((ct) > 1) _tile_loadd(7, pb + bPanel, 64);                                          \
+        DOT(0, 4, 6);                                                                           \
+        if ((ct) > 1) DOT(1, 4, 7);                                                             \
+        if ((rt) > 1) DOT(2, 5, 6);                                                             \
+        if ((rt) > 1 && (ct) > 1) DOT(3, 5, 7);                                                 \
+    }
+
+/// C (rt x ct tiles of 16 x 16 int32, rt and ct 1 or 2) = [cin +] A · B over `steps` steps of 64
+/// bytes: A s8 weights (16 rows x 16 groups of 4 k a tile), B u8 activations in the grouped layout
+/// (16 groups x 16 columns of 4 k a tile), tdpbsud: each int32 the exact sum of its products.
+/// cin (may be null: from zero) and cout may be the same; row strides in bytes.
+YOLO_AMX_FN void yolo_amx_int8_block(int rt, int ct, long steps, const void *a, long aPanel, const void *b, long bPanel,
+                                     const void *cin, long ldcin, void *cout, long ldcout) {
+    // The branches give each shape its own loop, with only constants as tile numbers.
+    if (rt > 1 && ct > 1) {
+        YOLO_AMX_START(2, 2, cin, ldcin);
+        YOLO_AMX_STEPS(_tile_dpbsud, 2, 2)
+        YOLO_AMX_STORE(2, 2, cout, ldcout);
+    } else if (rt > 1) {
+        YOLO_AMX_START(2, 1, cin, ldcin);
+        YOLO_AMX_STEPS(_tile_dpbsud, 2, 1)
+        YOLO_AMX_STORE(2, 1, cout, ldcout);
+    } else if (ct > 1) {
+        YOLO_AMX_START(1, 2, cin, ldcin);
+        YOLO_AMX_STEPS(_tile_dpbsud, 1, 2)
+        YOLO_AMX_STORE(1, 2, cout, ldcout);
+    } else {
+        YOLO_AMX_START(1, 1, cin, ldcin);
+        YOLO_AMX_STEPS(_tile_dpbsud, 1, 1)
+        YOLO_AMX_STORE(1, 1, cout, ldcout);
+    }
+}
+
+/// C (rt x ct tiles of 16 x 16 FP32) = A · B over `steps` steps of 32 k, from zero: A and B
+/// bfloat16 pairs (low half the even k), a tile 16 rows x 16 pairs, tdpbf16ps (FP32 sums).
+YOLO_AMX_FN void yolo_amx_bf16_block(int rt, int ct, long steps, const void *a, long aPanel, const void *b, long bPanel,
+                                     void *cout, long ldcout) {
+    const void *none = 0;
+    if (rt > 1 && ct > 1) {
+        YOLO_AMX_START(2, 2, none, 0);
+        YOLO_AMX_STEPS(_tile_dpbf16ps, 2, 2)
+        YOLO_AMX_STORE(2, 2, cout, ldcout);
+    } else if (rt > 1) {
+        YOLO_AMX_START(2, 1, none, 0);
+        YOLO_AMX_STEPS(_tile_dpbf16ps, 2, 1)
+        YOLO_AMX_STORE(2, 1, cout, ldcout);
+    } else if (ct > 1) {
+        YOLO_AMX_START(1, 2, none, 0);
+        YOLO_AMX_STEPS(_tile_dpbf16ps, 1, 2)
+        YOLO_AMX_STORE(1, 2, cout, ldcout);
+    } else {
+        YOLO_AMX_START(1, 1, none, 0);
+        YOLO_AMX_STEPS(_tile_dpbf16ps, 1, 1)
+        YOLO_AMX_STORE(1, 1, cout, ldcout);
+    }
+}
+
+#undef YOLO_AMX_START
+#undef YOLO_AMX_STORE
+#undef YOLO_AMX_STEPS
+#undef YOLO_AMX_FN
+#endif  // __x86_64__
+
+#endif
