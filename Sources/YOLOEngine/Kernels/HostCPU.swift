@@ -73,8 +73,10 @@ enum HostCPU {
         let hwcap = yolo_hwcap()
         if hwcap & (1 << 20) != 0 { f.insert(.dotProduct) }
         if hwcap & (1 << 10) != 0 { f.insert(.fp16) }
-        #endif
         return (f, nil)
+        #else
+        return (f, nil)
+        #endif
     }
 
     #if arch(x86_64)
