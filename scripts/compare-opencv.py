@@ -129,10 +129,17 @@ def compare(cfg, width, height, yolo, tolerance, seed, workdir, threads):
     heads = [i for i, (name, _) in enumerate(sections[1:]) if name in ("yolo", "region")]
     names = net.getLayerNames()
     wanted = []
+    activations = ("relu", "leaky", "logistic", "sigmoid", "mish", "swish", "tanh", "elu", "hswish")
     for i in heads:
-        # OpenCV names layers <type>_<cfg index>; the head is the output of layer i - 1.
+        # OpenCV names layers <type>_<cfg index>; the head is the output of layer i - 1. A
+        # convolution's batch norm is bn_<i - 1> but its activation <act>_<i> (e.g. the
+        # logistic of Scaled-YOLOv4's new_coords heads): take the last of them.
         candidates = [n for n in names if n.rsplit("_", 1)[-1] == str(i - 1)]
-        wanted.append(candidates[-1])
+        pos = names.index(candidates[-1])
+        while pos + 1 < len(names) and names[pos + 1].rsplit("_", 1)[-1] == str(i) \
+                and names[pos + 1].rsplit("_", 1)[0] in activations:
+            pos += 1
+        wanted.append(names[pos])
     net.setInput(inp[None])
     theirs = net.forward(wanted)
     rows = []
