@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the fuzzers' seed corpora (Fuzz/corpus/{cfg,weights,image}); run from the repo root.
-cfg: the weights fuzzer's three cfgs, a cfg without weighted layers, yolov3-tiny.cfg if present.
+cfg: the weights fuzzer's three cfgs, two cfgs without weighted layers (one of YOLOv2's [reorg] and
+[region]), yolov3-tiny.cfg if present.
 weights: for each of the weights fuzzer's cfgs, its selector byte and a well-formed weights file
 (and a short and an old-header variant). image: small PNG/JPEG test fixtures.
 Also the inputs of issue #16: cfgs with CRLF and lone-CR line ends and a UTF-8 byte-order mark,
@@ -35,6 +36,10 @@ for i, cfg in enumerate(cfgs):
 open(f"{out}/cfg/noweights.cfg", "w").write(
     "[net]\nwidth=8\nheight=6\nchannels=2\n[maxpool]\nsize=2\nstride=2\n[upsample]\nstride=2\n"
     "[route]\nlayers=-1,-2\n[maxpool]\nsize=2\nstride=1\n[yolo]\nmask=0\nanchors=3,4\nclasses=1\nnum=1\n")
+# YOLOv2's sections: space to depth, then a [region] head (anchors in grid cells, softmax).
+open(f"{out}/cfg/region-reorg.cfg", "w").write(
+    "[net]\nwidth=8\nheight=8\nchannels=4\nletter_box=1\n[reorg]\nstride=2\n[maxpool]\nsize=2\nstride=2\n"
+    "[region]\nanchors=0.5,1,2,3\nclasses=3\ncoords=4\nnum=2\nsoftmax=1\nthresh=.6\n")
 if os.path.exists("weights/yolov3-tiny.cfg"):
     shutil.copy("weights/yolov3-tiny.cfg", f"{out}/cfg/yolov3-tiny.cfg")
 # Line ends and byte-order marks from other systems (the parser splits LF, CRLF and CR alike).

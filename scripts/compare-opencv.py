@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compares our raw YOLO heads with OpenCV DNN's for any Darknet cfg, on random weights.
+"""Compares our raw YOLO heads ([yolo] and [region]) with OpenCV DNN's for any Darknet cfg, on random weights.
 
 For each cfg and size: writes a random weights file that fits the cfg (small weights, batch
 norm with variance near 1, so activations stay in range), a random input tensor, runs
@@ -71,7 +71,10 @@ def conv_shapes(sections, width, height):
             layers = [ref(v) for v in o["layers"].split(",")]
             groups = int(o.get("groups", 1))
             shape = (sum(shapes[l][0] // groups for l in layers), shapes[layers[0]][1], shapes[layers[0]][2])
-        elif name in ("shortcut", "yolo"):
+        elif name == "reorg":
+            s = int(o.get("stride", 2))
+            shape = (c * s * s, h // s, w // s)
+        elif name in ("shortcut", "yolo", "region"):
             pass
         else:
             raise SystemExit(f"{name}: section not handled by this script")
@@ -123,13 +126,20 @@ def compare(cfg, width, height, yolo, tolerance, seed, workdir, threads):
     net = cv2.dnn.readNetFromDarknet(sized_cfg, weights)
     net.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
     net.setPreferableTarget(cv2.dnn.DNN_TARGET_CPU)
-    heads = [i for i, (name, _) in enumerate(sections[1:]) if name == "yolo"]
+    heads = [i for i, (name, _) in enumerate(sections[1:]) if name in ("yolo", "region")]
     names = net.getLayerNames()
     wanted = []
+    activations = ("relu", "leaky", "logistic", "sigmoid", "mish", "swish", "tanh", "elu", "hswish")
     for i in heads:
-        # OpenCV names layers <type>_<cfg index>; the head is the output of layer i - 1.
+        # OpenCV names layers <type>_<cfg index>; the head is the output of layer i - 1. A
+        # convolution's batch norm is bn_<i - 1> but its activation <act>_<i> (e.g. the
+        # logistic of Scaled-YOLOv4's new_coords heads): take the last of them.
         candidates = [n for n in names if n.rsplit("_", 1)[-1] == str(i - 1)]
-        wanted.append(candidates[-1])
+        pos = names.index(candidates[-1])
+        while pos + 1 < len(names) and names[pos + 1].rsplit("_", 1)[-1] == str(i) \
+                and names[pos + 1].rsplit("_", 1)[0] in activations:
+            pos += 1
+        wanted.append(names[pos])
     net.setInput(inp[None])
     theirs = net.forward(wanted)
     rows = []

@@ -110,7 +110,8 @@ do {
     let model = detector.model
     let input = Array(detector.session.input)
 
-    say("yolo-bench: \(options.cfg) at \(model.inputWidth)x\(model.inputHeight), \(fmt(Double(model.flops) / 1e9, 3)) GFLOP per forward")
+    let letterBox = model.letterBox.map { "cfg letter_box=\($0 ? 1 : 0)" } ?? "no letter_box in the cfg"
+    say("yolo-bench: \(options.cfg) at \(model.inputWidth)x\(model.inputHeight), \(fmt(Double(model.flops) / 1e9, 3)) GFLOP per forward, \(model.defaultResize.rawValue) (\(letterBox))")
     say("machine:    \(Machine.cpuModel), \(Machine.cores) cores; CPU vector extensions: \(Machine.cpuVectorFeatures)")
     say("kernels:    GEMMs by \(model.gemmKernels == "OpenBLAS" ? "OpenBLAS" : "our \(model.gemmKernels) kernels") (levels this CPU runs: \(KernelLevel.supported.map { $0.rawValue }.joined(separator: ", "))\(KernelLevel.unavailableSummary.isEmpty ? "" : "; not offered: " + KernelLevel.unavailableSummary); YOLO_KERNEL_LEVEL=\(ProcessInfo.processInfo.environment["YOLO_KERNEL_LEVEL"] ?? "(unset)")); other Swift kernels: \(BuildInfo.kernelTarget)")
     say("OpenBLAS:   core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)"); \(BuildInfo.blasConfig)")

@@ -1,5 +1,5 @@
-// Decoding the [yolo] heads into candidate boxes, as Darknet's get_yolo_detections and
-// correct_yolo_boxes do, with the same float/double evaluation so the results match bit for bit.
+// Decoding the [yolo] and [region] heads into candidate boxes, as Darknet's get_yolo_detections,
+// get_region_detections and correct_yolo_boxes do, with the same float/double evaluation so the results match bit for bit.
 import YOLOCore
 import YOLOEngine
 
@@ -47,6 +47,9 @@ struct CandidateBoxes {
 /// libm import).
 func decodeHead(_ head: HeadView, netWidth: Int, netHeight: Int, threshold: Float, allowed: [Bool]?,
                 exp: (Double) -> Double, into boxes: inout CandidateBoxes) {
+    if head.info.region {
+        return decodeRegionHead(head, threshold: threshold, allowed: allowed, exp: exp, into: &boxes)
+    }
     let plane = head.gridWidth * head.gridHeight
     let entries = head.classes + 5
     // The raw head, with Darknet's [yolo] logistic (in double) taken of just the entries
@@ -89,6 +92,56 @@ func decodeHead(_ head: HeadView, netWidth: Int, netHeight: Int, threshold: Floa
             for _ in head.classes..<max(head.classes, boxes.classes) { boxes.probs.append(0) }
         }
     }
+}
+
+/// Appends the boxes of a YOLOv2 [region] head whose objectness is above `threshold` (strictly),
+/// as pjreddie's get_region_detections on forward_region_layer's output: objectness =
+/// logistic(to), x = (col + logistic(tx)) / gridWidth, w = exp(tw) * anchorWidth / gridWidth
+/// (anchors in grid cells; exp, product and quotient in double), class k's probability
+/// objectness * softmax(classes)[k] (raw scores without softmax=1), kept when above the
+/// threshold. Darknet numbers these boxes anchor by anchor (index n * cells + cell), so they are
+/// appended in that order: NMS breaks ties by it.
+func decodeRegionHead(_ head: HeadView, threshold: Float, allowed: [Bool]?, exp: (Double) -> Double,
+                      into boxes: inout CandidateBoxes) {
+    let plane = head.gridWidth * head.gridHeight
+    let entries = head.classes + 5
+    let raw = head.raw
+    @inline(__always) func logistic(_ i: Int) -> Float { Float(1.0 / (1.0 + exp(-Double(raw[i])))) }
+    var scores = [Float](repeating: 0, count: head.classes)
+    for n in 0..<head.anchors.count {
+        let anchor = head.anchors[n]
+        for i in 0..<plane {
+            let base = n * entries * plane + i
+            let objectness = logistic(base + 4 * plane)
+            guard objectness > threshold else { continue }
+            let row = i / head.gridWidth, col = i % head.gridWidth
+            let bx = (Float(col) + logistic(base)) / Float(head.gridWidth)
+            let by = (Float(row) + logistic(base + plane)) / Float(head.gridHeight)
+            let bw = Float(exp(Double(raw[base + 2 * plane])) * Double(anchor.width) / Double(head.gridWidth))
+            let bh = Float(exp(Double(raw[base + 3 * plane])) * Double(anchor.height) / Double(head.gridHeight))
+            boxes.appendBox(x: bx, y: by, w: bw, h: bh, objectness: objectness)
+            for k in 0..<head.classes { scores[k] = raw[base + (5 + k) * plane] }
+            if head.info.softmax { softmaxInPlace(&scores, exp: exp) }
+            for k in 0..<head.classes {
+                let prob = objectness * scores[k]
+                let keep = prob > threshold && (allowed.map { k < $0.count && $0[k] } ?? true)
+                boxes.probs.append(keep ? prob : 0)
+            }
+            for _ in head.classes..<max(head.classes, boxes.classes) { boxes.probs.append(0) }
+        }
+    }
+}
+
+/// Darknet's softmax (temperature 1): the largest subtracted in float, exp in double, the sum
+/// accumulated in float, each value divided by it.
+func softmaxInPlace(_ v: inout [Float], exp: (Double) -> Double) {
+    guard let largest = v.max() else { return }
+    var sum: Float = 0
+    for k in v.indices {
+        v[k] = Float(exp(Double(v[k] - largest)))
+        sum += v[k]
+    }
+    for k in v.indices { v[k] /= sum }
 }
 
 /// Maps the boxes from `range` back from the letterboxed network input to the original image,

@@ -9,6 +9,12 @@ public enum ResizeMode: String, Sendable {
     case stretch
 }
 
+extension Model {
+    /// How a `Detector` fits frames to this model unless `DetectorOptions.resize` says: its cfg's
+    /// [net] letter_box (0: stretch, 1: letterbox, as AlexeyAB's Darknet), letterbox without one.
+    public var defaultResize: ResizeMode { letterBox == false ? .stretch : .letterbox }
+}
+
 /// What `Detector` reports and how.
 public struct DetectorOptions: Sendable, Equatable {
     /// A (box, class) is reported when objectness > threshold and objectness * P(class) > threshold.
@@ -21,11 +27,12 @@ public struct DetectorOptions: Sendable, Equatable {
     public var maxDetections: Int?
     /// Only these class indices are considered (nil: all classes).
     public var classFilter: Set<Int>?
-    /// Letterbox (pjreddie, the default) or stretch (AlexeyAB) the frame to the network size.
-    public var resize: ResizeMode
+    /// Letterbox (pjreddie) or stretch (AlexeyAB) the frame to the network size; nil (the
+    /// default): as the model says (`Model.defaultResize`: its cfg's [net] letter_box, else letterbox).
+    public var resize: ResizeMode?
 
     public init(threshold: Float = 0.25, nmsThreshold: Float = 0.45, classAgnostic: Bool = false,
-                maxDetections: Int? = nil, classFilter: Set<Int>? = nil, resize: ResizeMode = .letterbox) {
+                maxDetections: Int? = nil, classFilter: Set<Int>? = nil, resize: ResizeMode? = nil) {
         self.threshold = threshold
         self.nmsThreshold = nmsThreshold
         self.classAgnostic = classAgnostic
@@ -113,10 +120,10 @@ public final class Detector: Sendable {
                 threads: Int? = nil) throws(YOLOError) {
         let heads = model.heads
         guard let classes = heads.first?.classes else {
-            throw .invalidArgument("the network has no [yolo] layer")
+            throw .invalidArgument("the network has no [yolo] or [region] layer")
         }
         for head in heads where head.classes != classes {
-            throw .invalidArgument("the [yolo] layers disagree on classes: layer \(heads[0].layerIndex) has \(classes), layer \(head.layerIndex) has \(head.classes)")
+            throw .invalidArgument("the detection heads disagree on classes: layer \(heads[0].layerIndex) has \(classes), layer \(head.layerIndex) has \(head.classes)")
         }
         guard model.inputChannels == 3 else {
             throw .invalidArgument("the network takes \(model.inputChannels) input channels; Detector needs 3 (RGB)")
@@ -207,7 +214,7 @@ public final class Detector: Sendable {
         }
         let src = base.assumingMemoryBound(to: UInt8.self)
         let netW = model.inputWidth, netH = model.inputHeight
-        let (newW, newH) = s.options.resize == .letterbox
+        let (newW, newH) = (s.options.resize ?? model.defaultResize) == .letterbox
             ? letterboxSize(width: width, height: height, netWidth: netW, netHeight: netH)
             : (netW, netH)
         s.resize.reserve(width: newW)
@@ -285,8 +292,10 @@ public final class Detector: Sendable {
                 throw .numeric("layer \(head.info.inputLayer) (the input of the [yolo] layer \(head.layerIndex)) holds \(head.raw[i]) at index \(i): the weights or the input give non-finite values, so there are no detections to report")
             }
         }
+        var options = s.options
+        options.resize = options.resize ?? model.defaultResize
         return try s.postprocessor.run(heads: heads, netWidth: model.inputWidth, netHeight: model.inputHeight,
-                                       imageWidth: imageWidth, imageHeight: imageHeight, options: s.options,
+                                       imageWidth: imageWidth, imageHeight: imageHeight, options: options,
                                        classCount: classCount, names: classNames)
     }
 }
@@ -313,7 +322,7 @@ struct Postprocessor {
             let first = boxes.count
             decodeHead(head, netWidth: netWidth, netHeight: netHeight, threshold: o.threshold, allowed: allowed,
                        exp: exp, into: &boxes)
-            if o.resize == .letterbox {
+            if (o.resize ?? .letterbox) == .letterbox {
                 undoLetterbox(&boxes, range: first..<boxes.count, imageWidth: imageWidth, imageHeight: imageHeight,
                               netWidth: netWidth, netHeight: netHeight)
             }

@@ -2,14 +2,15 @@ import YOLOCore
 
 /// A detection head as the model describes it: where it is and how its output is laid out.
 public struct HeadInfo: Sendable {
-    /// Index of the [yolo] layer in the cfg (0-based, not counting [net]).
+    /// Index of the [yolo] (or [region]) layer in the cfg (0-based, not counting [net]).
     public let layerIndex: Int
     /// The layer whose output is the raw head (the conv before the [yolo] layer).
     public let inputLayer: Int
     public let gridWidth: Int
     public let gridHeight: Int
     public let classes: Int
-    /// Anchor sizes (w, h) in network-input pixels for this head's mask, in mask order.
+    /// Anchor sizes (w, h) in network-input pixels for this head's mask, in mask order; for a
+    /// [region] head, in grid cells (every anchor: its mask is 0..<num).
     public let anchors: [(width: Float, height: Float)]
     /// The mask indices into the cfg's full anchor list.
     public let mask: [Int]
@@ -23,6 +24,11 @@ public struct HeadInfo: Sendable {
     /// Darknet uses the last [yolo] layer's; so does `Detector`.
     public var nmsKind: NMSKind = .greedy
     public var betaNMS: Float = 0.6
+    /// A YOLOv2 [region] head rather than [yolo]: x = (col + logistic(tx)) / gridWidth,
+    /// w = exp(tw) * anchorWidth / gridWidth, objectness logistic(to); the class scores by
+    /// softmax when `softmax`, else raw (Darknet's get_region_detections).
+    public var region: Bool = false
+    public var softmax: Bool = false
 }
 
 /// How overlapping boxes are suppressed (AlexeyAB's `nms_kind`).

@@ -39,9 +39,12 @@ public final class Model: Sendable {
     public let inputChannels: Int
     /// One entry per cfg section after [net], in order.
     public let layers: [LayerInfo]
-    /// The detection heads ([yolo] layers), in cfg order.
+    /// The detection heads ([yolo] or [region] layers), in cfg order.
     public let heads: [HeadInfo]
     public let options: ModelOptions
+    /// [net] letter_box: true (1) letterbox, false (0) stretch, as AlexeyAB's Darknet preprocesses
+    /// for this model; nil when the cfg does not say (a `Detector` then letterboxes).
+    public let letterBox: Bool?
     /// Multiply-adds x 2 of one forward pass.
     public let flops: Int
     /// Floats read from the weights file.
@@ -102,6 +105,11 @@ public final class Model: Sendable {
         let cfgWidth = try net.positive("width", net.int("width"))
         let cfgHeight = try net.positive("height", net.int("height"))
         inputChannels = try net.positive("channels", net.int("channels"))
+        let letterBox = try net.has("letter_box") ? net.int("letter_box") : nil
+        guard letterBox == nil || letterBox == 0 || letterBox == 1 else {
+            throw net.error("letter_box=\(letterBox!) must be 0 (stretch) or 1 (letterbox)", line: net.option("letter_box")?.line)
+        }
+        self.letterBox = letterBox.map { $0 == 1 }
         try NoEffectKeys.check(net)
         if let size = options.inputSize {
             guard size.width > 0, size.height > 0, size.width % 32 == 0, size.height % 32 == 0 else {
@@ -343,9 +351,13 @@ public final class Model: Sendable {
             return try ShortcutLayer(section: section, index: i, shapes: shapes, inputShape: input)
         case "yolo":
             return try YOLOLayer(section: section, index: i, inputShape: input, previousKind: previousKind)
+        case "region":
+            return try RegionLayer(section: section, index: i, inputShape: input, previousKind: previousKind)
+        case "reorg":
+            return try ReorgLayer(section: section, index: i, inputShape: input)
         default:
             throw .cfg(file: section.file, line: section.line,
-                       message: "unknown section [\(section.name)] (supported: convolutional, maxpool, upsample, route, shortcut, yolo)")
+                       message: "unknown section [\(section.name)] (supported: convolutional, maxpool, upsample, route, shortcut, reorg, yolo, region)")
         }
     }
 

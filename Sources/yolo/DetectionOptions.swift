@@ -10,7 +10,7 @@ struct DetectionOptions {
     /// The options and flags to hand `Arguments` (with the command's own).
     static let optionNames = Set(["cfg", "weights", "names", "thresh", "nms", "classes", "max-det", "conv", "size",
                                   "threads", "plan"]).union(precisionOptionNames)
-    static let flagNames: Set<String> = ["agnostic", "stretch"]
+    static let flagNames: Set<String> = ["agnostic", "stretch", "letterbox"]
 
     /// Their help, in the usage text of each command; `threads` says what --threads means there.
     static func help(threads: String) -> String {
@@ -33,6 +33,8 @@ struct DetectionOptions {
                            of 32, e.g. 608x352 for wide images; 320x320 is faster)
           --stretch        stretch images to the network size instead of letterboxing
                            (AlexeyAB's default; boxes then differ from pjreddie's)
+          --letterbox      letterbox images (keep the aspect ratio, pad with grey). Default: as
+                           the cfg's [net] letter_box says (0 stretch, 1 letterbox), else letterbox
           --threads N      \(threads)
           --plan P         each layer's algorithm: cached (default: the plan 'yolo tune' measured on
                            this machine for this model and thread count, else the fixed table),
@@ -59,7 +61,9 @@ struct DetectionOptions {
         detector.threshold = try a.float("thresh", default: 0.25, range: 0...1)
         detector.nmsThreshold = try a.float("nms", default: 0.45, range: 0...1)
         detector.classAgnostic = a.has("agnostic")
-        detector.resize = a.has("stretch") ? .stretch : .letterbox
+        if a.has("stretch") && a.has("letterbox") { throw UsageError("--stretch and --letterbox exclude each other: give one") }
+        // Neither: the model's own (its cfg's letter_box, else letterbox).
+        detector.resize = a.has("stretch") ? .stretch : a.has("letterbox") ? .letterbox : nil
         if a.string("max-det") != nil { detector.maxDetections = try a.int("max-det", default: 0, range: 0...1_000_000) }
         classes = a.string("classes")
         if let classes, classes.split(separator: ",").allSatisfy({ $0.trimmingCharacters(in: .whitespaces).isEmpty }) {

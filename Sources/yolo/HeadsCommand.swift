@@ -9,7 +9,8 @@ enum HeadsCommand {
 
     Runs the network on a raw input tensor and writes its raw YOLO heads.
     INPUT.f32 holds little-endian float32 CHW values at the network's input size
-    (3x416x416 for yolov3-tiny: RGB planes, byte/255, letterboxed; 3xHxW with --size WxH).
+    (3x416x416 for yolov3-tiny: RGB planes, byte/255, letterboxed, or stretched where the cfg
+    says [net] letter_box=0; 3xHxW with --size WxH). Prints the heads' shapes and that choice.
 
     Writes DIR/head0.f32, DIR/head1.f32, ... (the conv outputs feeding each [yolo] layer,
     in cfg order, CHW) and with --all-layers also DIR/layerNN.f32 for every layer.
@@ -63,6 +64,9 @@ enum HeadsCommand {
         removeTemporaryFilesOnSignals()
         for (i, head) in network.heads.enumerated() { try writeFloats(head.raw, to: headPaths[i]) }
         for (i, file) in layerPaths.enumerated() { try writeFloats(network.output(ofLayer: i), to: file) }
+        let letterBox = network.model.letterBox.map { "cfg letter_box=\($0 ? 1 : 0)" } ?? "no letter_box in the cfg"
+        let shapes = network.heads.map { "\($0.info.region ? "region" : "yolo") \($0.raw.count / ($0.gridWidth * $0.gridHeight))x\($0.gridHeight)x\($0.gridWidth)" }
+        print("heads: \(shapes.joined(separator: ", ")); input preprocessing: \(network.model.defaultResize.rawValue) (\(letterBox))")
         return 0
     }
 

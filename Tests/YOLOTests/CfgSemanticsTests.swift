@@ -294,8 +294,8 @@ final class CfgSemanticsTests: XCTestCase {
             XCTAssertTrue("\(e)".contains("unknown key 'scale_xy'"), "\(e)")
         }
         XCTAssertThrowsError(try passThrough("[yolo]\nmask=0,1,2\nanchors=10,14,23,27,37,58\nclasses=2\nnum=3\n",
-                                             net: "letter_box=1\n")) { e in
-            XCTAssertTrue("\(e)".contains(":5: [net] unknown key 'letter_box'"), "\(e)")
+                                             net: "letterbox=1\n")) { e in
+            XCTAssertTrue("\(e)".contains(":5: [net] unknown key 'letterbox'"), "\(e)")
         }
     }
 

@@ -200,6 +200,7 @@ final class WriteTargetTests: XCTestCase {
         XCTAssertEqual(symlink("elsewhere/h0", dir + "/heads/head0.f32"), 0)
         let heads = try yolo(["heads", dir + "/input.f32", "--out", dir + "/heads"] + cfgAndWeights, in: dir)
         XCTAssertEqual(heads.status, 0, heads.stderr)
+        XCTAssertTrue(heads.stdout.contains("input preprocessing: letterbox (no letter_box in the cfg)"), heads.stdout)
         XCTAssertEqual(kind(dir + "/heads/head0.f32"), S_IFLNK)
         XCTAssertEqual(kind(dir + "/heads/elsewhere/h0"), S_IFREG)
     }

@@ -32,11 +32,18 @@ enum NoEffectKeys {
         "dets_for_show", "track_ciou_norm", "embedding_layer",
     ]
 
+    /// [region]'s training keys (pjreddie's region layer reads them for its loss only).
+    static let region: Set<String> = [
+        "jitter", "rescore", "object_scale", "noobject_scale", "class_scale", "coord_scale", "bias_match",
+        "absolute", "thresh", "random", "max", "log", "sqrt",
+    ]
+
     /// The no-effect keys of a section named `section`.
     static func keys(for section: String) -> Set<String> {
         switch section {
         case "net", "network": return anySection.union(net)
         case "yolo": return anySection.union(yolo)
+        case "region": return anySection.union(region)
         default: return anySection
         }
     }

@@ -11,7 +11,7 @@ public struct Shape: Equatable, Sendable, CustomStringConvertible {
 
 /// What a layer does, for summaries and profiles.
 public enum LayerKind: String, Sendable {
-    case convolutional, maxpool, upsample, route, shortcut, yolo
+    case convolutional, maxpool, upsample, route, shortcut, yolo, reorg, region
 }
 
 /// Where a layer sits in a network: its index, the outputs it reads, its input and output shapes.
@@ -64,7 +64,7 @@ extension Layer {
 }
 
 /// A layer with one way of computing it, which runs as a plan step of its own (route, upsample,
-/// shortcut, max pool, the [yolo] heads' activation).
+/// shortcut, max pool, reorg, the [yolo] and [region] heads' activation).
 protocol ComputedLayer: Layer {
     /// Floats of per-thread scratch memory `forward` needs.
     var workspaceFloats: Int { get }
