@@ -96,7 +96,8 @@ final class AMXKernelTests: XCTestCase {
     ]
 
     func testINT8TileSumsBitForBitAsVNNIAndTheReference() throws {
-        let amx = try XCTUnwrap(try Self.amxSet().int8)
+        let set = try Self.amxSet()
+        let amx = try XCTUnwrap(set.int8)
         let vnni = try XCTUnwrap(KernelLevel.avx512VNNI.kernelSet?.int8)
         for (i, s) in (Self.shapes + Self.yoloShapes).enumerated() {
             var rng = SeededRandom(seed: UInt64(1000 + i))
@@ -118,7 +119,8 @@ final class AMXKernelTests: XCTestCase {
 
     /// The 10-bit product's two passes: the vpdpbusd level's floats bit for bit.
     func testINT8TileTenBitAsVNNI() throws {
-        let amx = try XCTUnwrap(try Self.amxSet().int8)
+        let set = try Self.amxSet()
+        let amx = try XCTUnwrap(set.int8)
         let vnni = try XCTUnwrap(KernelLevel.avx512VNNI.kernelSet?.int8)
         var rng = SeededRandom(seed: 17)
         let shapes: [(m: Int, n: Int, k: Int)] = [(1, 1, 4), (33, 47, 68), (64, 169, 1152), (16, 300, 2304), (100, 31, 4100)]
@@ -156,7 +158,8 @@ extension GemmKernelTests {
         #if !compiler(>=6.1)
         throw XCTSkip("built by Swift 6.0, whose compiler crashes on the BF16 kernels: this build has none (KernelsAVX512BF16.swift)")
         #endif
-        let kern = try XCTUnwrap(try AMXKernelTests.amxSet().bf16?.gemm)
+        let set = try AMXKernelTests.amxSet()
+        let kern = try XCTUnwrap(set.bf16?.gemm)
         XCTAssertTrue(bf16Levels.contains { $0.level == kern.level }, "checked on bfloat16-rounded inputs")
         let shapes = [(1, 1, 1), (1, 1, 32), (1, 1, 33), (16, 16, 32), (32, 32, 32), (17, 33, 33), (31, 15, 65), (33, 47, 1025),
                       (8, 300, 70), (2, 513, 2050), (64, 169, 4608), (255, 169, 512), (256, 676, 256), (128, 2704, 576)]
