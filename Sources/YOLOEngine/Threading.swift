@@ -63,10 +63,9 @@ final class WorkerPool {
 /// consistent, as is the counter each side then reads), so whoever changes the counter sees
 /// the sleeper and wakes it under the mutex.
 ///
-/// How long to spin adapts (`SpinBudget`): between 6 and 100 us. On an idle machine spinning took yolov3-tiny at 2 threads from 9.3 to 7.5 ms; with
-/// another process busy on one of the two cores, a fixed 90 us spin made it 22 ms against 15 ms
-/// without spinning (the spinner holds the core the thread it waits for needs), 45 us 17 ms,
-/// 7 us 15.4 ms.
+/// How long to spin adapts (`SpinBudget`): spinning shortens a forward on an idle machine, but a
+/// fixed long spin lengthens it when another process holds one of the cores (the spinner holds
+/// the core the thread it waits for needs); docs/performance.md has the figures.
 private final class PoolState: @unchecked Sendable {
     let mutex = PThreadMutex()
     let wake = Condition()
@@ -161,18 +160,16 @@ private final class PoolState: @unchecked Sendable {
 /// How long a thread spins before it sleeps: a quarter less after each wait that outlasted it
 /// (down to `least`), a quarter more after each that did not (up to `most`). Gently, both ways:
 /// a forward has a few legitimately long waits (a thread whose share of a layer is larger), and
-/// halving on each of them collapsed the budget on an idle machine (2 threads: 9.5 ms instead of
-/// 7.5), while under contention most waits miss and the budget still shrinks within a few dozen
-/// hand-offs.
+/// halving on each of them collapsed the budget on an idle machine, while under contention most
+/// waits miss and the budget still shrinks within a few dozen hand-offs.
 ///
-/// The budget is a time, 6 to 100 us, read from the monotonic clock every `pausesPerCheck`
-/// pauses (a clock read costs about 20 ns, 32 pauses 0.4-1.3 us). Until 2026-12 it was a count,
-/// 256 to 2000 pauses: 6-45 us on a Zen 5 but 3-27 us on an Emerald Rapids (13 ns a pause),
-/// where an INT8 forward's hand-offs (steps of 0.03-0.8 ms split several ways) outlasted it
-/// often enough to hold it near its floor, and threads slept and were woken through the kernel
-/// (5% of the samples). A count of pauses calibrated at start (tried 2026-12-04) is not a time
-/// either where the rest of a spin iteration, the atomic load, costs more than the pause: under
-/// qemu the test runs of `scripts/arm-linux-check.sh` timed out with it.
+/// The budget is a time, read from the monotonic clock every `pausesPerCheck` pauses (a clock
+/// read costs less than the pauses between reads). It was a count of pauses, whose length
+/// differs several-fold between CPUs: on an Emerald Rapids an INT8 forward's short hand-offs
+/// outlasted it often enough to hold it near its floor, and threads slept and were woken through
+/// the kernel. A count of pauses calibrated at start is not a time either where the rest of a
+/// spin iteration, the atomic load, costs more than the pause: under qemu the test runs of
+/// `scripts/arm-linux-check.sh` timed out with it (docs/performance.md).
 struct SpinBudget {
     static let most = 100_000, least = 6_000
     static let pausesPerCheck = 32

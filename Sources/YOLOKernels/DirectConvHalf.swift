@@ -7,12 +7,10 @@
 // the FP16 GEMM's blocks of k (128), so its rounding is bounded alike. The pool takes the max of
 // the FP16 sums (`FP16ISA.max`) and widens that one to FP32 (the same float as widening all four
 // first: widening is exact and keeps the order): a quarter of the conversions and FP32 stores.
-// Measured, yolov3-tiny's layer 0 + pool (Emerald Rapids, `yolo-bench --precision int8`, 3
-// alternating runs): 1.01-1.05 -> 0.92-0.96 ms at 1 thread, 0.48 -> 0.41-0.44 at 2.
+// Faster than the FP32 one on yolov3-tiny's layer 0 + pool (docs/performance.md).
 //
 // Why: yolov3-tiny's first layer (3 channels at 416x416) is 149 MFLOP that no INT8 or FP16 GEMM
-// computes (a GEMM of depth 27); in an INT8 model it was the largest FP32 step left (1.1-1.4 ms
-// of about 15 at one thread on an Emerald Rapids). Twice the lanes per instruction halve its
+// computes (a GEMM of depth 27); in an INT8 model it was the largest FP32 step left. Twice the lanes per instruction halve its
 // multiply-adds.
 //
 // Generic and @inlinable, instantiated by the targets with FP16 arithmetic (`BF16Kernels.makeFP16`).

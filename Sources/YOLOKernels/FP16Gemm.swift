@@ -219,8 +219,7 @@ public enum FP16PackedGemm<D: FP16ISA> {
             }
             if rest > 0 {
                 // Whole vectors of the partial panel too (a 13x13 map's 169 columns leave 73 past
-                // the first panel of 96; converted one at a time, yolov3-tiny's 1x1 layer 13 took
-                // 0.494-0.514 ms at 1 thread on an Emerald Rapids, 0.460-0.482 so), then one at a
+                // the first panel of 96, slower converted one at a time), then one at a
                 // time, then zeros.
                 let w = D.Halves.scalarCount
                 var v = 0

@@ -32,10 +32,10 @@ public struct Int8Functions: Sendable {
     public let activationShift: Int32
     /// What the fixed table prefers `tenBitGemm` (INT8 im2col in two passes) to, for 10-bit inputs
     /// (`preferringTenBit(over:)` sets it): nothing (nil: the FP32 forms where no pair form is a
-    /// candidate; two passes of an 8-bit dot no faster than FP32 lose to it: yolov3-tiny's layers
-    /// 4 and 6 at the avx2 and avx512 levels on a Zen 4, 5.1 and 5.0 ms against FP32 im2col's 4.3
-    /// and 4.2), FP32 (VNNI: 2.2 against 4.4 for layer 4), or the pair forms too (INT8 F(2x2) and
-    /// the direct conv + pool: where the 8-bit dot is 4x the pair product or more, sdot against smlal).
+    /// candidate; two passes of an 8-bit dot no faster than FP32 lose to it at the avx2 and avx512
+    /// levels), FP32 (VNNI, where two passes beat it), or the pair forms too (INT8 F(2x2) and the
+    /// direct conv + pool: where the 8-bit dot is 4x the pair product or more, sdot against smlal).
+    /// Figures: docs/performance.md, "Figures from code comments".
     public private(set) var tenBitPreferred: TenBitPreference? = nil
 
     public enum TenBitPreference: Sendable { case fp32, pairForms }

@@ -6,8 +6,8 @@
 // Bit-identical to `input2` then the GEMM's own packing: the same float operations on every value
 // (`input2Rows`, then `columnTransform`, input2Columns' expressions), the same rounding
 // instruction on each (WinogradBF16Tests). Its loop is input2Pairs' with the rows copied, not
-// quantized: one driver for both, taking those steps as closures, measured slower (Zen 4, 1 thread:
-// INT8 layer 2 2.03-2.16 -> 2.49-2.62 ms, BF16 1.91-2.1 -> 2.44-2.51), so each keeps its own.
+// quantized: one driver for both, taking those steps as closures, measured slower in both
+// (docs/performance.md), so each keeps its own.
 
 extension WinogradSIMD where ISA: BF16DotISA, ISA.Floats == ISA.Vector {
     /// Words[(xi · pairCount + g) · tiles + t] for the pairs of channels g in `pairs` (channels 2g

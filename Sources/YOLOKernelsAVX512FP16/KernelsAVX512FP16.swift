@@ -24,11 +24,8 @@ enum FP16Tag: FP16ISA {
     @inline(__always) static func max(_ a: SIMD32<Float16>, _ b: SIMD32<Float16>) -> SIMD32<Float16> { yolo_max_ph_512(a, b) }
     /// Packed A's and the direct convolution's weights in pairs, broadcast by vpbroadcastd (a load)
     /// instead of vpbroadcastw (a load and a port-5 shuffle, the port of half the multiply-adds: a
-    /// shuffle per 2 or 3 of them). Measured, Emerald Rapids, 1 thread: the direct conv of layer 0
-    /// 1.18-1.24 -> 0.96-1.00 ms; the GEMM's 1x1 layers 13, 15 and 22 0.487, 0.240, 0.469 -> 0.363,
-    /// 0.185, 0.342 ms (`yolo-bench --precision int8`), at twice the memory of FP16 weights. (The
-    /// GEMM's kernel alone, in C: 1.34 -> 1.88 multiply-adds a cycle. Two stops before, the same
-    /// idea with vbroadcastss measured no faster in `yolo-bench gemm`: not understood.)
+    /// shuffle per 2 or 3 of them): faster on the direct conv and the 1x1 GEMMs, at twice the
+    /// memory of FP16 weights (docs/performance.md, "Figures from code comments").
     static var weightCopies: Int { 2 }
     @inline(__always) static func weightFMA(_ c: SIMD32<Float16>, _ b: SIMD32<Float16>, _ rows: UnsafePointer<Float16>, _ r: Int) -> SIMD32<Float16> {
         yolo_fmadd_ph_512_pair(c, b, rows + 2 * r)

@@ -124,37 +124,31 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     }
 
     /// The fixed table (`ModelOptions.Planning.table`: deterministic, measured once on a Zen 5
-    /// core with AVX-512), among the algorithms that apply:
+    /// core with AVX-512; the figures: docs/performance.md, "Figures from code comments"), among
+    /// the algorithms that apply:
     /// - INT8 wherever it is a candidate (precision .int8 and a calibrated layer): with vpdpbusd
     ///   it beat every FP32 algorithm on every yolov3-tiny layer, F(4x4) Winograd and the direct
-    ///   conv + pool included (ms, FP32 best / INT8: layer 0 + pool 1.03 / 0.81, layer 2 + pool
-    ///   1.41 / 0.83, 4: 0.88 / 0.54, 8: 0.68 / 0.51, 12: 5.9 / 1.95, 21: 3.5 / 1.50, 13: 0.38 / 0.12);
-    ///   never `.winograd4Int8`, whose int16 kernels take 4x the memory of INT8 im2col's (on an AVX2
-    ///   Zen 3 it is the faster INT8 form of the 3x3 layers of 32 or more channels: `yolo tune`),
-    ///   and `.winograd2Int8` (1.8x) only where the calibration table gives a layer 10-bit input
-    ///   (`a10`), which INT8 im2col cannot take;
-    /// - direct+pool for 3x3 layers with at most 16 input channels before a 2x2/2 pool (3 channels
-    ///   at 416x416: 2.1 ms im2col + pool, 1.1 ms direct; 16 at 208x208: 2.6 ms im2col + pool,
-    ///   1.9 F(4x4) + pool, 1.97 direct, which needs no full-size buffer);
+    ///   conv + pool included; never `.winograd4Int8`, whose int16 kernels take 4x the memory of
+    ///   INT8 im2col's (on an AVX2 Zen 3 it is the faster INT8 form of the 3x3 layers of 32 or
+    ///   more channels: `yolo tune`), and `.winograd2Int8` (1.8x) only where the calibration table
+    ///   gives a layer 10-bit input (`a10`), which INT8 im2col cannot take;
+    /// - direct+pool for 3x3 layers with at most 16 input channels before a 2x2/2 pool (faster
+    ///   than im2col + pool, and it needs no full-size buffer);
     /// - Winograd for 3x3 layers with 32 or more input channels (with 16, im2col was faster):
     ///   F(4x4) on maps of 24x24 and more, F(2x2) on smaller ones (at 13x13 they tie, and F(4x4)
-    ///   needs 2.25x the memory): F(2x2) / F(4x4) ms: 32 channels at 104x104 1.21 / 0.91, 64 at
-    ///   52x52 1.03 / 0.76, 128 at 26x26 1.15 / 0.63, 384 at 26x26 3.50 / 1.84;
+    ///   needs 2.25x the memory);
     /// - a plain GEMM for 1x1 layers; im2col + GEMM for the rest;
     /// - with BF16 candidates (precision .bf16), the BF16 form of that choice where it has one, and
-    ///   F(2x2) in BF16 for F(4x4) (the direct conv + pool stays FP32). Measured on a Zen 5 core
-    ///   (ms, F(4x4) FP32 / F(2x2) BF16): 64 channels at 52x52 0.92 / 0.87, 128 at 26x26 0.77 /
-    ///   0.77, 512 at 13x13 (F(2x2) FP32) 5.0 / 3.4, but 384 at 26x26 2.64 / 3.13: measuring
-    ///   (`yolo tune --precision bf16`) keeps F(4x4) FP32 where it is faster; the same with FP16
-    ///   candidates (precision .fp16) and their FP16 forms, F(4x4) in FP16 where it is a candidate
-    ///   (FP16-stored weights, FP32 arithmetic), the direct conv + pool in FP16 where the CPU
-    ///   computes in FP16 (also an INT8 model's uncalibrated first layer).
+    ///   F(2x2) in BF16 for F(4x4) (the direct conv + pool stays FP32), though F(4x4) FP32 was
+    ///   faster on some layers: measuring (`yolo tune --precision bf16`) keeps it where it is; the
+    ///   same with FP16 candidates (precision .fp16) and their FP16 forms, F(4x4) in FP16 where it
+    ///   is a candidate (FP16-stored weights, FP32 arithmetic), the direct conv + pool in FP16 where
+    ///   the CPU computes in FP16 (also an INT8 model's uncalibrated first layer).
     static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm]) -> ConvAlgorithm {
         // (INT8 without INT8 im2col beside it: a 10-bit input, which only the direct conv + pool
-        // and F(2x2) take; the direct one where it applies and its level is `preferred`. Measured,
-        // yolov3-tiny's layer 2 + pool at 1 thread on an Emerald Rapids, `yolo tune`: vpdpwssd
-        // zmm 1.70 ms against F(2x2)'s 2.58, ymm (avxvnni) 3.42 against 3.64. With vpmaddwd + vpaddd
-        // it lost: avx2 4.34 against 3.91, avx512 7.45 against 2.66; those levels do not have it.)
+        // and F(2x2) take; the direct one where it applies and its level is `preferred`: with
+        // vpdpwssd it won, with vpmaddwd + vpaddd it lost, so those levels do not have it;
+        // docs/performance.md, "Figures from code comments".)
         if !candidates.contains(.int8) {
             if candidates.contains(.directPoolInt8) { return .directPoolInt8 }
             if candidates.contains(.winograd2Int8) { return .winograd2Int8 }

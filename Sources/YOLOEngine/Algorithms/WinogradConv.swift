@@ -58,11 +58,8 @@ final class WinogradConv: WinogradBlocks {
     /// hold, the blocks then evened out: the transforms go through the next cache level either
     /// way, and fewer blocks read the transformed kernels fewer times, in fewer narrow GEMMs (a
     /// map in one block, the threads share its steps: each thread's GEMMs read only the kernels
-    /// of its positions). Measured on a Zen 4, BF16 (`yolo-bench --precision bf16`): yolov3-tiny's
-    /// layer 21 (13 tiles wide: blocks of 10 + 3 rows before, one of 13 now) 3.59 -> 3.30 ms at 1
-    /// thread, 2.08 -> 1.62 at 2; layer 8 1.25 -> 1.15 and 0.74 -> 0.57; the forward 20.1-21.2 ->
-    /// 19.2-19.9 ms and 10.7 -> 10.1 ms. F(4x4) stays as it was: its pooled blocks measured slower
-    /// larger (FP32 layer 2: 2.7-2.8 -> 3.5-3.7 ms at 1 thread).
+    /// of its positions). F(4x4) stays as it was: its pooled blocks measured slower larger
+    /// (docs/performance.md, "Figures from code comments").
     var blockTileRows: Int {
         WinogradConv.blockRows(tile: tile, perRow: positions * (conv.inputShape.c + conv.filters) * tilesWide,
                                tilesHigh: tilesHigh, tilesWide: tilesWide)
@@ -78,8 +75,8 @@ final class WinogradConv: WinogradBlocks {
         return (tilesHigh + blocks - 1) / blocks
     }
 
-    /// Floats of F(2x2) transforms a block may hold past the 256K: 2M (8 MiB), measured against
-    /// 1M and 4M (BF16, 1 thread: 19.7-20.1, 19.2-19.9 and 19.7-20.1 ms).
+    /// Floats of F(2x2) transforms a block may hold past the 256K: 2M (8 MiB), the best of 1M, 2M
+    /// and 4M measured (docs/performance.md).
     static let spillFloats = 2 * 1024 * 1024
 
     var workspaceFloats: Int { positions * (conv.inputShape.c + conv.filters) * blockTileRows * tilesWide }

@@ -98,20 +98,16 @@ final class WinogradInt8Conv: WinogradBlocks {
     /// Tile rows per block: about 256K words of int16 pairs and outputs, at least 128 tiles per
     /// GEMM. (F(4x4)'s float transforms, which the pairs overwrite in place, hold every channel:
     /// `workspaceFloats` counts them, and its block is up to 1.5x those words. Sizing it by the
-    /// channels instead measured no clear change on a Zen 3 in a noisy spell; left as measured.)
+    /// channels instead measured no clear change; left as measured.)
     /// Then, where the GEMM has 16 pairs or more, up to twice as many rows: the count whose GEMMs
     /// (n = rows x tilesWide columns) leave the fewest columns to a partial panel of the pair
     /// kernel (`nr` columns, vectors of `lanes`), counted twice for the edge code's lower speed
-    /// (Int8EdgeKernels.swift). yolov3-tiny's layer 6 (26 tiles wide) took 5 rows, 34 of every 130
-    /// columns at the edge, now 8 (16 of 208): 1.14-1.17 -> 0.96-1.08 ms; layer 4 (52 wide) 3 rows,
-    /// now 4 (one whole vector at the edge): 1.60-1.63 -> 1.20-1.44 ms (1 thread, Emerald Rapids).
-    /// Layer 2 (8 pairs) measured slower with more rows (4: 2.66-2.80 ms, 6: 2.75-2.82, against
-    /// 2.40-2.50 at 3): its GEMM is too shallow for the edge code to matter, and larger blocks cost
-    /// it more in cache. The larger blocks cost no memory: F(2x2)'s workspace lost its unused
-    /// planes and holds V as a word per pair of channels (`inputWords`; peak RSS of `yolo detect
-    /// --precision int8` at the avx2 level 55.6 MiB before and after, 56.7 with the larger blocks
-    /// alone). Blocks of this size are what one thread runs; several threads split the map evenly
-    /// (`runInBlocks`).
+    /// (Int8EdgeKernels.swift). Layers 4 and 6 got faster; layer 2 (8 pairs) was slower with more
+    /// rows: its GEMM is too shallow for the edge code to matter, and larger blocks cost it more in
+    /// cache (docs/performance.md, "Figures from code comments"). The larger blocks cost no memory:
+    /// F(2x2)'s workspace lost its unused planes and holds V as a word per pair of channels
+    /// (`inputWords`). Blocks of this size are what one thread runs; several threads split the map
+    /// evenly (`runInBlocks`).
     static func blockRows(positions: Int, pairs: Int, filters: Int, tilesHigh: Int, tilesWide: Int, nr: Int, lanes: Int) -> Int {
         let perRow = positions * (pairs + filters) * tilesWide
         let cached = 256 * 1024 / max(1, perRow)

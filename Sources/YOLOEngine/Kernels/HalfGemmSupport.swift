@@ -30,10 +30,8 @@ extension KernelSet {
 
     /// The 16-bit GEMM of an INT8 model's other layers (`ModelOptions.int8Fallback`) and its
     /// precision, nil for FP32, or why the one asked for cannot run here. `.auto` takes FP16
-    /// arithmetic, else BF16: measured on a Zen 4 (no FP16 arithmetic), yolov3-tiny's 1x1 layers
-    /// 13, 15 and 22 in BF16 took 1.16 ms at 1 thread against 2.13 in FP32 (`yolo-bench
-    /// --precision bf16`), and `HalfProbe` still keeps FP32 where BF16 does not pay (an Emerald
-    /// Rapids computes in FP16 anyway).
+    /// arithmetic, else BF16 (faster than FP32 on the 1x1 layers where the CPU has vdpbf16ps at
+    /// full rate: docs/performance.md), and `HalfProbe` still keeps FP32 where BF16 does not pay.
     func int8Fallback(_ fallback: Int8Fallback, on features: CPUFeatureSet) throws(YOLOError) -> (kernels: BF16Kernels, precision: Precision)? {
         switch fallback {
         case .fp32: return nil

@@ -2,9 +2,9 @@
 // in use (`Planning.cached` without a stored plan: the tools' default before `yolo tune`). The
 // table puts every GEMM of a BF16 or FP16 model on the 16-bit GEMM, which is faster where the CPU
 // computes 16-bit products at twice FP32's rate (Zen 4's vdpbf16ps, the A76's fmla .8h), but not
-// everywhere: on an Emerald Rapids vdpbf16ps runs at half its FP32 FMA's rate, and the table's
-// BF16 plan took 1.8x the FP32 plan's time. So, once per load, one GEMM of a mid-sized layer's
-// shape is timed both ways (alternating rounds, the fastest of each: about 1 ms), and where the
+// everywhere: on an Emerald Rapids vdpbf16ps runs at half its FP32 FMA's rate and the table's
+// BF16 plan lost to FP32 (docs/performance.md). So, once per load, one GEMM of a mid-sized layer's
+// shape is timed both ways (alternating rounds, the fastest of each), and where the
 // 16-bit GEMM is not clearly faster the table keeps FP32 on every layer and says so. `yolo tune`
 // still measures every 16-bit candidate per layer; `Planning.table` probes nothing (the same
 // plan on every machine).
@@ -13,8 +13,8 @@ import YOLOKernels
 
 enum HalfProbe {
     /// The shape timed: a slice of yolov3-tiny's layer 8 as im2col gives it (m filters, n columns,
-    /// k = channels x 9): 14 MFLOP, about 0.1 ms a GEMM here, and seconds, not minutes, under an
-    /// emulator (qemu computes FP16 in software).
+    /// k = channels x 9): 14 MFLOP, short enough natively and under an emulator (qemu computes
+    /// FP16 in software).
     static let (m, n, k) = (64, 192, 576)
     /// The 16-bit GEMM must take at most this share of FP32's time.
     static let threshold = 0.9

@@ -103,16 +103,11 @@ struct Planner {
     /// (the model's precision) with its GEMM; in an INT8 model, that of `half` too (FP16
     /// arithmetic or BF16: `ModelOptions.int8Fallback`), but not on a layer the calibration table
     /// gives 10-bit inputs (`a10`): it was marked because 8-bit inputs cost detections, and 16-bit
-    /// sums and products cost them too. Measured (Emerald Rapids, `yolo tune --precision
-    /// int8`): yolov3-tiny's layer 2 by the FP16 direct conv + pool took 1.53 ms against 2.03 for
-    /// its 10-bit INT8 F(2x2), and the tuned plan lost 2 of camera.png's 5 detections at threshold
-    /// 0.1 (the 16 photos: recall 0.929, against 1.000).
+    /// sums and products cost them too (the FP16 direct conv + pool on layer 2 was faster and lost
+    /// detections: docs/performance.md, "Figures from code comments").
     /// Nor BF16 on the first layer, which reads the image: bfloat16's 8 bits of mantissa there cost
-    /// detections in BF16 and INT8 models alike. Measured (Zen 4, yolov3-tiny's layer 0 + pool by a
-    /// BF16 direct conv, 1.28 ms against FP32's 1.72; `scripts/int8-accuracy.py`, table plans): BF16
-    /// precision 0.933 at 0.25 on the 16 photos (30 detections for FP32's 28), confidence drift
-    /// 0.0127 against 0.0021 with layer 0 in FP32; INT8 recall 0.952 at 0.1 against 1.000. FP16
-    /// (11 bits) computes it as FP32 does on those photos.
+    /// detections in BF16 and INT8 models alike (measured with `scripts/int8-accuracy.py`: the same
+    /// section). FP16 (11 bits) computes it as FP32 does on those photos.
     func offers(_ precision: Precision, for conv: ConvolutionalLayer) -> Bool {
         switch precision {
         case .fp32: return true

@@ -71,7 +71,7 @@ public enum Int8Calibrator {
     /// 3. the convolutions `fp32` are marked to stay FP32 too (nil: the first one, which reads the
     ///    image: measured alone on 5 photos (Darknet's dog and person, scikit-image's astronaut,
     ///    chelsea and coffee) its effect, 0.013, was the largest with layer 13's (0.014; the
-    ///    others 0.001-0.006); in FP32 it costs about 0.2 ms of a forward on one Zen 5 core).
+    ///    others 0.001-0.006); in FP32 it costs a small part of a forward: docs/performance.md).
     public static func calibrate(inputs count: Int, method: CalibrationMethod, threads: Int = 1,
                                  maxEffect: Float? = defaultMaxEffect, fp32: Set<Int>? = nil,
                                  load: (ModelOptions) throws(YOLOError) -> Model,
