@@ -26,7 +26,9 @@ done
 libdirs=()
 for f in $(pkg-config --libs-only-L openblas libjpeg libpng 2>/dev/null); do libdirs+=("$f"); done
 common=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 5 -package-name yolo_swift
-        -I "$B/obj" -I Sources/COpenBLAS -I Sources/CJPEG -I Sources/CPNG -I Sources/CCPUID -I Sources/CHints -I Sources/CDot "${cflags[@]}")
+        -I "$B/obj" "${cflags[@]}")
+# Every C module of the package (system-library targets: a module map and a shim header each).
+for d in Sources/C*/; do common+=(-I "${d%/}"); done
 
 # module NAME [extra flags]: Sources/NAME/**/*.swift -> $B/obj/NAME.o + NAME.swiftmodule,
 # rebuilt when a source is newer than the object.
@@ -40,18 +42,26 @@ module() {
         -c "${sources[@]}" -o "$obj"
 }
 module YOLOKernels
-# The GEMM kernel levels, each for its CPU (as Package.swift builds them).
-kernelLevels=(YOLOKernelsBaseline)
-module YOLOKernelsBaseline
-if [ "$(uname -m)" = x86_64 ]; then
-    module YOLOKernelsAVX2 -target-cpu haswell
-    module YOLOKernelsAVXVNNI -target-cpu alderlake
-    module YOLOKernelsAVX512 -target-cpu skylake-avx512
-    module YOLOKernelsAVX512VNNI -target-cpu cascadelake
-    module YOLOKernelsAVX512BF16 -target-cpu cooperlake
-    module YOLOKernelsAVX512FP16 -target-cpu sapphirerapids
-    kernelLevels+=(YOLOKernelsAVX2 YOLOKernelsAVXVNNI YOLOKernelsAVX512 YOLOKernelsAVX512VNNI YOLOKernelsAVX512BF16 YOLOKernelsAVX512FP16)
-fi
+# The GEMM kernel levels, each for its CPU, read from the manifest (swift package dump-package) so
+# that a level added to Package.swift is compiled here too: every YOLOKernels<Level> target with
+# its -target-cpu flag, if it has one for this architecture (the levels of the other architecture
+# build empty).
+kernelLevels=()
+while read -r name cpu; do
+    if [ "$cpu" = - ]; then module "$name"; else module "$name" -target-cpu "$cpu"; fi
+    kernelLevels+=("$name")
+done < <(swift package dump-package | python3 -c '
+import json, sys
+for t in json.load(sys.stdin)["targets"]:
+    if not t["name"].startswith("YOLOKernels") or t["name"] == "YOLOKernels":
+        continue
+    cpu = "-"
+    for s in t.get("settings", []):
+        flags = s["kind"].get("unsafeFlags", {}).get("_0", [])
+        if "-target-cpu" in flags:
+            cpu = flags[flags.index("-target-cpu") + 1]
+    print(t["name"], cpu)')
+[ ${#kernelLevels[@]} -gt 1 ] || { echo "fuzz: no kernel levels found in the manifest" >&2; exit 1; }
 for m in YOLOCore YOLOEngine YOLODetection YOLO; do module "$m"; done
 module YOLOImage -enable-testing   # the image harness calls the internal EXIF parsers
 
