@@ -117,7 +117,7 @@ let package = Package(
         .target(name: "YOLO", dependencies: ["YOLOCore", "YOLOEngine", "YOLODetection"], swiftSettings: engineSettings),
         .target(name: "YOLOImage", dependencies: ["YOLOCore", "CJPEG", "CPNG"], swiftSettings: cpuFlags),
         // The tools' text formats: JSON lines of detections, class lists.
-        .target(name: "YOLOText", dependencies: ["YOLO"], swiftSettings: cpuFlags),
+        .target(name: "YOLOText", dependencies: ["YOLO", "YOLOCore"], swiftSettings: cpuFlags),
         // `yolo serve`: the detector over HTTP (libmicrohttpd), DeepStack-compatible, with a live view.
         .target(name: "YOLOServe", dependencies: ["YOLO", "YOLOCore", "YOLOImage", "YOLOText", "CMicroHTTPD"],
                 swiftSettings: cpuFlags),
@@ -126,7 +126,7 @@ let package = Package(
         .target(name: "YOLOStream", dependencies: ["YOLO"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage", "YOLOText", "YOLOServe", "YOLOStream"],
                           swiftSettings: cpuFlags),
-        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOKernels", "YOLOImage", "COpenBLAS"], path: "Benchmarks/yolo-bench",
+        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOKernels", "YOLOImage", "YOLOText", "COpenBLAS"], path: "Benchmarks/yolo-bench",
                           swiftSettings: cpuFlags),
 
         // Tests
@@ -138,7 +138,7 @@ let package = Package(
                                             "YOLOStream"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "YOLOImageTests", dependencies: ["YOLOImage", "YOLO", "YOLOReference"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "yoloTests", dependencies: ["yolo", "yolo-bench", "YOLOReference", "YOLOServe"]),
+        .testTarget(name: "yoloTests", dependencies: ["yolo", "yolo-bench", "YOLOReference", "YOLOServe", "YOLOText"]),
         // End to end: image files through the engine, checked against Darknet's outputs.
         .testTarget(name: "IntegrationTests", dependencies: ["YOLO", "YOLOImage", "YOLOReference"], resources: [.copy("Fixtures")]),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import YOLO
+import YOLOText
 
 /// Facts about the machine and the process, read from /proc where Linux has them.
 enum Machine {
@@ -11,7 +12,7 @@ enum Machine {
         return "unknown"
     }
 
-    static var cores: Int { ProcessInfo.processInfo.activeProcessorCount }
+    static var cores: Int { MachineCores.available }
 
     /// The vector extensions the CPU reports that matter for our kernels and OpenBLAS's.
     static var cpuVectorFeatures: String {

@@ -6,6 +6,7 @@ let usage = """
 usage: yolo-bench [options]
        yolo-bench serve --input F.f32 [--threads N] [--cfg F] [--weights F]
        yolo-bench gemm [--runs N] [--levels LIST] [--int8]   (GEMM kernel levels vs OpenBLAS, or INT8 vs FP32, one thread)
+       yolo-bench uneven [--cpu N] [--busy-ms B] [--idle-ms I]  (1 vs N threads with one core slowed: --help there)
 
 Measures the engine on this machine: forward latency (min/median/max after warm-up) per
 thread count, a per-layer profile (with the share spent in sgemm), throughput with several

@@ -1,5 +1,6 @@
 import Foundation
 import YOLO
+import YOLOText
 import YOLOImage
 
 // yolo-bench: latency, per-layer profile, throughput, memory and start-up time of the engine.
@@ -7,6 +8,10 @@ let mainStart = nowSeconds()
 
 if CommandLine.arguments.dropFirst().first == "gemm" {  // yolo-bench gemm: GemmBench.swift
     GemmBench.run(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
+if CommandLine.arguments.dropFirst().first == "uneven" {  // yolo-bench uneven: Uneven.swift
+    UnevenBench.run(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
 let options = parse(Array(CommandLine.arguments.dropFirst()))
@@ -112,7 +117,7 @@ do {
 
     let letterBox = model.letterBox.map { "cfg letter_box=\($0 ? 1 : 0)" } ?? "no letter_box in the cfg"
     say("yolo-bench: \(options.cfg) at \(model.inputWidth)x\(model.inputHeight), \(fmt(Double(model.flops) / 1e9, 3)) GFLOP per forward, \(model.defaultResize.rawValue) (\(letterBox))")
-    say("machine:    \(Machine.cpuModel), \(Machine.cores) cores; CPU vector extensions: \(Machine.cpuVectorFeatures)")
+    say("machine:    \(Machine.cpuModel), \(Machine.cores) cores\(MachineCores.current().summary.map { " (\($0))" } ?? ""); CPU vector extensions: \(Machine.cpuVectorFeatures)")
     say("kernels:    GEMMs by \(model.gemmKernels == "OpenBLAS" ? "OpenBLAS" : "our \(model.gemmKernels) kernels") (levels this CPU runs: \(KernelLevel.supported.map { $0.rawValue }.joined(separator: ", "))\(KernelLevel.unavailableSummary.isEmpty ? "" : "; not offered: " + KernelLevel.unavailableSummary); YOLO_KERNEL_LEVEL=\(ProcessInfo.processInfo.environment["YOLO_KERNEL_LEVEL"] ?? "(unset)")); other Swift kernels: \(BuildInfo.kernelTarget)")
     say("OpenBLAS:   core \(BuildInfo.blasCoreName); OPENBLAS_CORETYPE=\(ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] ?? "(unset)"); \(BuildInfo.blasConfig)")
     let startText = firstSinceStart.map { "\(fmt($0, 0)) ms from process start, " } ?? ""

@@ -9,9 +9,10 @@
 @_exported import Darwin
 #endif
 
-/// The number of cores this process may run on (at least 1).
+/// The number of cores this process may run on (at least 1): the CPUs of its affinity mask
+/// (`taskset`, a container's cpuset, `yolo --cores`), else the online CPUs.
 package func availableCores() -> Int {
-    max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    allowedCPUs().map { max(1, $0.count) } ?? max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
 }
 
 /// Monotonic time in nanoseconds (profiles, measurements).

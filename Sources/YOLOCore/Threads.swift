@@ -30,3 +30,33 @@ package func startThread(stackSize: Int = 0, _ body: @escaping @Sendable () -> V
     guard rc == 0 else { box.release(); return nil }
     return ThreadHandle(id)
 }
+
+/// Pins the calling thread to the CPUs `cpus` (Linux CPU numbers); threads it starts afterwards
+/// inherit the set. False when the kernel refuses (a CPU outside the process's allowed set, or
+/// offline). glibc declares sched_setaffinity only under _GNU_SOURCE, which Swift's Glibc module
+/// lacks: it is reached through dlsym.
+package func pinCurrentThread(to cpus: [Int]) -> Bool {
+    #if os(Linux)
+    typealias SetAffinity = @convention(c) (Int32, Int, UnsafeRawPointer) -> Int32
+    guard !cpus.isEmpty, cpus.allSatisfy({ (0..<1024).contains($0) }),
+          let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_setaffinity") else { return false }
+    var set = [UInt64](repeating: 0, count: 16)  // a cpu_set_t: 1024 bits
+    for cpu in cpus { set[cpu / 64] |= 1 << UInt64(cpu % 64) }
+    return unsafeBitCast(symbol, to: SetAffinity.self)(0, set.count * 8, set) == 0
+    #else
+    return false
+    #endif
+}
+
+/// The CPUs the calling thread may run on (its affinity mask), or nil where that cannot be read.
+package func allowedCPUs() -> [Int]? {
+    #if os(Linux)
+    typealias GetAffinity = @convention(c) (Int32, Int, UnsafeMutableRawPointer) -> Int32
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_getaffinity") else { return nil }
+    var set = [UInt64](repeating: 0, count: 16)
+    guard unsafeBitCast(symbol, to: GetAffinity.self)(0, set.count * 8, &set) == 0 else { return nil }
+    return (0..<1024).filter { set[$0 / 64] & (1 << UInt64($0 % 64)) != 0 }
+    #else
+    return nil
+    #endif
+}

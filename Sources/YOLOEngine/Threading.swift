@@ -4,8 +4,10 @@ import YOLOCore
 import Synchronization
 internal import CHints
 
-/// A fixed set of threads that run one job at a time, split into `threadCount` parts.
-/// The calling thread does part 0; `run` returns when every part is done.
+/// A fixed set of threads that share out one job at a time. A job is a count of chunks that
+/// the threads claim from a shared counter as each becomes free, so a thread that is slower or
+/// preempted takes fewer (docs/threads.md); the calling thread takes part as thread 0. Which
+/// thread runs a chunk never changes what the chunk computes.
 final class WorkerPool {
     let threadCount: Int
     private let state: PoolState
@@ -16,7 +18,7 @@ final class WorkerPool {
         let state = PoolState()
         self.state = state
         for part in 1..<threadCount {
-            guard let thread = startThread({ state.workerLoop(part: part) }) else { break }
+            guard let thread = startThread({ state.workerLoop(thread: part) }) else { break }
             self.threads.append(thread)
         }
         state.workers = self.threads.count
@@ -27,33 +29,48 @@ final class WorkerPool {
         for t in threads { t.join() }
     }
 
-    /// Calls `body(part)` for part in 0..<threadCount, in parallel.
-    func run(_ body: (Int) -> Void) {
-        if threads.count + 1 < threadCount || threads.isEmpty {
-            for part in 0..<threadCount { body(part) }  // threads could not be started: run in turn
+    /// Calls `body(chunk, thread)` for chunk in 0..<chunks, each once, on whichever of the pool's
+    /// threads claims it first; `thread` (0..<threadCount) names the thread, for its scratch.
+    /// Returns when every chunk is done.
+    func forEachChunk(_ chunks: Int, _ body: (Int, Int) -> Void) {
+        if chunks <= 1 || threads.isEmpty || threads.count + 1 < threadCount {
+            for chunk in 0..<chunks { body(chunk, 0) }  // one chunk, or threads could not be started
             return
         }
         // Workers get a pointer to a struct holding the closure, on this stack: a bare closure
         // stored through a generic pointer would need a reabstraction thunk, allocated each time.
         // (withoutActuallyEscaping still boxes the closure: one 32-byte allocation per job.)
         withoutActuallyEscaping(body) { body in
-            var job = PoolState.Job(body: body)
+            var job = PoolState.Job(chunks: chunks, body: body)
             withUnsafePointer(to: &job) { state.run(UnsafeRawPointer($0)) }
         }
     }
 
-    /// Splits 0..<count into threadCount nearly equal ranges and runs `body` on each.
-    func parallelFor(_ count: Int, _ body: (Range<Int>) -> Void) {
-        let parts = min(threadCount, count)
-        if parts <= 1 { body(0..<count); return }
-        run { part in
-            guard part < parts else { return }
-            body(count * part / parts ..< count * (part + 1) / parts)
+    /// Calls `body(range, thread)` over 0..<count in chunks of `grain` items (the last one
+    /// shorter), shared out as `forEachChunk` does.
+    func forEach(_ count: Int, grain: Int, _ body: (Range<Int>, Int) -> Void) {
+        let grain = max(1, grain)
+        forEachChunk((count + grain - 1) / grain) { chunk, thread in
+            body(chunk * grain ..< min(count, (chunk + 1) * grain), thread)
         }
+    }
+
+    /// Runs `body` over 0..<count in chunks of `Chunking.grain` items, shared out as
+    /// `forEachChunk` does.
+    func parallelFor(_ count: Int, _ body: (Range<Int>) -> Void) {
+        guard threadCount > 1, count > 1 else { body(0..<count); return }
+        forEach(count, grain: Chunking.grain(count, threads: threadCount)) { range, _ in body(range) }
     }
 }
 
 /// The shared state of a pool, owned jointly by the pool and its threads.
+///
+/// A job is published by `generation` and open to workers while `open` holds its generation. A
+/// worker counts itself in `active` before it checks `open`, and the caller closes the job
+/// (once every chunk is claimed) before it waits for `active` to reach zero; both sequentially
+/// consistent, so either the caller sees the worker and waits for it, or the worker sees the job
+/// closed and leaves it alone. A worker that is not running when a job is published (preempted,
+/// or still asleep) therefore never holds the job up: the others claim its chunks.
 ///
 /// Hand-offs spin before they sleep: a forward pass hands its workers a new job every few tens
 /// of microseconds (each layer's transforms, products and epilogues), and waking a thread
@@ -73,8 +90,12 @@ private final class PoolState: @unchecked Sendable {
     var workers = 0
     /// Incremented for each job (released after `job` is set).
     let generation = Atomic<Int>(0)
-    /// Workers still running the current job.
-    let remaining = Atomic<Int>(0)
+    /// The generation of the job workers may still join; 0 once the caller closed it.
+    let open = Atomic<Int>(0)
+    /// The next chunk of the open job to claim.
+    let cursor = Atomic<Int>(0)
+    /// Workers inside the current job (counted before they check `open`).
+    let active = Atomic<Int>(0)
     /// Workers asleep (or about to sleep) on `wake`.
     let sleepers = Atomic<Int>(0)
     /// Whether the caller sleeps (or is about to) on `finished`.
@@ -85,23 +106,39 @@ private final class PoolState: @unchecked Sendable {
     /// The caller's spin budget (used by whichever thread calls `run`; calls never overlap).
     var callerSpins = SpinBudget()
 
-    struct Job { let body: (Int) -> Void }
+    struct Job { let chunks: Int; let body: (Int, Int) -> Void }
+
+    /// Claims and runs the job's chunks until none is left.
+    @inline(__always)
+    private func work(_ job: UnsafeRawPointer, thread: Int) {
+        let job = job.assumingMemoryBound(to: Job.self)
+        let chunks = job.pointee.chunks
+        while true {
+            let chunk = cursor.wrappingAdd(1, ordering: .relaxed).oldValue
+            guard chunk < chunks else { return }
+            job.pointee.body(chunk, thread)
+        }
+    }
 
     func run(_ job: UnsafeRawPointer) {
         self.job = job
-        remaining.store(workers, ordering: .sequentiallyConsistent)
-        generation.add(1, ordering: .sequentiallyConsistent)
+        cursor.store(0, ordering: .relaxed)
+        let published = generation.load(ordering: .relaxed) + 1
+        open.store(published, ordering: .sequentiallyConsistent)
+        generation.store(published, ordering: .sequentiallyConsistent)
         if sleepers.load(ordering: .sequentiallyConsistent) > 0 {
             mutex.withLock { wake.broadcast() }
         }
-        job.assumingMemoryBound(to: Job.self).pointee.body(0)
-        if callerSpins.spin(while: { remaining.load(ordering: .acquiring) > 0 }) {
+        work(job, thread: 0)
+        // Every chunk is claimed: no worker may join now; wait for those inside.
+        open.store(0, ordering: .sequentiallyConsistent)
+        if callerSpins.spin(while: { active.load(ordering: .acquiring) > 0 }) {
             callerSpins.caught()
         } else {
             callerSpins.missed()
             mutex.lock()
             callerSleeps.store(true, ordering: .sequentiallyConsistent)
-            while remaining.load(ordering: .sequentiallyConsistent) > 0 { finished.wait(mutex) }
+            while active.load(ordering: .sequentiallyConsistent) > 0 { finished.wait(mutex) }
             callerSleeps.store(false, ordering: .sequentiallyConsistent)
             mutex.unlock()
         }
@@ -111,12 +148,6 @@ private final class PoolState: @unchecked Sendable {
     func stop() {
         stopping.store(true, ordering: .sequentiallyConsistent)
         mutex.withLock { wake.broadcast() }
-    }
-
-    /// Runs the current job; its own frame, so the job's closure is released before the worker
-    /// reports completion (`withoutActuallyEscaping` checks that nothing keeps it).
-    private func runJob(part: Int) {
-        job!.assumingMemoryBound(to: Job.self).pointee.body(part)
     }
 
     /// Waits until the generation differs from `seen` or the pool stops; returns the generation.
@@ -142,14 +173,17 @@ private final class PoolState: @unchecked Sendable {
         return now
     }
 
-    func workerLoop(part: Int) {
+    func workerLoop(thread: Int) {
         var seen = 0
         var budget = SpinBudget()
         while true {
             seen = nextGeneration(after: seen, budget: &budget)
             if stopping.load(ordering: .acquiring) { return }
-            runJob(part: part)
-            let left = remaining.subtract(1, ordering: .sequentiallyConsistent).newValue
+            active.add(1, ordering: .sequentiallyConsistent)
+            if open.load(ordering: .sequentiallyConsistent) == seen, let job {
+                work(job, thread: thread)
+            }
+            let left = active.subtract(1, ordering: .sequentiallyConsistent).newValue
             if left == 0 && callerSleeps.load(ordering: .sequentiallyConsistent) {
                 mutex.withLock { finished.signal() }
             }

@@ -2,6 +2,7 @@
 // (per convolution, the range its input is clipped to) that `--precision int8` reads.
 import Foundation
 import YOLO
+import YOLOText
 import YOLOImage
 
 enum CalibrateCommand {
@@ -67,7 +68,7 @@ enum CalibrateCommand {
             method = .percentile(p)
         case let m: throw UsageError("--method \(m): expected mse, percentile or minmax")
         }
-        let threads = try a.int("threads", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
+        let threads = try a.int("threads", default: MachineCores.available, range: 1...256)
         let cfgPath = a.string("cfg") ?? defaultCfg, weightsPath = a.string("weights") ?? defaultWeights
         let (inputs, _, failed) = DetectCommand.expandInputs(a.positionals, outputDirectory: nil)
         if failed { return 1 }

@@ -20,7 +20,7 @@ enum DetectCommand {
     A DIR is searched recursively for .jpg, .jpeg and .png files (any case), in sorted order.
 
     Options:
-    \(DetectionOptions.help(threads: "threads, default the number of cores (\(ProcessInfo.processInfo.activeProcessorCount) here)"))
+    \(DetectionOptions.help(threads: "threads, default the number of cores (\(MachineCores.available) here)"))
       --no-exif        ignore the EXIF orientation (as Darknet does), default: apply it
       --max-pixels N   refuse images of more than N pixels (before decoding), default
                        \(defaultMaxPixels) (2^27)
@@ -119,7 +119,7 @@ enum DetectCommand {
 
         // Sessions: one with every core for one image; else every core busy, one thread each
         // (the most images per second), unless --sessions or --threads say otherwise.
-        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let cores = MachineCores.available
         let single = filesFrom == nil && inputs.count == 1
         settings.sessions = try a.int("sessions", default: single ? 1 : max(1, cores / (detection.threads ?? 1)), range: 1...256)
         settings.threadsPerSession = detection.threads ?? (single && a.string("sessions") == nil ? cores : max(1, cores / settings.sessions))

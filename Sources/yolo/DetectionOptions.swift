@@ -9,7 +9,7 @@ import YOLOText
 struct DetectionOptions {
     /// The options and flags to hand `Arguments` (with the command's own).
     static let optionNames = Set(["cfg", "weights", "names", "thresh", "nms", "classes", "max-det", "conv", "size",
-                                  "threads", "plan"]).union(precisionOptionNames)
+                                  "threads", "cores", "plan"]).union(precisionOptionNames)
     static let flagNames: Set<String> = ["agnostic", "stretch", "letterbox"]
 
     /// Their help, in the usage text of each command; `threads` says what --threads means there.
@@ -36,6 +36,9 @@ struct DetectionOptions {
           --letterbox      letterbox images (keep the aspect ratio, pad with grey). Default: as
                            the cfg's [net] letter_box says (0 stretch, 1 letterbox), else letterbox
           --threads N      \(threads)
+          --cores C        run on these CPUs only: big (the fastest cores, where Linux tells them
+                           apart: big.LITTLE boards), little, all (default), or a list such as
+                           0-3,6; the default thread count is then theirs
           --plan P         each layer's algorithm: cached (default: the plan 'yolo tune' measured on
                            this machine for this model and thread count, else the fixed table),
                            table, or measure (now, if nothing is cached; stored for the next run)
@@ -53,6 +56,8 @@ struct DetectionOptions {
     var model = ModelOptions()
     /// --threads; nil when not given (each command has its default).
     var threads: Int?
+    /// --cores, resolved: the CPUs this process now runs on; nil when not given.
+    var cores: [Int]?
 
     init(_ a: Arguments) throws {
         cfg = a.string("cfg") ?? defaultCfg
@@ -72,6 +77,10 @@ struct DetectionOptions {
         model.inputSize = try a.inputSize("size")
         if let c = try a.convolution() { model.convolution = c }
         if a.string("threads") != nil { threads = try a.int("threads", default: 1, range: 1...256) }
+        // Before any session starts a thread: they take this thread's CPU set.
+        if let spec = a.string("cores") {
+            do { cores = try runOnCores(spec) } catch { throw UsageError(error.description) }
+        }
         try applyPrecisionOptions(a, to: &model)
         let cache = PlanCache.defaultDirectory
         switch a.string("plan") ?? "cached" {

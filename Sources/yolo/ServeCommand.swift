@@ -43,7 +43,7 @@ enum ServeCommand {
       --no-exif        ignore images' EXIF orientation (as Darknet does), default: apply it
       --model-name N   the model's name for /v1/vision/custom/N, default the cfg's file name
                        without extension
-      --sessions N     detectors sharing the model, default the number of cores (\(ProcessInfo.processInfo.activeProcessorCount) here)
+      --sessions N     detectors sharing the model, default the number of cores (\(MachineCores.available) here)
       --queue N        requests that may wait for a detector, default 16; beyond, 503 + Retry-After
     Live view:
       --input SOURCE   anything ffmpeg opens: a file, /dev/video0, rtsp://...
@@ -94,7 +94,7 @@ enum ServeCommand {
         }
         let detection = try DetectionOptions(a)
         c.applyEXIFOrientation = !a.has("no-exif")
-        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let cores = MachineCores.available
         c.sessions = try a.int("sessions", default: cores, range: 1...256)
         c.threadsPerSession = detection.threads ?? max(1, cores / c.sessions)
         c.limits.queue = try a.int("queue", default: 16, range: 0...100_000)

@@ -2,6 +2,7 @@
 // rule that no output may replace a file the run reads.
 import Foundation
 import YOLO
+import YOLOText
 import YOLOImage
 
 /// The options of one `yolo stream` run (`DetectionOptions` plus source and outputs).
@@ -28,7 +29,7 @@ struct StreamOptions {
     Detection (as for 'yolo detect'):
     \(DetectionOptions.help(threads: "threads per detector, default 1 (the least memory: --threads 1 --sessions 1\n                   --conv im2col)"))
       --sessions N     detectors working at once (all sharing one model), default the number of
-                       cores divided by --threads (\(ProcessInfo.processInfo.activeProcessorCount) cores here)
+                       cores divided by --threads (\(MachineCores.available) cores here)
       --smooth N       average each tracked box over its last N frames, default 1 (none)
     Output:
       --output PATH    annotated video, encoded by ffmpeg (format from the extension); written
@@ -102,7 +103,7 @@ struct StreamOptions {
         }
         detection = try DetectionOptions(a)
         threadsPerSession = detection.threads ?? 1
-        sessions = try a.int("sessions", default: max(1, ProcessInfo.processInfo.activeProcessorCount / threadsPerSession),
+        sessions = try a.int("sessions", default: max(1, MachineCores.available / threadsPerSession),
                              range: 1...256)
         smooth = try a.int("smooth", default: 1, range: 1...1000)
         output = a.string("output")

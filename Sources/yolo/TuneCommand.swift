@@ -3,6 +3,7 @@
 // and yolo-bench find it at their next load.
 import Foundation
 import YOLO
+import YOLOText
 
 enum TuneCommand {
     static let usage = """
@@ -22,7 +23,7 @@ enum TuneCommand {
       --cfg F          Darknet cfg (default: \(defaultCfg))
       --weights F      Darknet weights (default: \(defaultWeights))
       --size WxH       network input size instead of the cfg's (multiples of 32)
-      --threads LIST   thread counts to tune for, comma-separated (default: 1,\(ProcessInfo.processInfo.activeProcessorCount):
+      --threads LIST   thread counts to tune for, comma-separated (default: 1,\(MachineCores.available):
                        'yolo stream' runs one-thread sessions, 'yolo detect' one session of all cores)
       --conv ALGO      which algorithms may be used: winograd (all, default), winograd2 (no F(4x4)),
                        im2col (no Winograd: the least memory)
@@ -40,7 +41,7 @@ enum TuneCommand {
                               short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard a.positionals.isEmpty else { throw UsageError("tune takes no positional arguments") }
-        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let cores = MachineCores.available
         var threads: [Int] = []
         for item in (a.string("threads") ?? "1,\(cores)").split(separator: ",", omittingEmptySubsequences: false) {
             guard let n = Int(item), (1...256).contains(n) else {

@@ -32,7 +32,8 @@ extension CLITests {
         for (args, message) in [(["--classes", "unicorn"], "'unicorn' is not a class name"),
                                 (["--size", "400x416"], "multiples of 32"), (["--size", "big"], "expected WIDTHxHEIGHT"),
                                 (["--max-det", "-2"], "--max-det -2"),
-                                (["--stretch", "--letterbox"], "--stretch and --letterbox exclude each other")] {
+                                (["--stretch", "--letterbox"], "--stretch and --letterbox exclude each other"),
+                                (["--cores", "4096"], "--cores 4096: CPU 4096 is not one this process may run on")] {
             let r = try yolo(["detect", "--no-draw", images[1]] + args, environment: env)
             XCTAssertEqual(r.status, 64, "\(args): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains(message), "\(args): \(r.stderr)")

@@ -277,31 +277,29 @@ struct BlockPlace {
     let timed: Bool
 }
 
-/// Runs `block(range, place)` over 0..<total (output rows, tile rows) in `count` blocks of
-/// `size`. With several threads and at least as many blocks, each thread takes whole blocks
-/// round-robin (the count rounded up to a multiple of the threads and the rows spread evenly,
-/// so no thread waits for another's larger block), each on its own scratch; otherwise one block
-/// at a time, each spread over all threads. Returns thread 0's summed result (GEMM time).
+/// Runs `block(range, place)` over 0..<total (output rows, tile rows) in `count` blocks of at
+/// most `size`, evened out (`count` is total / size rounded up). With several threads and at
+/// least as many blocks, the threads claim whole blocks as they are free, each on its own
+/// scratch; otherwise one block at a time, each spread over all threads. The blocks are the
+/// same at every thread count (a block's GEMM sums its last columns in another order than the
+/// rest: other blocks, other bits). Returns thread 0's summed result (GEMM time).
 func runInBlocks(total: Int, size: Int, count: Int, context: StepContext,
                  _ block: (Range<Int>, BlockPlace) -> UInt64) -> UInt64 {
+    precondition(count >= (total + size - 1) / max(1, size), "runInBlocks: \(count) blocks cannot hold \(total) in \(size)s")
     let pool = context.pool
     guard pool.threadCount > 1 && count >= pool.threadCount else {
         var sum: UInt64 = 0
         let place = BlockPlace(workspace: context.workspace, pool: pool, scratch: context.gemmScratch, timed: context.timesGemm)
-        for b in 0..<count { sum &+= block(b * size ..< min(total, (b + 1) * size), place) }
+        for b in 0..<count { sum &+= block(total * b / count ..< total * (b + 1) / count, place) }
         return sum
     }
-    let parts = pool.threadCount
-    let rounded = (count + parts - 1) / parts * parts
     let ctx = context
-    return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: parts) { times in
+    return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: pool.threadCount) { times in
         times.initialize(repeating: 0)
-        pool.run { part in
-            let place = BlockPlace(workspace: ctx.workspace(part: part), pool: nil, scratch: ctx.gemmScratch.only(part),
+        pool.forEachChunk(count) { b, thread in
+            let place = BlockPlace(workspace: ctx.workspace(part: thread), pool: nil, scratch: ctx.gemmScratch.only(thread),
                                    timed: ctx.timesGemm)
-            for b in Swift.stride(from: part, to: rounded, by: parts) {
-                times[part] &+= block(total * b / rounded ..< total * (b + 1) / rounded, place)
-            }
+            times[thread] &+= block(total * b / count ..< total * (b + 1) / count, place)
         }
         return times[0]
     }

@@ -61,21 +61,18 @@ final class DirectConvPool: ConvKernel {
 
     var parameterBytes: Int { 4 * storage.floats }
 
-    /// `dst` receives the pooled output (filters x h/2 x w/2); pooled rows are split over the threads.
+    /// `dst` receives the pooled output (filters x h/2 x w/2); pooled rows are shared out in chunks.
     /// A leaky or linear epilogue goes into the kernel's pool (`PooledEpilogue`), others after it.
     func run(_ src: UnsafePointer<Float>, into dst: UnsafeMutablePointer<Float>, epilogue: Epilogue?,
              context: StepContext) -> UInt64 {
         let m = conv.filters
         let (count, rowWidth) = (conv.outputShape.h / 2, conv.outputShape.w / 2)
         let (pooledRows, ctx, pool) = (pooledRows, context, context.pool)
-        let parts = min(pool.threadCount, count)
         let fused = epilogue.flatMap { e in
             e.activation == .leaky || e.activation == .linear ? PooledEpilogue(bias: e.bias, leaky: e.activation == .leaky) : nil
         }
-        pool.run { part in
-            guard part < parts else { return }
-            let rows = count * part / parts ..< count * (part + 1) / parts
-            pooledRows(src, rows, dst, ctx.workspace(part: part), fused)
+        pool.forEach(count, grain: Chunking.grain(count, threads: pool.threadCount)) { rows, thread in
+            pooledRows(src, rows, dst, ctx.workspace(part: thread), fused)
             if fused == nil, let epilogue {
                 applyBiasActivation(dst + rows.lowerBound * rowWidth, bias: epilogue.bias, channels: 0..<m,
                                     spatial: rows.count * rowWidth, channelStride: count * rowWidth,

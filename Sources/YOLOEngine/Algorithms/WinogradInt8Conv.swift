@@ -188,8 +188,7 @@ final class WinogradInt8Conv: WinogradBlocks {
         }
         let elapsed = timed(place.timed) {
             if let pool, pool.threadCount > 1 {
-                let parts = pool.threadCount
-                pool.run { part in for xi in p * part / parts ..< p * (part + 1) / parts { product(xi, part) } }
+                pool.forEachChunk(p, product)
             } else {
                 for xi in 0..<p { product(xi, 0) }
             }

@@ -151,35 +151,32 @@ enum Gemm {
     /// `scratch.part(0)`.
     static func multiply(_ a: GemmWeights, _ b: UnsafePointer<Float>, n: Int, ldb: Int,
                          into c: UnsafeMutablePointer<Float>, ldc: Int, pool: WorkerPool?, scratch: GemmScratch) {
-        split(m: a.rows, n: n, panel: a.kernels?.mr ?? 1, pool: pool) { rows, cols, part in
+        split(m: a.rows, n: n, rowPanel: a.kernels?.mr ?? 1, columnPanel: a.kernels?.nr ?? 16, pool: pool) { rows, cols, part in
             kernel(a, rows: rows, b, ldb: ldb, cols: cols, into: c, ldc: ldc, scratch: scratch.part(part))
         }
     }
 
     /// Shares an m x n product out to the pool's threads: by rows (in whole micro-kernel panels of
-    /// `panel` rows) when there are at least as many as columns (the 13x13 layers), else by
-    /// columns in multiples of 16; `body(rows, columns, thread)` computes one share. Without a
-    /// pool of several threads, one share of everything on the calling thread.
-    static func split(m: Int, n: Int, panel: Int, pool: WorkerPool?, _ body: (Range<Int>, Range<Int>, Int) -> Void) {
+    /// `rowPanel` rows) when there are at least as many as columns (the 13x13 layers), else by
+    /// columns, in chunks (`Chunking`) the threads claim as they are free; `body(rows, columns,
+    /// thread)` computes one chunk. Column chunks are whole panels of `columnPanel` (the
+    /// micro-kernel's NR): every column then goes through the same micro-kernel path as in one
+    /// call over all of B (the last, partial panel's columns are summed in another order), so
+    /// the product is the same bits at any thread count. Without a pool of several threads, one
+    /// chunk of everything on the calling thread.
+    static func split(m: Int, n: Int, rowPanel: Int, columnPanel: Int, pool: WorkerPool?,
+                      _ body: (Range<Int>, Range<Int>, Int) -> Void) {
         guard let pool, pool.threadCount > 1 else {
             body(0..<m, 0..<n, 0)
             return
         }
-        let parts = pool.threadCount
+        let threads = pool.threadCount
         if m >= n {
-            let chunk = (m + parts * panel - 1) / (parts * panel) * panel
-            pool.run { part in
-                let lo = min(m, part * chunk), hi = min(m, lo + chunk)
-                guard hi > lo else { return }
-                body(lo..<hi, 0..<n, part)
-            }
+            let grain = Chunking.grain(m, threads: threads, perThread: Chunking.gemmRowsPerThread, multiple: max(1, rowPanel))
+            pool.forEach(m, grain: grain) { rows, thread in body(rows, 0..<n, thread) }
         } else {
-            let chunk = (n + parts * 16 - 1) / (parts * 16) * 16
-            pool.run { part in
-                let lo = min(n, part * chunk), hi = min(n, lo + chunk)
-                guard hi > lo else { return }
-                body(0..<m, lo..<hi, part)
-            }
+            let grain = Chunking.grain(n, threads: threads, perThread: Chunking.gemmColumnsPerThread, multiple: max(1, columnPanel))
+            pool.forEach(n, grain: grain) { cols, thread in body(0..<m, cols, thread) }
         }
     }
 
@@ -194,14 +191,11 @@ enum Gemm {
         }
     }
 
-    /// product(i, part) for i in 0..<count, shared out whole among `pool`'s threads (part: the
-    /// thread's index, for its scratch), or on the calling thread.
+    /// product(i, thread) for i in 0..<count, each claimed whole by whichever of `pool`'s threads is
+    /// free (thread: its index, for its scratch), or on the calling thread.
     static func batch(_ count: Int, pool: WorkerPool?, _ product: (Int, Int) -> Void) {
         if let pool, pool.threadCount > 1 {
-            let parts = pool.threadCount
-            pool.run { part in
-                for i in count * part / parts ..< count * (part + 1) / parts { product(i, part) }
-            }
+            pool.forEachChunk(count, product)
         } else {
             for i in 0..<count { product(i, 0) }
         }

@@ -67,7 +67,7 @@ struct Int8Weights: Sendable {
     /// The same with a 10-bit input's two column matrices, hi and lo (Int8TenBit.swift).
     func multiply(hi: UnsafePointer<UInt32>, lo: UnsafePointer<UInt32>, n: Int, ldb: Int, into c: UnsafeMutablePointer<Float>,
                   ldc: Int, pool: WorkerPool?, scratch: GemmScratch) {
-        Gemm.split(m: rows, n: n, panel: kernels.mr, pool: pool) { rows, cols, part in
+        Gemm.split(m: rows, n: n, rowPanel: kernels.mr, columnPanel: kernels.nr, pool: pool) { rows, cols, part in
             kernels.tenBitGemm(m: self.rows, n: cols.count, k: columns, packedA: packed, hi: hi + cols.lowerBound,
                                lo: lo + cols.lowerBound, ldb: ldb, c: c + cols.lowerBound, ldc: ldc, comp: comp, scale: scale,
                                scratch: UnsafeMutableRawPointer(scratch.part(part)), rows: rows)
@@ -79,7 +79,7 @@ struct Int8Weights: Sendable {
     /// thread with `scratch.part(0)`).
     func multiply(_ b: UnsafePointer<UInt32>, n: Int, ldb: Int, into c: UnsafeMutablePointer<Float>, ldc: Int,
                   pool: WorkerPool?, scratch: GemmScratch) {
-        Gemm.split(m: rows, n: n, panel: kernels.mr, pool: pool) { rows, cols, part in
+        Gemm.split(m: rows, n: n, rowPanel: kernels.mr, columnPanel: kernels.nr, pool: pool) { rows, cols, part in
             kernels.gemm(m: self.rows, n: cols.count, k: columns, packedA: packed, b: b + cols.lowerBound, ldb: ldb,
                          c: c + cols.lowerBound, ldc: ldc, comp: comp, scale: scale,
                          scratch: UnsafeMutableRawPointer(scratch.part(part)), rows: rows)
