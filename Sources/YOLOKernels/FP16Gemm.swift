@@ -279,9 +279,18 @@ public enum FP16PackedGemm<D: FP16ISA> {
     }
 }
 
+#if compiler(>=6.2)
+/// What `makeHalf`'s closures may capture: a GEMM type is only static functions, shared freely
+/// (Swift 6.2 checks metatypes captured by `@Sendable` closures; older compilers have no such
+/// protocol and no such check).
+public protocol HalfGemmMetatype: SendableMetatype {}
+#else
+public protocol HalfGemmMetatype {}
+#endif
+
 /// A packed GEMM with A in halves and the FP32 GEMM's calling convention otherwise: the FP16 GEMM
 /// (this file) and FP16-stored weights (FP16Weights.swift), wrapped alike by `makeHalf`.
-public protocol HalfPackedGemm {
+public protocol HalfPackedGemm: HalfGemmMetatype {
     static var mr: Int { get }
     static var nr: Int { get }
     /// Floats per vector of the micro-kernel.

@@ -15,7 +15,9 @@ final class EpilogueKernelTests: XCTestCase {
         var rng = SeededRandom(seed: 17)
         var data = rng.floats(4 * stride, -3, 3)
         // Channel 1's bias is -0, so its values reach the activation as they are.
-        for (i, v) in [Float(-0.0), 0, -1e-40, 1e-40, .infinity, -.infinity, -1e-3, 35.5].enumerated() { data[stride + i] = v }
+        // (±1e-40, subnormal: written as the nearest Float's bits, which a literal would round to)
+        let tiny = Float(bitPattern: 0x0001_16C2)
+        for (i, v) in [Float(-0.0), 0, -tiny, tiny, .infinity, -.infinity, -1e-3, 35.5].enumerated() { data[stride + i] = v }
         return (data, [0.5, -0.0, -0.25, 2])
     }
 
