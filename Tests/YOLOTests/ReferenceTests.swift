@@ -116,8 +116,13 @@ final class ReferenceTests: XCTestCase {
         let fewer = environment["YOLO_TEST_EMULATED"] != nil || environment["YOLO_TEST_SANITIZER"] != nil
         let counts = fewer ? [3, 8] : Array(2...8)
         for precision in fewer ? [Precision.fp32, .int8] : [.fp32, .int8, .bf16, .fp16] {
-            let model = precision == .fp32 ? try officialModel()
-                : try Model(cfgPath: cfg, weightsPath: weights, options: ModelOptions(precision: precision))
+            let model: Model
+            do {
+                model = precision == .fp32 ? try officialModel()
+                    : try Model(cfgPath: cfg, weightsPath: weights, options: ModelOptions(precision: precision))
+            } catch where precision == .bf16 || precision == .fp16 {
+                continue  // refused by this build or CPU (Swift 6.0's build has no BF16 GEMM): nothing to compare
+            }
             let one = try Session(model: model, threads: 1)
             try one.forward(input)
             for threads in counts {

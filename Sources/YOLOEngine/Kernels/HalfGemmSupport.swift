@@ -58,6 +58,9 @@ extension KernelSet {
             throw .invalidArgument("precision bf16 needs a CPU with AVX-512 BF16 (avx512_bf16, vdpbf16ps: Cooper Lake, Sapphire Rapids, Zen 4 and later); this one lacks it: use fp32 or int8")
         }
         let with = KernelRegistry.all.filter { $0.bf16 != nil }.map { $0.name }
+        guard !with.isEmpty else {  // (KernelsAVX512BF16.swift says why Swift 6.0 builds none)
+            throw .invalidArgument("precision bf16: this build has no BF16 kernels (Swift 6.0 cannot compile them: build with Swift 6.1 or later): use fp32 or int8")
+        }
         throw .invalidArgument("precision bf16: kernel level \(name) has no BF16 kernels (\(with.joined(separator: ", ")) \(with.count == 1 ? "has" : "have") them; YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel chose a lower level)")
     }
 
