@@ -152,16 +152,7 @@ final class SlowCore: @unchecked Sendable {
     }
 
     private func loop() {
-        // glibc's sched_setaffinity is declared only under _GNU_SOURCE, which Swift's Glibc lacks.
-        typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
-        var set = [UInt64](repeating: 0, count: 16)  // a cpu_set_t: 1024 bits
-        set[cpu / 64] |= 1 << UInt64(cpu % 64)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_setaffinity") else {
-            fail("uneven: sched_setaffinity is not in this C library", code: 1)
-        }
-        if unsafeBitCast(symbol, to: SetAffinity.self)(0, set.count * 8, set) != 0 {
-            fail("uneven: cannot pin the loop to CPU \(cpu): \(String(cString: strerror(errno)))", code: 1)
-        }
+        do { try runOnCores("\(cpu)", option: "--cpu") } catch { fail("uneven: \(error)", code: 1) }
         if fifo {
             var param = sched_param(sched_priority: 1)
             let rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param)
