@@ -127,6 +127,58 @@ YOLO_AMX_FN void yolo_amx_bf16_block(int rt, int ct, long steps, const void *a, 
     }
 }
 
+// One step with B read in place: a tile is 16 rows (groups) of 64 bytes, `ldb` bytes apart, the
+// step's rows 16 ldb further on and the second 16-column panel 64 bytes to the right.
+#define YOLO_AMX_DIRECT_STEPS(rt, ct)                                                           \
+    for (long s = 0; s < steps; s++) {                                                          \
+        const char *pa = (const char *)a + 1024 * s, *pb = (const char *)b + 16 * ldb * s;      \
+        _tile_loadd(4, pa, 64);                                                                 \
+        _tile_loadd(6, pb, ldb);                                                                \
+        if ((rt) > 1) _tile_loadd(5, pa + aPanel, 64);                                          \
+        if ((ct) > 1) _tile_loadd(7, pb + 64, ldb);                                             \
+        _tile_dpbsud(0, 4, 6);                                                                  \
+        if ((ct) > 1) _tile_dpbsud(1, 4, 7);                                                    \
+        if ((rt) > 1) _tile_dpbsud(2, 5, 6);                                                    \
+        if ((rt) > 1 && (ct) > 1) _tile_dpbsud(3, 5, 7);                                        \
+    }                                                                                           \
+    if (tail) {                                                                                 \
+        const char *pa = (const char *)a + 1024 * steps, *pb = (const char *)tail;              \
+        _tile_loadd(4, pa, 64);                                                                 \
+        _tile_loadd(6, pb, 64);                                                                 \
+        if ((rt) > 1) _tile_loadd(5, pa + aPanel, 64);                                          \
+        if ((ct) > 1) _tile_loadd(7, pb + 1024, 64);                                            \
+        _tile_dpbsud(0, 4, 6);                                                                  \
+        if ((ct) > 1) _tile_dpbsud(1, 4, 7);                                                    \
+        if ((rt) > 1) _tile_dpbsud(2, 5, 6);                                                    \
+        if ((rt) > 1 && (ct) > 1) _tile_dpbsud(3, 5, 7);                                        \
+    }
+
+/// `yolo_amx_int8_block` with B read where it lies, no copy: `steps` whole steps of grouped B
+/// (row stride `ldb` bytes, every column of the block's 16 ct within it), then, when `tail` is not
+/// null, one more step from packed tiles there (one 1 KiB tile per 16-column panel, zero past
+/// the last group) for a k that ends inside a step.
+YOLO_AMX_FN void yolo_amx_int8_block_direct(int rt, int ct, long steps, const void *a, long aPanel, const void *b, long ldb,
+                                            const void *tail, const void *cin, long ldcin, void *cout, long ldcout) {
+    if (rt > 1 && ct > 1) {
+        YOLO_AMX_START(2, 2, cin, ldcin);
+        YOLO_AMX_DIRECT_STEPS(2, 2)
+        YOLO_AMX_STORE(2, 2, cout, ldcout);
+    } else if (rt > 1) {
+        YOLO_AMX_START(2, 1, cin, ldcin);
+        YOLO_AMX_DIRECT_STEPS(2, 1)
+        YOLO_AMX_STORE(2, 1, cout, ldcout);
+    } else if (ct > 1) {
+        YOLO_AMX_START(1, 2, cin, ldcin);
+        YOLO_AMX_DIRECT_STEPS(1, 2)
+        YOLO_AMX_STORE(1, 2, cout, ldcout);
+    } else {
+        YOLO_AMX_START(1, 1, cin, ldcin);
+        YOLO_AMX_DIRECT_STEPS(1, 1)
+        YOLO_AMX_STORE(1, 1, cout, ldcout);
+    }
+}
+
+#undef YOLO_AMX_DIRECT_STEPS
 #undef YOLO_AMX_START
 #undef YOLO_AMX_STORE
 #undef YOLO_AMX_STEPS

@@ -8,8 +8,10 @@
 //   (16 groups of 4 k x 16 columns) and the sums come out in C's row order.
 // - A is packed at load per 16-row panel and step of 64 k: 1 KiB tiles, zero past m and past k,
 //   rows padded to MR = 32.
-// - B is packed per call, a block of steps x NC columns at a time, into 16-column panels of 1 KiB
-//   tiles, zero past n and past the last group.
+// - B is read where it lies: a tile is 16 rows of grouped B (16 columns), loaded with B's row
+//   stride. Only what a tile load would read past B is packed per call into 1 KiB tiles, zero past
+//   n and past the last group: a step that ends past k, and the last columns when n is not a
+//   multiple of 16.
 // - C: 32 x 32 blocks (2 x 2 tiles); whole blocks start from and end in C directly while sums stay
 //   int32, edge blocks go through a scratch tile.
 #if arch(x86_64)
@@ -51,10 +53,11 @@ enum AMXInt8Gemm {
         }
     }
 
-    /// Bytes of scratch: a packed block of B, a 32 x 32 tile, 64 bytes of alignment.
+    /// Bytes of scratch: a packed block of B (steps x NC), the packed last step of a block read in
+    /// place, a 32 x 32 tile, 64 bytes of alignment.
     static func scratchSize(m: Int, n: Int, k: Int, kc: Int, nc: Int) -> Int {
         let panels = roundUp(max(1, min(n, blockWidth(nc))), nr) / 16
-        return max(1, blockSteps(steps(k), kc: kc)) * 1024 * panels + 4 * mr * nr + 64
+        return (max(1, blockSteps(steps(k), kc: kc)) + 1) * 1024 * panels + 4 * mr * nr + 64
     }
 
     /// Groups 0..<groups (of 16 sl), columns 0..<ncl of grouped B (row stride ldb) into
@@ -95,18 +98,30 @@ enum AMXInt8Gemm {
         }
         let steps = steps(k), groups = (k + 3) / 4, kcs = blockSteps(steps, kc: kc), ncw = blockWidth(nc)
         let aligned = scratch + (64 - Int(bitPattern: scratch) & 63) & 63
-        let bp = aligned, tile = aligned + kcs * 1024 * (roundUp(min(n, ncw), nr) / 16)
-        let aPanel = steps * 1024, ldcBytes = 4 * ldc
+        let panels = roundUp(min(n, ncw), nr) / 16
+        let edgeB = aligned, tailB = aligned + kcs * 1024 * panels, tile = tailB + panels * 1024
+        // In place only where B's rows are whole cache lines apart: a tile row across two lines
+        // loads slower than packing once costs (docs/performance.md, "AMX").
+        let inPlace = (4 * ldb) % 64 == 0
+        let aPanel = steps * 1024, ldcBytes = 4 * ldc, wholeSteps = groups / 16
         yolo_amx_configure()
         defer { yolo_amx_release() }
         var jc = 0
         while jc < n {
             let ncl = min(ncw, n - jc)
+            // Columns 0..<direct are read in place; the rest (short of a whole 16, or all) packed.
+            let direct = !inPlace ? 0 : ncl % 16 == 0 ? ncl : (ncl - 1) / nr * nr
             var s0 = 0
             while s0 < steps {
-                let sl = min(kcs, steps - s0)
+                let sl = min(kcs, steps - s0), full = max(0, min(sl, wholeSteps - s0))
                 let accumulate = s0 > 0 || accumulateFirst, finish = s0 + sl == steps && finishLast
-                packB(b + 16 * s0 * ldb + jc, ldb: ldb, groups: min(16 * sl, groups - 16 * s0), steps: sl, ncl: ncl, into: bp)
+                let block = b + 16 * s0 * ldb + jc
+                if direct < ncl {
+                    packB(block + direct, ldb: ldb, groups: min(16 * sl, groups - 16 * s0), steps: sl, ncl: ncl - direct, into: edgeB)
+                }
+                if full < sl && direct > 0 {
+                    packB(block + 16 * full * ldb, ldb: ldb, groups: groups - 16 * (s0 + full), steps: 1, ncl: direct, into: tailB)
+                }
                 var ib = rowStart
                 while ib < rowEnd {
                     let rowCount = min(mr, rowEnd - ib), rt: Int32 = rowCount > 16 ? 2 : 1
@@ -114,20 +129,24 @@ enum AMXInt8Gemm {
                     var jb = 0
                     while jb < ncl {
                         let cols = min(nr, ncl - jb), ct: Int32 = cols > 16 ? 2 : 1
-                        let panel = bp + (jb / 16) * sl * 1024
                         let cTile = UnsafeMutableRawPointer(c + ib * ldc + jc + jb)
-                        if rowCount == 16 * Int(rt) && cols == 16 * Int(ct) {
-                            // Whole tiles: partial sums from and to C; the last block's through the tile.
-                            yolo_amx_int8_block(rt, ct, sl, a, aPanel, panel, sl * 1024, accumulate ? UnsafeRawPointer(cTile) : nil,
-                                                ldcBytes, finish ? tile : cTile, finish ? 4 * nr : ldcBytes)
-                            if finish {
-                                AMXStores.finish(tile, rows: rowCount, cols: cols, into: cTile, ldc: ldc, comp: comp + ib,
-                                                 scale: scale + ib)
-                            }
+                        let whole = rowCount == 16 * Int(rt) && cols == 16 * Int(ct)
+                        // Whole tiles: partial sums from and to C; the last block's through the tile.
+                        let cin = whole && accumulate ? UnsafeRawPointer(cTile) : nil
+                        let cout = whole && !finish ? cTile : tile, ldcout = whole && !finish ? ldcBytes : 4 * nr
+                        if jb < direct {
+                            yolo_amx_int8_block_direct(rt, ct, full, a, aPanel, block + jb, 4 * ldb,
+                                                       full < sl ? tailB + (jb / 16) * 1024 : nil, cin, ldcBytes, cout, ldcout)
                         } else {
-                            yolo_amx_int8_block(rt, ct, sl, a, aPanel, panel, sl * 1024, nil, 0, tile, 4 * nr)
+                            yolo_amx_int8_block(rt, ct, sl, a, aPanel, edgeB + (jb - direct) / 16 * sl * 1024, sl * 1024, cin,
+                                                ldcBytes, cout, ldcout)
+                        }
+                        if !whole {
                             AMXStores.merge(tile, rows: rowCount, cols: cols, into: cTile, ldc: ldc, accumulate: accumulate,
                                             finish: finish, comp: comp + ib, scale: scale + ib)
+                        } else if finish {
+                            AMXStores.finish(tile, rows: rowCount, cols: cols, into: cTile, ldc: ldc, comp: comp + ib,
+                                             scale: scale + ib)
                         }
                         jb += nr
                     }

@@ -117,6 +117,25 @@ final class AMXKernelTests: XCTestCase {
         XCTAssertEqual(Int8KernelTests.run(amx, t, rowRanges: [0..<33]).map(\.bitPattern), t.expected(untouched: .nan).map(\.bitPattern))
     }
 
+    /// Where B's rows are whole cache lines apart (ldb a multiple of 16 columns), the tile GEMM
+    /// reads B in place and packs only a step that ends past k and the last columns short of 16:
+    /// every mix of those, as the reference sums them.
+    func testINT8TileReadsBInPlaceAsTheReference() throws {
+        let amx = try XCTUnwrap(try Self.amxSet().int8)
+        let shapes: [(m: Int, n: Int, k: Int, ldb: Int)] = [
+            (16, 16, 64, 16), (1, 16, 3, 16), (33, 40, 100, 48), (17, 300, 27, 304), (32, 16, 1028, 16),
+            (64, 520, 1025, 528), (33, 600, 2100, 608), (100, 272, 4100, 272), (32, 43264, 144, 43264),
+        ]
+        for (i, s) in shapes.enumerated() {
+            var rng = SeededRandom(seed: UInt64(3000 + i))
+            let t = Int8GemmCase(m: s.m, n: s.n, k: s.k, ldbPad: s.ldb - s.n, ldcPad: i % 2, extreme: i % 4 == 3, rng: &rng)
+            let ranges = s.m > 64 ? [0..<32, 32..<s.m] : [0..<s.m]
+            let got = Int8KernelTests.run(amx, t, rowRanges: ranges), want = t.expected(untouched: .nan)
+            let bad = zip(got, want).filter { $0.bitPattern != $1.bitPattern }.count
+            XCTAssertEqual(bad, 0, "\(s.m)x\(s.n)x\(s.k), ldb \(s.ldb): \(bad) entries unlike the reference's")
+        }
+    }
+
     /// The 10-bit product's two passes: the vpdpbusd level's floats bit for bit.
     func testINT8TileTenBitAsVNNI() throws {
         let set = try Self.amxSet()

@@ -267,4 +267,23 @@ final class GemmKernelTests: XCTestCase {
         XCTAssertEqual(noDot, .neon)
         XCTAssertTrue(whyNot?.contains("cannot run") == true, whyNot ?? "no message")
     }
+
+    /// Linux's AMX permission is asked about the level chosen only: held below amx, never; a
+    /// refused amx gives way to the next level, silently unless amx was the level requested.
+    func testKernelLevelPermissionAskedOnlyForTheLevelChosen() {
+        let x86: [KernelLevel] = [.baseline, .avx2, .avx512VNNI, .amx]
+        var asked: [KernelLevel] = []
+        let refuse = { (level: KernelLevel) -> String? in asked.append(level); return level == .amx ? "refused here" : nil }
+        XCTAssertTrue(KernelLevel.resolve(request: "avx512vnni", supported: x86, refusal: refuse) == (.avx512VNNI, nil))
+        XCTAssertEqual(asked, [.avx512VNNI])
+        asked = []
+        XCTAssertTrue(KernelLevel.resolve(request: nil, supported: x86, refusal: refuse) == (.avx512VNNI, nil))
+        XCTAssertEqual(asked, [.amx, .avx512VNNI])
+        let (level, why) = KernelLevel.resolve(request: "AMX", supported: x86, refusal: refuse)
+        XCTAssertEqual(level, .avx512VNNI)
+        XCTAssertEqual(why, "YOLO_KERNEL_LEVEL=AMX: refused here; using avx512vnni")
+        XCTAssertTrue(KernelLevel.resolve(request: nil, supported: x86, refusal: { _ in nil }) == (.amx, nil))
+        // The engine's own check asks nothing about a level that does not use AMX.
+        XCTAssertNil(KernelLevel.permissionRefusal(.avx2))
+    }
 }

@@ -2,16 +2,43 @@
 // ARMv8.2 extensions from the auxiliary vector) and how to name it in a plan cache key.
 import YOLOCore
 import YOLOKernels
+import Synchronization
 internal import CCPUID
 
 enum HostCPU {
-    /// The features of this CPU that kernel sets may require.
-    static var features: CPUFeatureSet { detected.features }
-    /// Why `features` lacks `.amx` (the amx level is not offered), or nil when it has it (and on
-    /// arm64, which has no such level).
-    static var amxRefusal: String? { detected.amxRefusal }
-    /// Detected once per process: the AMX permission request is a system call.
+    /// The features of this CPU that kernel sets may require: `.amx` only once Linux has granted
+    /// this process the tile state, which only `features(for:)` asks for.
+    static var features: CPUFeatureSet {
+        guard hardwareFeatures.contains(.amx) else { return hardwareFeatures }
+        return amxAsked.load(ordering: .acquiring) && amxPermission == nil ? hardwareFeatures : hardwareFeatures.subtracting(.amx)
+    }
+    /// The features a kernel set that `requires` these runs with: Linux is asked for AMX tile
+    /// state (once) only for a set that uses it, so a process held below amx (`YOLO_KERNEL_LEVEL`)
+    /// never asks.
+    static func features(for requires: CPUFeatureSet) -> CPUFeatureSet {
+        guard requires.contains(.amx), hardwareFeatures.contains(.amx) else { return features }
+        return amxPermission == nil ? hardwareFeatures : hardwareFeatures.subtracting(.amx)
+    }
+    /// `.amx` where the CPU and OS have it, whether or not Linux grants it (CPUID and XGETBV only).
+    static var hardwareFeatures: CPUFeatureSet { detected.features }
+    /// Why the amx level is not offered, or nil when it is (and on arm64, which has no such
+    /// level); asks Linux where the CPU has AMX.
+    static var amxRefusal: String? { detected.amxRefusal ?? (hardwareFeatures.contains(.amx) ? amxPermission : nil) }
     private static let detected: (features: CPUFeatureSet, amxRefusal: String?) = detect()
+    /// Whether `amxPermission` has been asked for.
+    private static let amxAsked = Atomic<Bool>(false)
+    /// Linux's permission for this process's tile state, asked once (a system call): nil when
+    /// granted, else why not.
+    private static let amxPermission: String? = {
+        defer { amxAsked.store(true, ordering: .releasing) }
+        #if arch(x86_64)
+        let error = yolo_amx_request_permission()
+        guard error == 0 else {
+            return "Linux refused the AMX tile state (arch_prctl(ARCH_REQ_XCOMP_PERM): \(String(cString: strerror(error))))"
+        }
+        #endif
+        return nil
+    }()
 
     /// A short description that identifies the CPU model for cached measurements: vendor
     /// brand string (x86) or implementer/part (arm64), family/model/stepping, features, cores.
@@ -29,7 +56,8 @@ enum HostCPU {
         #else
         parts.append(armIdentity())
         #endif
-        parts.append("features \(features.rawValue)")
+        // (The CPU's, not this process's: the key does not depend on whether AMX was asked for.)
+        parts.append("features \(hardwareFeatures.rawValue)")
         parts.append("cores \(availableCores())")
         return parts.joined(separator: "; ")
     }()
@@ -80,20 +108,16 @@ enum HostCPU {
     }
 
     #if arch(x86_64)
-    /// Whether the amx level may run: nil, or why not. AMX-BF16, AMX-TILE, AMX-INT8 (CPUID.7.0:EDX
-    /// bits 22, 24, 25), the OS saving tile state (XCR0 bits 17 XTILECFG and 18 XTILEDATA), what
-    /// the level's other kernels need (`others`: the avx512vnni level and AVX-512 BF16), and, last,
-    /// Linux's permission for this process (arch_prctl(ARCH_REQ_XCOMP_PERM): asked once, here).
+    /// Whether this CPU and OS can run the amx level: nil, or why not. AMX-BF16, AMX-TILE, AMX-INT8
+    /// (CPUID.7.0:EDX bits 22, 24, 25), the OS saving tile state (XCR0 bits 17 XTILECFG and 18
+    /// XTILEDATA), and what the level's other kernels need (`others`: the avx512vnni level and
+    /// AVX-512 BF16). Linux's permission for the process is asked later (`amxPermission`).
     static func amx(edx7: UInt32, xcr0: UInt64, others: CPUFeatureSet) -> String? {
         let missing = [(22, "AMX-BF16"), (24, "AMX-TILE"), (25, "AMX-INT8")].filter { edx7 & (1 << UInt32($0.0)) == 0 }.map { $0.1 }
         guard missing.isEmpty else { return "this CPU has no \(missing.joined(separator: ", "))" }
         guard xcr0 & (3 << 17) == 3 << 17 else { return "the OS does not enable AMX tile state (XCR0 bits 17, 18)" }
         guard others.isSuperset(of: [.avx2, .avx512, .avx512VNNI, .avx512BF16]) else {
             return "this CPU has AMX but not all of AVX-512 F/CD/BW/DQ/VL, VNNI and BF16, which the amx level needs too"
-        }
-        let error = yolo_amx_request_permission()
-        guard error == 0 else {
-            return "Linux refused the AMX tile state (arch_prctl(ARCH_REQ_XCOMP_PERM): \(String(cString: strerror(error))))"
         }
         return nil
     }

@@ -80,12 +80,28 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
     /// benchmarks).
     @_spi(Kernels) public var kernelSet: KernelSet? {
         guard let set = KernelRegistry.all.first(where: { $0.name == rawValue }),
-              HostCPU.features.isSuperset(of: set.requires) else { return nil }
+              HostCPU.features(for: set.requires).isSuperset(of: set.requires) else { return nil }
         return set
     }
 
-    /// The levels this build can run on this CPU, lowest first.
+    /// The levels this build can run on this CPU, lowest first (asks Linux for AMX tile state
+    /// where the CPU has it).
     public static let supported: [KernelLevel] = allCases.filter { $0.kernelSet != nil }
+
+    /// The levels whose instructions this CPU and OS have, lowest first, without asking Linux for
+    /// AMX tile state (`selected` asks only when it picks a level that uses it).
+    static var hardwareSupported: [KernelLevel] {
+        allCases.filter { level in
+            KernelRegistry.all.contains { $0.name == level.rawValue && HostCPU.hardwareFeatures.isSuperset(of: $0.requires) }
+        }
+    }
+
+    /// Why Linux will not let `level` run (it uses AMX and the process was refused tile state),
+    /// or nil; asks only for a level that uses AMX.
+    static func permissionRefusal(_ level: KernelLevel) -> String? {
+        guard let set = KernelRegistry.all.first(where: { $0.name == level.rawValue }), set.requires.contains(.amx) else { return nil }
+        return level.kernelSet == nil ? HostCPU.amxRefusal ?? "refused" : nil
+    }
 
     /// The highest level this CPU can run.
     public static var detected: KernelLevel { supported.last! }
@@ -95,7 +111,7 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
     /// once and ignored (the detected level is used).
     public static let selected: KernelLevel = {
         let request = getenv("YOLO_KERNEL_LEVEL").map { String(cString: $0) }
-        let (level, message) = resolve(request: request, supported: supported)
+        let (level, message) = resolve(request: request, supported: hardwareSupported, refusal: permissionRefusal)
         if let message {
             // File descriptor 2: naming C's `stderr` is not concurrency-safe in Swift 6.
             let line = Array("yolo: \(message)\n".utf8)
@@ -105,7 +121,20 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
     }()
 
     /// `YOLO_KERNEL_LEVEL`'s value `request` against the levels `supported` (lowest first):
-    /// the level to use and, when the request is not honoured, why.
+    /// the level to use and, when the request is not honoured, why. `refusal` is asked about the
+    /// level chosen, last (it may be a system call: Linux's AMX permission); a refused level gives
+    /// way to the next one down, silently unless it was the one requested.
+    static func resolve(request: String?, supported: [KernelLevel],
+                        refusal: (KernelLevel) -> String? = { _ in nil }) -> (KernelLevel, message: String?) {
+        let (level, message) = resolve(request: request, supported: supported)
+        guard let why = refusal(level), let below = supported.lastIndex(of: level).flatMap({ $0 > 0 ? $0 - 1 : nil }) else {
+            return (level, message)
+        }
+        let (next, more) = resolve(request: nil, supported: Array(supported[...below]), refusal: refusal)
+        let requested = request?.lowercased() == level.rawValue
+        return (next, requested ? "YOLO_KERNEL_LEVEL=\(request!): \(why); using \(next.rawValue)" : message ?? more)
+    }
+
     static func resolve(request: String?, supported: [KernelLevel]) -> (KernelLevel, message: String?) {
         let best = supported.last!
         guard let request, !request.isEmpty else { return (best, nil) }
@@ -124,7 +153,7 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
     /// which check failed), or nil when it can or the build has no such level.
     public var unavailableReason: String? {
         guard let set = KernelRegistry.all.first(where: { $0.name == rawValue }) else { return nil }
-        let missing = set.requires.subtracting(HostCPU.features)
+        let missing = set.requires.subtracting(HostCPU.features(for: set.requires))
         if missing.isEmpty { return nil }
         if missing.contains(.amx), let refusal = HostCPU.amxRefusal { return refusal }
         return "this CPU lacks \(missing.names.joined(separator: ", "))"
