@@ -33,7 +33,7 @@ final class FP16PlanTests: XCTestCase {
     /// near the avx2 level's software model of the same sums.
     func testAVX512FP16ComputesInFP16() throws {
         #if arch(x86_64)
-        guard KernelLevel.selected.kernelSet?.fp16(on: HostCPU.features) != nil else {
+        guard KernelLevel.selected.kernelSet?.half(.fp16, on: HostCPU.features) != nil else {
             throw XCTSkip("this CPU (or YOLO_KERNEL_LEVEL) has no AVX-512 FP16")
         }
         let native = try model(ModelOptions(precision: .fp16))
@@ -124,7 +124,7 @@ final class FP16PlanTests: XCTestCase {
     /// x86 the selected one (nil), or avx512 where the selected one computes in FP16 (AVX-512 FP16).
     static var weightsOnlyLevel: KernelLevel? {
         #if arch(x86_64)
-        return KernelLevel.selected.kernelSet?.fp16(on: HostCPU.features) == nil ? nil : .avx512
+        return KernelLevel.selected.kernelSet?.half(.fp16, on: HostCPU.features) == nil ? nil : .avx512
         #else
         return .neon
         #endif

@@ -45,10 +45,10 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     case gemm1x1FP16 = "gemm1x1-fp16"
     case winograd2FP16 = "winograd2-fp16"
     /// F(4x4) on FP16-stored transformed weights, FP32 arithmetic: only where the FP16 GEMM is the
-    /// weights-only one (`BF16Kernels.weightsOnly`).
+    /// weights-only one (`HalfKernels.weightsOnly`).
     case winograd4FP16 = "winograd4-fp16"
     /// The direct 3x3 convolution + pool in FP16 arithmetic (DirectConvHalf.swift): where the
-    /// FP16 GEMM is FP16 arithmetic (`BF16Kernels.direct`), with precision .fp16 and, in an INT8
+    /// FP16 GEMM is FP16 arithmetic (`HalfKernels.direct`), with precision .fp16 and, in an INT8
     /// model, for a layer left out of INT8 (yolov3-tiny's first).
     case directPoolFP16 = "direct+pool-fp16"
     /// The direct 3x3 convolution + pool on the INT8-quantized input (8 or 10 bits, as the table
@@ -175,7 +175,7 @@ public enum ConvAlgorithm: String, Sendable, CaseIterable, CustomStringConvertib
     /// `input` is the quantization of the layer's input (INT8 only), `half` the BF16 or FP16 GEMM
     /// of the model's precision (BF16 and FP16 only).
     func prepare(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, kernelSet: KernelSet, gemm: GemmFunctions?,
-                 pool: WorkerPool, input: Int8Quantization?, half: BF16Kernels?) -> any ConvKernel {
+                 pool: WorkerPool, input: Int8Quantization?, half: HalfKernels?) -> any ConvKernel {
         var gemm = gemm
         if isHalfGemm {
             guard let half else { fatalError("\(self) for layer \(conv.index) without the \(precision) kernels") }

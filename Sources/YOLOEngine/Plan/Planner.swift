@@ -53,7 +53,7 @@ struct Planner {
     let tenBitInputs: [Int: Int8Quantization]
     /// The BF16 or FP16 GEMM (precision .bf16 or .fp16 on a CPU that runs it; with .int8, that of
     /// `ModelOptions.int8Fallback` where the CPU has it), else nil: no candidates in those precisions.
-    let half: BF16Kernels?
+    let half: HalfKernels?
     /// `half`'s arithmetic, .bf16 or .fp16 (nil without `half`).
     let halfPrecision: Precision?
     /// Whether the level has the pair GEMM of INT8 Winograd (`.winograd4Int8`, `.winograd2Int8` candidates).
@@ -65,7 +65,7 @@ struct Planner {
     let tenBitInt8: Bool
 
     init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:],
-         tenBitInputs: [Int: Int8Quantization] = [:], half: BF16Kernels? = nil, halfPrecision: Precision? = nil,
+         tenBitInputs: [Int: Int8Quantization] = [:], half: HalfKernels? = nil, halfPrecision: Precision? = nil,
          winogradInt8: Bool = false, directInt8: Bool = false, tenBitInt8: Bool = false) {
         self.directInt8 = directInt8
         self.tenBitInt8 = tenBitInt8
