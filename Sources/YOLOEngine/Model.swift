@@ -154,27 +154,15 @@ public final class Model: Sendable {
 
         // 2. The plan's nodes, and the activations' memory limit before the weights are even
         //    looked at (every layer its own buffer where it is live: a bound of any plan's).
-        let (kernelSet, openBLAS) = try Gemm.kernels(for: options)
-        let gemm = openBLAS ? nil : kernelSet.gemm
+        var warnings: [String] = []
+        let context = try PlanContext(options: options, layers: layers, fingerprint: config.fingerprint, cfg: config.file,
+                                      weights: source, weightsName: weightsName, warnings: &warnings)
+        let (kernelSet, openBLAS, half) = (context.kernelSet, context.usesOpenBLAS, context.kernels.half)
         self.kernelSet = kernelSet
         usesOpenBLAS = openBLAS
         cfgFingerprint = config.fingerprint
-        var warnings: [String] = []
-        let (int8Inputs, tenBitInputs) = try Model.int8Inputs(options, layers: layers, fingerprint: cfgFingerprint, cfg: config.file,
-                                                              kernels: kernelSet.int8, warnings: &warnings)
-        if options.precision == .int8 { try options.calibration?.check(weights: source, name: weightsName) }
-        let int8Scratch = int8Inputs.isEmpty ? 0 : [kernelSet.int8, kernelSet.int16Pairs].map {
-            $0.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
-        }.max()!
-        let features = HostCPU.features.union(options.assumesFP16Arithmetic ? .fp16 : [])
-        // (INT8: the 16-bit GEMM of `int8Fallback`, where the CPU has it, for the layers not in INT8.)
-        let fallback = options.precision == .int8 ? try kernelSet.int8Fallback(options.int8Fallback, on: features) : nil
-        let half = options.precision == .int8 ? fallback?.kernels : try kernelSet.halfGemm(for: options.precision, on: features)
-        let halfPrecision = options.precision == .int8 ? fallback?.precision : options.precision
-        gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, Gemm.scratchPerThread(half?.gemm))
-        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs,
-                              tenBitInputs: tenBitInputs, half: half, halfPrecision: halfPrecision, winogradInt8: kernelSet.int16Pairs != nil,
-                              directInt8: kernelSet.int16Direct != nil, tenBitInt8: kernelSet.int8?.tenBitGemm != nil)
+        gemmScratchPerThread = context.gemmScratchPerThread
+        let planner = Planner(layers: layers, options: options, context: context)
         let order = layers.filter { $0.head == nil } + layers.filter { $0.head != nil }
         let bound = ActivationPlan(writes: order.map { ($0.index, $0.sources) }, deferred: Model.heads(layers).count,
                                    layers: layers, input: inputShape, keepingAll: false)
@@ -213,13 +201,12 @@ public final class Model: Sendable {
         let loadPool = WorkerPool(threads: availableCores())
         let tuner = measuring ? Tuner(pool: tuningThreads == loadPool.threadCount ? loadPool : WorkerPool(threads: tuningThreads),
                                       rounds: 5, gemmScratchPerThread: gemmScratchPerThread) : nil
-        var builder = try PlanBuilder(planner: planner, kernelSet: kernelSet, gemm: gemm, loadPool: loadPool, tuner: tuner,
-                                      cached: cached)
-        if case .cached = options.planning, cached.isEmpty, let half, !half.weightsOnly, let gemm {
+        var builder = try PlanBuilder(planner: planner, loadPool: loadPool, tuner: tuner, cached: cached)
+        if case .cached = options.planning, cached.isEmpty, let half, !half.weightsOnly, let gemm = context.gemm {
             let t = HalfProbe.measure(half: half.gemm, fp32: gemm)
             if !HalfProbe.pays(half: t.half, fp32: t.fp32) {
                 builder.tableKeepsFP32 = true
-                warnings.append(HalfProbe.note(options.precision, half: halfPrecision ?? options.precision,
+                warnings.append(HalfProbe.note(options.precision, half: context.kernels.halfPrecision ?? options.precision,
                                                dot: half.dot, half: t.half, fp32: t.fp32))
             }
         }
@@ -289,30 +276,6 @@ public final class Model: Sendable {
     }
 
     static func heads(_ layers: [any Layer]) -> [HeadInfo] { layers.compactMap { $0.head } }
-
-    /// With precision .int8: the quantization of each convolution input the calibration table
-    /// covers (checked against the cfg), when the kernel set has INT8 kernels (else a warning: all
-    /// FP32). Whichever library computes the FP32 GEMMs (ours or OpenBLAS).
-    static func int8Inputs(_ options: ModelOptions, layers: [any Layer], fingerprint: String, cfg: String,
-                           kernels: Int8Functions?, warnings: inout [String])
-        throws(YOLOError) -> (eightBit: [Int: Int8Quantization], tenBit: [Int: Int8Quantization]) {
-        guard options.precision == .int8 else { return ([:], [:]) }
-        guard let table = options.calibration else {
-            throw .invalidArgument("precision int8 needs a calibration table (ModelOptions.calibration; make one with 'yolo calibrate')")
-        }
-        try table.check(fingerprint: fingerprint, convolutions: Set(layers.compactMap { $0.convolution?.index }), cfg: cfg)
-        guard kernels != nil else {
-            warnings.append("precision int8: the kernel level has no INT8 kernels: every convolution runs in FP32")
-            return ([:], [:])
-        }
-        var (inputs, tenBit): ([Int: Int8Quantization], [Int: Int8Quantization]) = ([:], [:])
-        for l in layers {
-            guard let c = l.convolution else { continue }
-            inputs[c.index] = table.quantization(ofLayer: c.index)
-            tenBit[c.index] = table.tenBitQuantization(ofLayer: c.index)
-        }
-        return (inputs, tenBit)
-    }
 
     /// The plan a session runs.
     func plan(keepingAll: Bool) -> Plan { keepingAll ? inspection : inference }

@@ -88,15 +88,15 @@ final class FP16PlanTests: XCTestCase {
             XCTAssertLessThan(worst, 0.005 * range, "FP16 heads within 0.5% of the FP32 heads' range: \(m.inference.steps.map(\.algorithm))")
         }
         // An override may name an FP16 algorithm only with precision fp16.
-        let forced = try model(try fp16(ModelOptions(algorithms: [0: .directPool, 2: .im2colFP16, 4: .winograd2])))
+        let forced = try model(try fp16(ModelOptions(algorithms: [0: .directPool, 2: ConvAlgorithm(.im2col, .fp16), 4: .winograd2])))
         XCTAssertEqual(forced.inference.steps.map(\.algorithm), ["direct+pool", "im2col-fp16", "maxpool+epilogue", "winograd2", "gemm1x1-fp16"])
-        XCTAssertThrowsError(try model(ModelOptions(algorithms: [0: .directPoolFP16]))) {
+        XCTAssertThrowsError(try model(ModelOptions(algorithms: [0: ConvAlgorithm(.directPool, .fp16)]))) {
             XCTAssertTrue("\($0)".contains("direct+pool-fp16 cannot compute layer 0"), "\($0)")
         }
-        XCTAssertThrowsError(try model(ModelOptions(algorithms: [2: .winograd2FP16]))) {
+        XCTAssertThrowsError(try model(ModelOptions(algorithms: [2: ConvAlgorithm(.winograd2, .fp16)]))) {
             XCTAssertTrue("\($0)".contains("winograd2-fp16 cannot compute layer 2"), "\($0)")
         }
-        XCTAssertThrowsError(try model(try fp16(ModelOptions(algorithms: [2: .winograd4FP16])))) {
+        XCTAssertThrowsError(try model(try fp16(ModelOptions(algorithms: [2: ConvAlgorithm(.winograd4, .fp16)])))) {
             XCTAssertTrue("\($0)".contains("winograd4-fp16 cannot compute layer 2"), "F(4x4) has no FP16-arithmetic form: \($0)")
         }
         XCTAssertEqual(half.plan.halfGemm?.hasSuffix(": fmla .8h"), true, "\(half.plan.halfGemm ?? "nil")")
