@@ -1,3 +1,5 @@
+// The loaded model: `Model` (its layers, plans and parameters, shared by sessions), the memory it
+// owns, and its initializers; the steps of loading are ModelLoading.swift's and Plan/'s.
 import YOLOCore
 import YOLOKernels
 
@@ -99,177 +101,36 @@ public final class Model: Sendable {
         try self.init(config: config, source: .bytes(weights), weightsName: weightsName, options: options)
     }
 
+    /// Loads a model in steps: the cfg's layers, the planning context, how choices are made, the
+    /// weights (each convolution's kernels chosen and prepared as its weights load), the plans.
     init(config: DarknetConfig, source: WeightsReader.Origin, weightsName: String, options: ModelOptions) throws(YOLOError) {
-        var net = config.sections[0]
-        net.trackReads()
-        let cfgWidth = try net.positive("width", net.int("width"))
-        let cfgHeight = try net.positive("height", net.int("height"))
-        inputChannels = try net.positive("channels", net.int("channels"))
-        let letterBox = try net.has("letter_box") ? net.int("letter_box") : nil
-        guard letterBox == nil || letterBox == 0 || letterBox == 1 else {
-            throw net.error("letter_box=\(letterBox!) must be 0 (stretch) or 1 (letterbox)", line: net.option("letter_box")?.line)
-        }
-        self.letterBox = letterBox.map { $0 == 1 }
-        try NoEffectKeys.check(net)
-        if let size = options.inputSize {
-            guard size.width > 0, size.height > 0, size.width % 32 == 0, size.height % 32 == 0 else {
-                throw .invalidArgument("input size \(size): width and height must be positive multiples of 32 (YOLO networks downsample by 32), e.g. \(Model.multipleOf32(near: size.width))x\(Model.multipleOf32(near: size.height))")
-            }
-            (inputWidth, inputHeight) = (size.width, size.height)
-        } else {
-            (inputWidth, inputHeight) = (cfgWidth, cfgHeight)
-        }
-        guard config.sections.count > 1 else { throw net.error("the cfg has no layers after [net]") }
-        if let t = options.tuningThreads, t < 1 { throw .invalidArgument("ModelOptions.tuningThreads must be at least 1") }
-        self.options = options
-
-        // 1. Layers and shapes, checked section by section; nothing is allocated yet. Every
-        //    key of a section must be read by its layer or have no effect at inference.
-        let inputShape = Shape(c: inputChannels, h: inputHeight, w: inputWidth)
-        try Model.checkSize(inputShape, section: net, limit: options.maxActivationBytes, what: "the input")
-        var layers: [any Layer] = []
-        var shapes: [Shape] = []
-        var totalFlops = 0
-        for (i, cfgSection) in config.sections.dropFirst().enumerated() {
-            var section = cfgSection
-            section.trackReads()
-            let layer: any Layer
-            do {
-                layer = try Model.makeLayer(section, index: i, input: i == 0 ? inputShape : shapes[i - 1], shapes: shapes,
-                                            previousKind: layers.last?.kind)
-            } catch {
-                // A cfg size that is not a multiple of 32 shows up as a shape mismatch deep
-                // in the network: say what is wrong.
-                guard inputWidth % 32 != 0 || inputHeight % 32 != 0, case let .cfg(file, line, message) = error else { throw error }
-                throw .cfg(file: file, line: line, message: "\(message) (the input size \(inputWidth)x\(inputHeight) is not a multiple of 32: YOLO networks downsample by 32, so use multiples of 32 such as \(Model.multipleOf32(near: inputWidth))x\(Model.multipleOf32(near: inputHeight)))")
-            }
-            try NoEffectKeys.check(section)
-            try Model.checkSize(layer.outputShape, section: section, limit: options.maxActivationBytes)
-            let (sum, overflow) = totalFlops.addingReportingOverflow(layer.flops)
-            guard !overflow else { throw section.error("the network up to this layer needs more multiply-adds than can be counted") }
-            totalFlops = sum
-            layers.append(layer)
-            shapes.append(layer.outputShape)
-        }
-
-        // 2. The plan's nodes, and the activations' memory limit before the weights are even
-        //    looked at (every layer its own buffer where it is live: a bound of any plan's).
-        let (kernelSet, openBLAS) = try Gemm.kernels(for: options)
-        let gemm = openBLAS ? nil : kernelSet.gemm
-        self.kernelSet = kernelSet
-        usesOpenBLAS = openBLAS
-        cfgFingerprint = config.fingerprint
+        // 1. Parse: the layers and shapes the cfg describes, checked; nothing allocated yet.
+        let network = try ParsedNetwork(config: config, options: options)
+        // 2. Plan context: the kernels, what they can compute, the INT8 inputs; the activations'
+        //    bound before the weights are even looked at.
         var warnings: [String] = []
-        let (int8Inputs, tenBitInputs) = try Model.int8Inputs(options, layers: layers, fingerprint: cfgFingerprint, cfg: config.file,
-                                                              kernels: kernelSet.int8, warnings: &warnings)
-        if options.precision == .int8 { try options.calibration?.check(weights: source, name: weightsName) }
-        let int8Scratch = int8Inputs.isEmpty ? 0 : [kernelSet.int8, kernelSet.int16Pairs].map {
-            $0.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
-        }.max()!
-        let features = HostCPU.features.union(options.assumesFP16Arithmetic ? .fp16 : [])
-        // (INT8: the 16-bit GEMM of `int8Fallback`, where the CPU has it, for the layers not in INT8.)
-        let fallback = options.precision == .int8 ? try kernelSet.int8Fallback(options.int8Fallback, on: features) : nil
-        let half = options.precision == .int8 ? fallback?.kernels : try kernelSet.halfGemm(for: options.precision, on: features)
-        let halfPrecision = options.precision == .int8 ? fallback?.precision : options.precision
-        gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, Gemm.scratchPerThread(half?.gemm))
-        let planner = Planner(layers: layers, options: options, ourKernels: !openBLAS, int8Inputs: int8Inputs,
-                              tenBitInputs: tenBitInputs, half: half, halfPrecision: halfPrecision, winogradInt8: kernelSet.int16Pairs != nil,
-                              directInt8: kernelSet.int16Direct != nil, tenBitInt8: kernelSet.int8?.tenBitGemm != nil)
-        let order = layers.filter { $0.head == nil } + layers.filter { $0.head != nil }
-        let bound = ActivationPlan(writes: order.map { ($0.index, $0.sources) }, deferred: Model.heads(layers).count,
-                                   layers: layers, input: inputShape, keepingAll: false)
-        guard 4 * (bound.floats + gemmScratchPerThread) <= options.maxActivationBytes else {
-            throw .invalidArgument("\(config.file): a forward pass at \(inputWidth)x\(inputHeight) needs \(4 * bound.floats >> 20) MiB of activations, over the limit of \(options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
-        }
-
+        let context = try PlanContext(options: options, layers: network.layers, fingerprint: config.fingerprint, cfg: config.file,
+                                      weights: source, weightsName: weightsName, warnings: &warnings)
+        let planner = Planner(layers: network.layers, options: options, context: context)
+        try network.checkActivationBound(scratch: context.gemmScratchPerThread, file: config.file, options: options)
         // 3. How choices are made: measured now, read from the plan cache, or by the table.
-        let tuningThreads = options.tuningThreads ?? availableCores()
-        var cached: [CachedChoice] = []
-        var measuring = false, reads = true
-        switch options.planning {
-        case .measure: measuring = true
-        case .remeasure: (measuring, reads) = (true, false)
-        case .table, .cached: break
-        }
-        var cacheFile: String? = nil, cacheKey = ""
-        if let directory = options.planning.cacheDirectory {
-            cacheKey = PlanCache.key(config: config, input: inputShape, kernelSet: kernelSet.name, openBLAS: openBLAS, kernels: kernelSet.signature,
-                                     threads: tuningThreads, options: options)
-            cacheFile = PlanCache.path(directory: directory, key: cacheKey)
-            switch reads ? PlanCache.read(directory: directory, key: cacheKey) : nil {
-            case .success(let choices)?:
-                if let problem = PlanBuilder.validate(choices, nodes: planner.inferenceNodes()) {
-                    warnings.append("ignored the plan cache entry \(cacheFile!): \(problem)")
-                } else {
-                    cached = choices
-                    measuring = false
-                }
-            case .failure(let problem)?:
-                warnings.append("ignored the plan cache entry: \(problem.message)")
-            case nil:
-                if case .cached = options.planning { cacheFile = nil }
-            }
-        }
         let loadPool = WorkerPool(threads: availableCores())
-        let tuner = measuring ? Tuner(pool: tuningThreads == loadPool.threadCount ? loadPool : WorkerPool(threads: tuningThreads),
-                                      rounds: 5, gemmScratchPerThread: gemmScratchPerThread) : nil
-        var builder = try PlanBuilder(planner: planner, kernelSet: kernelSet, gemm: gemm, loadPool: loadPool, tuner: tuner,
-                                      cached: cached)
-        if case .cached = options.planning, cached.isEmpty, let half, !half.weightsOnly, let gemm {
-            let t = HalfProbe.measure(half: half.gemm, fp32: gemm)
-            if !HalfProbe.pays(half: t.half, fp32: t.fp32) {
-                builder.tableKeepsFP32 = true
-                warnings.append(HalfProbe.note(options.precision, half: halfPrecision ?? options.precision,
-                                               dot: half.dot, half: t.half, fp32: t.fp32))
-            }
-        }
+        let choice = PlanChoice(config: config, input: network.inputShape, planner: planner, loadPool: loadPool, warnings: &warnings)
+        var builder = try choice.builder(planner, loadPool: loadPool, warnings: &warnings)
+        // 4. Weights: each convolution's algorithm decided and its kernels prepared as its weights load.
+        let storage = ModelStorage()
+        parameterCount = try network.loadParameters(source, weightsName: weightsName, cfg: config.file, storage: storage,
+                                                    into: &builder)
+        // 5. Plan: both plans, their report (and the measured choices stored), the sessions' memory.
+        let built = builder.build(input: network.inputShape)
+        plan = choice.report(built, builder: builder, context: context, options: options, warnings: &warnings)
+        try network.checkSessionBytes(built.inference, scratch: context.gemmScratchPerThread, file: config.file, options: options)
 
-        // 4. Parameters: the weights file after its header, checked against the cfg, then handed
-        //    to the layers in order: each convolution folds batch norm and the planner prepares
-        //    its kernels. One layer's floats at a time: the file is never held whole.
-        let counts = layers.map { $0.parameterCount }
-        let floats = counts.reduce(0, +)
-        let largest = max(1, counts.max() ?? 0)
-        if let refusal = checkDataSizeLimit(4 * (floats + largest), for: "\(config.file): loading the parameters") {
-            throw .invalidArgument(refusal)
-        }
-        storage = ModelStorage()
-        var reader = try WeightsReader(source, name: weightsName, cfg: config.file, floats: floats)
-        // Each layer's own buffer, unmapped after it: the largest layer's (yolov3-tiny's layer
-        // 12, 18 MiB) is not held while the rest are prepared (peak RSS with INT8 weights).
-        for i in layers.indices where counts[i] > 0 {
-            guard let buffer = mapPages(floats: counts[i]) else {
-                throw .invalidArgument("\(config.file): no memory for layer \(i)'s \(4 * counts[i] >> 20) MiB of parameters")
-            }
-            defer { unmapPages(buffer, floats: counts[i]) }
-            try reader.next(counts[i], into: buffer)
-            guard let conv = layers[i].convolution else { continue }
-            let (bias, weights) = try conv.fold(buffer, weightsName: weightsName, storage: storage)
-            try builder.load(conv, bias: bias, weights: weights)
-        }
-
-        // 5. The plans, what they chose, and the measurements stored for the next load.
-        let built = builder.build(input: inputShape)
-        inference = built.inference
-        inspection = built.inspection
-        if tuner != nil, let directory = options.planning.cacheDirectory,
-           let problem = PlanCache.write(directory: directory, key: cacheKey, choices: built.choices) {
-            warnings.append("could not store the measured plan: \(problem)")
-        }
-        plan = PlanReport(entries: built.entries, kernels: kernelSet.name + (openBLAS ? " + OpenBLAS" : ""),
-                          halfGemm: half.map { "\($0.gemm.level): \($0.dot)" },
-                          measuredThreads: tuner != nil || !cached.isEmpty ? tuningThreads : nil, cacheFile: cacheFile,
-                          tuningSeconds: Double(builder.tuningNanoseconds) / 1e9, warnings: warnings)
-        let needed = 4 * (inference.activations.floats + inference.workspacePerThread + gemmScratchPerThread)
-        guard needed <= options.maxActivationBytes else {
-            throw .invalidArgument("\(config.file): a forward pass at \(inputWidth)x\(inputHeight) needs \(needed >> 20) MiB of activations and scratch, over the limit of \(options.maxActivationBytes >> 20) MiB (ModelOptions.maxActivationBytes)")
-        }
-
-        impl = layers
-        parameterCount = floats
-        heads = Model.heads(layers)
-        flops = totalFlops
-        self.layers = layers.map { l in
+        (inputWidth, inputHeight, inputChannels, letterBox) = (network.width, network.height, network.channels, network.letterBox)
+        (self.options, self.storage, inference, inspection) = (options, storage, built.inference, built.inspection)
+        (kernelSet, usesOpenBLAS, gemmScratchPerThread) = (context.kernelSet, context.usesOpenBLAS, context.gemmScratchPerThread)
+        (impl, cfgFingerprint, heads, flops) = (network.layers, config.fingerprint, Model.heads(network.layers), network.flops)
+        layers = network.layers.map { l in
             LayerInfo(index: l.index, kind: l.kind, input: l.inputShape, output: l.outputShape,
                       size: l.geometry.size, stride: l.geometry.stride, flops: l.flops, sources: l.sources)
         }
@@ -290,30 +151,6 @@ public final class Model: Sendable {
 
     static func heads(_ layers: [any Layer]) -> [HeadInfo] { layers.compactMap { $0.head } }
 
-    /// With precision .int8: the quantization of each convolution input the calibration table
-    /// covers (checked against the cfg), when the kernel set has INT8 kernels (else a warning: all
-    /// FP32). Whichever library computes the FP32 GEMMs (ours or OpenBLAS).
-    static func int8Inputs(_ options: ModelOptions, layers: [any Layer], fingerprint: String, cfg: String,
-                           kernels: Int8Functions?, warnings: inout [String])
-        throws(YOLOError) -> (eightBit: [Int: Int8Quantization], tenBit: [Int: Int8Quantization]) {
-        guard options.precision == .int8 else { return ([:], [:]) }
-        guard let table = options.calibration else {
-            throw .invalidArgument("precision int8 needs a calibration table (ModelOptions.calibration; make one with 'yolo calibrate')")
-        }
-        try table.check(fingerprint: fingerprint, convolutions: Set(layers.compactMap { $0.convolution?.index }), cfg: cfg)
-        guard kernels != nil else {
-            warnings.append("precision int8: the kernel level has no INT8 kernels: every convolution runs in FP32")
-            return ([:], [:])
-        }
-        var (inputs, tenBit): ([Int: Int8Quantization], [Int: Int8Quantization]) = ([:], [:])
-        for l in layers {
-            guard let c = l.convolution else { continue }
-            inputs[c.index] = table.quantization(ofLayer: c.index)
-            tenBit[c.index] = table.tenBitQuantization(ofLayer: c.index)
-        }
-        return (inputs, tenBit)
-    }
-
     /// The plan a session runs.
     func plan(keepingAll: Bool) -> Plan { keepingAll ? inspection : inference }
 
@@ -330,68 +167,5 @@ public final class Model: Sendable {
         var sessions: [Session] = []
         for _ in 0..<count { sessions.append(try Session(model: self, threads: each)) }
         return sessions
-    }
-
-    // MARK: - Building
-
-    /// Darknet's cfg-to-layer switch: builds layer `index` from its section. `input` is the
-    /// previous layer's output shape (or the network's); `shapes` are the earlier layers'.
-    static func makeLayer(_ section: DarknetConfig.Section, index i: Int, input: Shape, shapes: [Shape],
-                          previousKind: LayerKind?) throws(YOLOError) -> any Layer {
-        switch section.name {
-        case "convolutional", "conv":
-            return try ConvolutionalLayer(section: section, index: i, inputShape: input)
-        case "maxpool", "max":
-            return try MaxPoolLayer(section: section, index: i, inputShape: input)
-        case "upsample":
-            return try UpsampleLayer(section: section, index: i, inputShape: input)
-        case "route":
-            return try RouteLayer(section: section, index: i, shapes: shapes)
-        case "shortcut":
-            return try ShortcutLayer(section: section, index: i, shapes: shapes, inputShape: input)
-        case "yolo":
-            return try YOLOLayer(section: section, index: i, inputShape: input, previousKind: previousKind)
-        case "region":
-            return try RegionLayer(section: section, index: i, inputShape: input, previousKind: previousKind)
-        case "reorg":
-            return try ReorgLayer(section: section, index: i, inputShape: input)
-        default:
-            throw .cfg(file: section.file, line: section.line,
-                       message: "unknown section [\(section.name)] (supported: convolutional, maxpool, upsample, route, shortcut, reorg, yolo, region)")
-        }
-    }
-
-    /// The multiple of 32 nearest `v` (at least 32), for error messages: no overflow near Int.max.
-    static func multipleOf32(near v: Int) -> Int { max(32, v / 32 * 32 + (v % 32 >= 16 && v <= Int.max - 32 ? 32 : 0)) }
-
-    /// Refuses an output shape whose size overflows or exceeds the activation limit on its own.
-    static func checkSize(_ s: Shape, section: DarknetConfig.Section, limit: Int, what: String = "output") throws(YOLOError) {
-        let bytes = checkedProduct([s.c, s.h, s.w, 4])
-        guard let bytes, bytes <= limit else {
-            throw section.error("\(what) \(s) is \(bytes.map { "\($0 >> 20) MiB" } ?? "too large to count"), over the activation limit of \(limit >> 20) MiB (ModelOptions.maxActivationBytes)")
-        }
-    }
-
-    /// Checks a weights file's header (its first 20 bytes or fewer) and total size against the
-    /// cfg; returns the header's size.
-    static func checkWeightsHeader(_ bytes: [UInt8], size: Int, name: String, cfg: String,
-                                   floats: Int) throws(YOLOError) -> Int {
-        func int32(_ at: Int) -> Int32 {
-            Int32(bitPattern: UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24)
-        }
-        guard bytes.count >= 12 else {
-            throw .weights(file: name, message: "is \(size) bytes, too short for a Darknet weights header (12 to 20 bytes)")
-        }
-        let major = int32(0), minor = int32(4), revision = int32(8)
-        guard (0..<1000).contains(major), (0..<1000).contains(minor), (0..<100_000).contains(revision) else {
-            throw .weights(file: name, message: "not a Darknet weights file: header version \(major).\(minor).\(revision) is implausible")
-        }
-        let header = major * 10 + minor >= 2 ? 20 : 16
-        let expected = header + 4 * floats
-        guard size == expected else {
-            let what = size < expected ? "too short" : "too long"
-            throw .weights(file: name, message: "is \(size) bytes but \(cfg) needs \(expected) (a \(header)-byte header for version \(major).\(minor).\(revision) + \(floats) floats): \(what) by \(abs(expected - size)) bytes")
-        }
-        return header
     }
 }

@@ -9,7 +9,7 @@ public struct ModelOptions: Sendable, Equatable {
     public enum Convolution: String, Sendable, CaseIterable {
         /// Any: with the table, F(4x4, 3x3) Winograd (4x fewer multiplications; its kernels take
         /// 4x those layers' weights) on maps of 24x24 and more with 32 or more input channels,
-        /// F(2x2, 3x3) (2.25x fewer; 16/9 the weights) on the others (`ConvAlgorithm.table`).
+        /// F(2x2, 3x3) (2.25x fewer; 16/9 the weights) on the others (`ChoicePolicy.table`).
         case winograd
         /// Winograd F(2x2, 3x3) but not F(4x4).
         case winograd2

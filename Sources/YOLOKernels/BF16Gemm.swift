@@ -336,30 +336,11 @@ public enum BF16PackedGemm<D: BF16DotISA> {
     }
 }
 
-/// A level's BF16 GEMM and what the CPU needs for it (which may be more than its kernel set's
-/// FP32 kernels need: the engine checks `requires` before it offers BF16).
-public struct BF16Kernels: Sendable {
-    /// What computes the products ("vdpbf16ps"), for reports.
-    public let dot: String
-    public let requires: CPUFeatureSet
-    /// The GEMM, with the FP32 GEMM's calling convention: packed A in float-sized words, B and C
-    /// FP32, scratch in floats.
-    public let gemm: GemmFunctions
-    /// Whether only the weights are 16-bit (FP16Weights.swift: the GEMM inputs, products and sums
-    /// stay FP32), so that the GEMMs of Winograd F(4x4), whose transforms magnify the rounding of
-    /// 16-bit inputs and sums, may run on it.
-    public let weightsOnly: Bool
-    /// The direct 3x3 convolution + pool in this arithmetic (FP16 only, where the CPU computes
-    /// in FP16: DirectConvHalf.swift), packed weights and scratch counted in floats.
-    public let direct: DirectConvFunctions?
-    /// BF16 Winograd F(2x2) with the input transform in this GEMM's words (WinogradBF16.swift),
-    /// where the level has it (nil: FP16, and levels without).
-    public let winogradPairs: BF16WinogradPairs?
-
+extension HalfKernels {
     /// The BF16 GEMM of dot product `D` with blocking kc steps of k x nc columns, named `level`.
     @inlinable
     public static func make<D: BF16DotISA>(level: String, dot: String, requires: CPUFeatureSet, _: D.Type, kc: Int,
-                                           nc: Int) -> BF16Kernels {
+                                           nc: Int) -> HalfKernels {
         typealias G = BF16PackedGemm<D>
         let gemm = GemmFunctions(
             level: level, mr: G.K.mr, nr: G.K.nr, width: D.Floats.scalarCount, kc: kc, nc: nc,
@@ -370,23 +351,6 @@ public struct BF16Kernels: Sendable {
                 G.gemm(m: m, n: n, k: k, packedA: UnsafeRawPointer(a).assumingMemoryBound(to: UInt32.self), b: b, ldb: ldb, c: c, ldc: ldc, scratch: scratch, kc: kc, nc: nc,
                        rowStart: rows.lowerBound, rowEnd: rows.upperBound)
             })
-        return BF16Kernels(dot: dot, requires: requires, gemm: gemm)
-    }
-
-    @usableFromInline
-    init(dot: String, requires: CPUFeatureSet, gemm: GemmFunctions, weightsOnly: Bool = false,
-         direct: DirectConvFunctions? = nil, winogradPairs: BF16WinogradPairs? = nil) {
-        (self.dot, self.requires, self.gemm, self.weightsOnly, self.direct) = (dot, requires, gemm, weightsOnly, direct)
-        self.winogradPairs = winogradPairs
-    }
-
-    /// These kernels with `direct` as their direct convolution + pool.
-    @usableFromInline func adding(direct: DirectConvFunctions) -> BF16Kernels {
-        BF16Kernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct, winogradPairs: winogradPairs)
-    }
-
-    /// These kernels with `pairs` as their Winograd F(2x2) on bfloat16 pairs.
-    public func adding(winogradPairs pairs: BF16WinogradPairs) -> BF16Kernels {
-        BF16Kernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct, winogradPairs: pairs)
+        return HalfKernels(dot: dot, requires: requires, gemm: gemm)
     }
 }

@@ -13,13 +13,13 @@
 // computes (a GEMM of depth 27); in an INT8 model it was the largest FP32 step left. Twice the lanes per instruction halve its
 // multiply-adds.
 //
-// Generic and @inlinable, instantiated by the targets with FP16 arithmetic (`BF16Kernels.makeFP16`).
+// Generic and @inlinable, instantiated by the targets with FP16 arithmetic (`HalfKernels.makeFP16`).
 #if !(os(macOS) && arch(x86_64))
 
 public enum DirectConv3x3Half<D: FP16ISA> {
     public typealias H = D.Halves
 
-    /// The engine's entry points (`BF16Kernels.direct`): packed weights and scratch in floats' room.
+    /// The engine's entry points (`HalfKernels.direct`): packed weights and scratch in floats' room.
     @inlinable public static var functions: DirectConvFunctions {
         DirectConvFunctions(
             packedSize: { packedSize(filters: $0, channels: $1) },

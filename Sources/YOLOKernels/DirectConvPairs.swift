@@ -34,7 +34,7 @@ public struct DirectPairFunctions: Sendable {
     /// The instruction of its products, for reports.
     public let dot: String
     /// Whether the fixed table picks it over INT8 F(2x2) where both take a layer (measured per
-    /// level: `ConvAlgorithm.table`).
+    /// level: `ChoicePolicy.table`).
     public let preferred: Bool
 
     /// The functions of `DirectConv3x3Pairs<D>` with `filters` (8 or 4) filters per pass.

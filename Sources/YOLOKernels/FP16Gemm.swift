@@ -16,7 +16,7 @@
 // Tails: rows past m and columns past n are zero in the packed panels; edge tiles are computed
 // into a scratch tile and copied out (gemmBlockTiles, PackedGemm.swift). The FP32 GEMM's calling
 // convention (`GemmFunctions`, packed A in float-sized words) and the BF16 GEMM's wrapper
-// (`BF16Kernels`, which names the format), so that every GEMM user of the engine can run it.
+// (`HalfKernels`, which names the format), so that every GEMM user of the engine can run it.
 // Generic and @inlinable: the dotprod level (-target-cpu cortex-a76, FP16 arithmetic) and the
 // AVX-512 FP16 target (KernelsAVX512FP16.swift) instantiate it; the avx2 level's model computes the
 // same sums lane by lane in software (tests only).
@@ -309,12 +309,12 @@ extension FP16PackedGemm: HalfPackedGemm {
     @inlinable public static var width: Int { D.Halves.scalarCount }
 }
 
-extension BF16Kernels {
+extension HalfKernels {
     /// The GEMM `G` with blocks of at most kc steps of k x nc columns, named `level`, its products
     /// by `dot`.
     @inlinable
     public static func makeHalf<G: HalfPackedGemm>(level: String, dot: String, requires: CPUFeatureSet, _: G.Type, kc: Int,
-                                                   nc: Int, weightsOnly: Bool) -> BF16Kernels {
+                                                   nc: Int, weightsOnly: Bool) -> HalfKernels {
         let gemm = GemmFunctions(
             level: level, mr: G.mr, nr: G.nr, width: G.width, kc: kc, nc: nc,
             packedASize: { G.packedASize(m: $0, k: $1) },
@@ -324,14 +324,14 @@ extension BF16Kernels {
                 G.gemm(m: m, n: n, k: k, packedA: UnsafeRawPointer(a).assumingMemoryBound(to: Float16.self), b: b, ldb: ldb, c: c,
                        ldc: ldc, scratch: scratch, kc: kc, nc: nc, rowStart: rows.lowerBound, rowEnd: rows.upperBound)
             })
-        return BF16Kernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly)
+        return HalfKernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly)
     }
 
     /// The FP16 GEMM of `D` with blocks of at most kc steps of k summed in FP16 x nc columns, named
     /// `level`.
     @inlinable
     public static func makeFP16<D: FP16ISA>(level: String, dot: String = "fmla .8h", requires: CPUFeatureSet, _: D.Type, kc: Int,
-                                            nc: Int) -> BF16Kernels {
+                                            nc: Int) -> HalfKernels {
         let kernels = makeHalf(level: level, dot: dot, requires: requires, FP16PackedGemm<D>.self, kc: kc, nc: nc,
                                weightsOnly: false)
         return kernels.adding(direct: DirectConv3x3Half<D>.functions)

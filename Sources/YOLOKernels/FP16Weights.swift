@@ -101,11 +101,11 @@ extension FP16WeightsGemm: HalfPackedGemm {
     @inlinable public static var width: Int { K.Vector.scalarCount }
 }
 
-extension BF16Kernels {
+extension HalfKernels {
     /// The FP32 GEMM of micro-kernel `K` (blocking kc x nc) on FP16-stored weights, named `level`.
     @inlinable
     public static func makeFP16Weights<K: GemmMicroKernel>(level: String, requires: CPUFeatureSet, _: K.Type, kc: Int,
-                                                            nc: Int) -> BF16Kernels {
+                                                            nc: Int) -> HalfKernels {
         makeHalf(level: level, dot: "fp32 fma, fp16 weights", requires: requires, FP16WeightsGemm<K>.self, kc: kc, nc: nc,
                  weightsOnly: true)
     }

@@ -143,20 +143,20 @@ public struct KernelSet: Sendable {
     /// The direct 3x3 conv + pool on int16 pairs (DirectConvPairs.swift), where the level has it.
     public private(set) var int16Direct: DirectPairFunctions?
     /// The BF16 GEMM, where the build has one for this level (BF16Gemm.swift); it may need more of
-    /// the CPU than the rest of the set (`BF16Kernels.requires`).
-    public private(set) var bf16: BF16Kernels?
+    /// the CPU than the rest of the set (`HalfKernels.requires`).
+    public private(set) var bf16: HalfKernels?
     /// The FP16 GEMM (FP16Gemm.swift: FP16 products and sums, same wrapper), where the level has
     /// one; it may need more of the CPU than the rest of the set (FP16 arithmetic).
-    public private(set) var fp16: BF16Kernels?
+    public private(set) var fp16: HalfKernels?
     /// The level's FP32 GEMM on FP16-stored weights (FP16Weights.swift): every level has one.
-    public let fp16Weights: BF16Kernels?
+    public let fp16Weights: HalfKernels?
     /// Bias + leaky or linear activation in the level's vectors (`biasActivateVectors`): (data,
     /// bias, channels, spatial, channelStride, activation) -> false for other activations.
     public let biasActivate: @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Range<Int>, Int, Int, Activation) -> Bool
 
     @usableFromInline
     init(name: String, requires: CPUFeatureSet, gemm: GemmFunctions, winograd2: WinogradFunctions,
-         winograd4: WinogradFunctions, direct: DirectConvFunctions, fp16Weights: BF16Kernels?,
+         winograd4: WinogradFunctions, direct: DirectConvFunctions, fp16Weights: HalfKernels?,
          biasActivate: @escaping @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Range<Int>, Int, Int, Activation) -> Bool) {
         (self.name, self.requires, self.gemm, self.biasActivate) = (name, requires, gemm, biasActivate)
         (self.winograd2, self.winograd4, self.direct, self.fp16Weights) = (winograd2, winograd4, direct, fp16Weights)
@@ -167,7 +167,7 @@ public struct KernelSet: Sendable {
     public var signature: String {
         func blocks(_ g: GemmFunctions) -> String { "\(g.mr)x\(g.nr)x\(g.width) kc \(g.kc) nc \(g.nc)" }
         func integers(_ f: Int8Functions?) -> String { f.map { "\($0.dot) \($0.mr)x\($0.nr)x\($0.lanes) kc \($0.kc) nc \($0.nc)" } ?? "none" }
-        func half(_ h: BF16Kernels?) -> String { h.map { "\($0.dot) \(blocks($0.gemm))" } ?? "none" }
+        func half(_ h: HalfKernels?) -> String { h.map { "\($0.dot) \(blocks($0.gemm))" } ?? "none" }
         return "\(name): fp32 \(blocks(gemm)), int8 \(integers(int8)), pairs \(integers(int16Pairs)), direct pairs \(int16Direct?.dot ?? "none"), bf16 \(half(bf16)), "
             + "fp16 \(half(fp16)), fp16 weights \(half(fp16Weights))"
     }
@@ -196,14 +196,14 @@ public struct KernelSet: Sendable {
     }
 
     /// This set with `fp16` as its FP16 GEMM.
-    public func adding(fp16: BF16Kernels) -> KernelSet {
+    public func adding(fp16: HalfKernels) -> KernelSet {
         var set = self
         set.fp16 = fp16
         return set
     }
 
     /// This set with `bf16` as its BF16 GEMM.
-    public func adding(bf16: BF16Kernels) -> KernelSet {
+    public func adding(bf16: HalfKernels) -> KernelSet {
         var set = self
         set.bf16 = bf16
         return set
@@ -247,9 +247,9 @@ public struct KernelSet: Sendable {
             pooledRows: { DirectConv3x3<V, Tag>.pooledRows($0, height: $1, width: $2, channels: $3, packed: $4,
                                                            filters: $5, rows: $6, into: $7, scratch: $8, epilogue: $9) })
         #if os(macOS) && arch(x86_64)
-        let fp16Weights: BF16Kernels? = nil
+        let fp16Weights: HalfKernels? = nil
         #else
-        let fp16Weights: BF16Kernels? = .makeFP16Weights(level: name + "-fp16-weights", requires: requires, K.self, kc: kc, nc: nc)
+        let fp16Weights: HalfKernels? = .makeFP16Weights(level: name + "-fp16-weights", requires: requires, K.self, kc: kc, nc: nc)
         #endif
         return KernelSet(name: name, requires: requires, gemm: gemm, winograd2: w2, winograd4: w4, direct: direct,
                          fp16Weights: fp16Weights, biasActivate: {

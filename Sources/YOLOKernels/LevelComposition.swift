@@ -39,15 +39,15 @@ extension Int8Functions {
     }
 }
 
-extension BF16Kernels {
+extension HalfKernels {
     /// These kernels with another GEMM (`gemm`, and `winogradGemm` on the words of the Winograd
     /// F(2x2) input transform, whose transform is kept), named `dot`, needing `requires`.
     public func replacingGemm(
         dot: String, requires: CPUFeatureSet, gemm: GemmFunctions,
         winogradGemm: @escaping @Sendable (Int, Int, Int, UnsafePointer<Float>, UnsafePointer<UInt32>, Int,
                                            UnsafeMutablePointer<Float>, Int, UnsafeMutablePointer<Float>, Range<Int>) -> Void
-    ) -> BF16Kernels {
-        BF16Kernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct,
+    ) -> HalfKernels {
+        HalfKernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct,
                     winogradPairs: winogradPairs.map { BF16WinogradPairs(input: $0.input, gemm: winogradGemm) })
     }
 }

@@ -45,7 +45,7 @@ public enum KernelsAMX {
 
     #if compiler(>=6.1)
     /// `base`'s BF16 kernels (the Winograd input transform) with the tile GEMM.
-    static func bf16Kernels(replacing base: BF16Kernels) -> BF16Kernels {
+    static func bf16Kernels(replacing base: HalfKernels) -> HalfKernels {
         let (kc, nc) = (bf16KC, bf16NC)
         let gemm = GemmFunctions.make(
             level: "amxbf16", mr: AMXBF16Gemm.mr, nr: AMXBF16Gemm.nr, width: 16, kc: kc, nc: nc,

@@ -42,7 +42,7 @@ public enum KernelsAVX2 {
     /// The FP16 GEMM of the ARM dotprod level (same blocks of k), its arithmetic modelled in
     /// software: never offered (it requires FP16 arithmetic, which no x86 CPU reports), so that
     /// the tests on x86 run the FP16 GEMM's driver, packing and tails, and the FP16 plans.
-    static var fp16Model: BF16Kernels {
+    static var fp16Model: HalfKernels {
         .makeFP16(level: "avx2-fp16-model", requires: [.avx2, .fp16], AVX2Tag.self, kc: 128, nc: 504)
     }
 }

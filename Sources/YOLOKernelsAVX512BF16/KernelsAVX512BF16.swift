@@ -32,8 +32,8 @@ public enum KernelsAVX512BF16 {
     /// Tiles of 8 x 48 FP32 sums (8 x 3 zmm accumulators), 2 steps of k per vdpbf16ps; blocks of
     /// 512 steps of k (the packed B panel as many bytes as the FP32 GEMM's 256) x 480 columns.
     /// Requires what -target-cpu cooperlake may use: the VNNI level's features + AVX-512 BF16.
-    public static var bf16: BF16Kernels? {
-        BF16Kernels.make(level: "avx512bf16", dot: "vdpbf16ps", requires: [.avx2, .avx512, .avx512VNNI, .avx512BF16], BF16Tag.self,
+    public static var bf16: HalfKernels? {
+        HalfKernels.make(level: "avx512bf16", dot: "vdpbf16ps", requires: [.avx2, .avx512, .avx512VNNI, .avx512BF16], BF16Tag.self,
                          kc: 512, nc: 480)
             .adding(winogradPairs: .make(BF16Tag.self, kc: 512, nc: 480))
     }
@@ -45,6 +45,6 @@ import YOLOKernels
 /// specialization of the BF16 GEMM: built by Swift 6.0, the engine has no BF16 kernels, and
 /// `--precision bf16` says the level has none.
 public enum KernelsAVX512BF16 {
-    public static var bf16: BF16Kernels? { nil }
+    public static var bf16: HalfKernels? { nil }
 }
 #endif

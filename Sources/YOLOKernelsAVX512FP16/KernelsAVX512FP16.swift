@@ -39,8 +39,8 @@ public enum KernelsAVX512FP16 {
     /// Tiles of 8 x 96 FP16 sums (8 x 3 zmm accumulators), blocks of 128 steps of k (as ARM's, so
     /// the sums round alike) x 480 columns. Requires what -target-cpu sapphirerapids may use of
     /// the CPU here: the VNNI level's features + AVX-512 BF16 + AVX-512 FP16.
-    public static var fp16: BF16Kernels? {
-        BF16Kernels.makeFP16(level: "avx512fp16", dot: "vfmadd231ph", requires: [.avx2, .avx512, .avx512VNNI, .avx512BF16, .avx512FP16],
+    public static var fp16: HalfKernels? {
+        HalfKernels.makeFP16(level: "avx512fp16", dot: "vfmadd231ph", requires: [.avx2, .avx512, .avx512VNNI, .avx512BF16, .avx512FP16],
                              FP16Tag.self, kc: 128, nc: 480)
     }
 }

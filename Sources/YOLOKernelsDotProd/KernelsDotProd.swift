@@ -57,7 +57,7 @@ public enum KernelsDotProd {
     /// The FP16 GEMM: 8 x 24 tiles of FP16 sums (24 q accumulators), fmla .8h by element, over
     /// blocks of at most 128 steps of k (then FP32); needs the CPU's FP16 arithmetic (asimdhp:
     /// Cortex-A55, A76 and later; -target-cpu cortex-a76 may use it anywhere in this target).
-    static var fp16: BF16Kernels {
+    static var fp16: HalfKernels {
         .makeFP16(level: "dotprod-fp16", requires: [.dotProduct, .fp16], DotProdTag.self, kc: 128, nc: 504)
     }
 }

@@ -25,7 +25,7 @@ final class FP16AccuracyTests: XCTestCase {
     /// With AVX-512 FP16 (Sapphire Rapids and later): vfmadd231ph's FP16 arithmetic.
     func testAVX512FP16DetectionsMatchFP32() throws {
         #if arch(x86_64)
-        guard KernelLevel.selected.kernelSet?.fp16(on: HostCPU.features) != nil else { throw XCTSkip("this CPU has no AVX-512 FP16") }
+        guard KernelLevel.selected.kernelSet?.half(.fp16, on: HostCPU.features) != nil else { throw XCTSkip("this CPU has no AVX-512 FP16") }
         try check(ModelOptions(precision: .fp16), reference: ModelOptions(), form: "winograd2-fp16", arithmetic: true, maxDrift: 0.02)
         #else
         throw XCTSkip("x86 only")
@@ -36,7 +36,7 @@ final class FP16AccuracyTests: XCTestCase {
         var half = ModelOptions(precision: .fp16), reference = ModelOptions()
         // (Where the CPU computes in FP16, a level that does not: FP16PlanTests.weightsOnlyLevel's rule.)
         #if arch(x86_64)
-        let weightsOnly: KernelLevel? = KernelLevel.selected.kernelSet?.fp16(on: HostCPU.features) == nil ? nil : .avx512
+        let weightsOnly: KernelLevel? = KernelLevel.selected.kernelSet?.half(.fp16, on: HostCPU.features) == nil ? nil : .avx512
         #else
         let weightsOnly: KernelLevel? = .neon
         #endif

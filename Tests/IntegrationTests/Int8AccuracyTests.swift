@@ -64,7 +64,7 @@ final class Int8AccuracyTests: XCTestCase {
     /// yolov3-tiny's 3x3 convolutions of 32 or more input channels: where INT8 Winograd applies
     /// and pays (`yolo tune` picks it there on an AVX2 Zen 3).
     static let winogradLayers: [Int: ConvAlgorithm] = Dictionary(uniqueKeysWithValues: [4, 6, 8, 10, 12, 14, 21].map {
-        ($0, .winograd4Int8)
+        ($0, ConvAlgorithm(.winograd4, .int8))
     })
 
     /// The same with INT8 Winograd F(4x4) on those layers (8-bit inputs: the shipped table without

@@ -105,7 +105,7 @@ extension GemmKernelTests {
         let avx2 = try XCTUnwrap(KernelRegistry.all.first { $0.name == "avx2" })
         let all: CPUFeatureSet = [.avx2, .avx512, .avx512VNNI, .avx512BF16]
         XCTAssertEqual(try vnni.bf16ForPrecision(on: all).dot, "vdpbf16ps")
-        XCTAssertNil(vnni.bf16(on: [.avx2, .avx512, .avx512VNNI]))
+        XCTAssertNil(vnni.half(.bf16, on: [.avx2, .avx512, .avx512VNNI]))
         XCTAssertEqual(vnni.bf16?.requires, [.avx2, .avx512, .avx512VNNI, .avx512BF16], "what -target-cpu cooperlake may use")
         XCTAssertThrowsError(try vnni.bf16ForPrecision(on: [.avx2, .avx512, .avx512VNNI])) { e in
             XCTAssertTrue("\(e)".contains("needs a CPU with AVX-512 BF16 (avx512_bf16"), "\(e)")

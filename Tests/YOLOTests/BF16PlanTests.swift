@@ -51,9 +51,9 @@ final class BF16PlanTests: XCTestCase {
             XCTAssertLessThan(worst, 0.02 * range, "BF16 heads within 2% of the FP32 heads' range: \(m.inference.steps.map(\.algorithm))")
         }
         // An override may name a BF16 algorithm only with precision bf16.
-        let forced = try model(ModelOptions(algorithms: [2: .im2colBF16, 4: .winograd2], precision: .bf16))
+        let forced = try model(ModelOptions(algorithms: [2: ConvAlgorithm(.im2col, .bf16), 4: .winograd2], precision: .bf16))
         XCTAssertEqual(forced.inference.steps.map(\.algorithm), ["direct+pool", "im2col-bf16", "maxpool+epilogue", "winograd2", "gemm1x1-bf16"])
-        XCTAssertThrowsError(try model(ModelOptions(algorithms: [2: .im2colBF16]))) {
+        XCTAssertThrowsError(try model(ModelOptions(algorithms: [2: ConvAlgorithm(.im2col, .bf16)]))) {
             XCTAssertTrue("\($0)".contains("im2col-bf16 cannot compute layer 2"), "\($0)")
         }
     }
@@ -67,7 +67,7 @@ final class BF16PlanTests: XCTestCase {
         XCTAssertEqual(openBLAS.inference.steps.first?.algorithm, "im2col")
         XCTAssertEqual(openBLAS.plan.entries.first?.precision, .fp32)
         XCTAssertTrue(openBLAS.inference.steps.dropFirst().contains { $0.algorithm.hasSuffix("-bf16") })
-        XCTAssertThrowsError(try model(ModelOptions(algorithms: [0: .im2colBF16], precision: .bf16))) {
+        XCTAssertThrowsError(try model(ModelOptions(algorithms: [0: ConvAlgorithm(.im2col, .bf16)], precision: .bf16))) {
             XCTAssertTrue("\($0)".contains("im2col-bf16 cannot compute layer 0"), "\($0)")
         }
         // INT8 with layer 0 left out of INT8 (marked fp32) and BF16 for such layers.

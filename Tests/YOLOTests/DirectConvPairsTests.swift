@@ -60,7 +60,7 @@ final class DirectConvPairsTests: XCTestCase {
             let top = want.map { abs($0) }.max()!
             for level in levels {
                 let model = try Model(config: config, weights: weightsFile(bias + w),
-                                      options: ModelOptions(gemm: .kernels, kernelLevel: level, algorithms: [0: .directPoolInt8],
+                                      options: ModelOptions(gemm: .kernels, kernelLevel: level, algorithms: [0: ConvAlgorithm(.directPool, .int8)],
                                                             precision: .int8, calibration: table))
                 XCTAssertEqual(model.inference.steps.map(\.algorithm), ["direct+pool-int8"], "\(s) \(level)")
                 for threads in [1, 2, 3] {
@@ -96,7 +96,7 @@ final class DirectConvPairsTests: XCTestCase {
                     try session.forward(input)
                     return Array(try session.output(ofLayer: 1))
                 }
-                let direct = try run(.directPoolInt8), im2col = try run(.int8)
+                let direct = try run(ConvAlgorithm(.directPool, .int8)), im2col = try run(ConvAlgorithm(.im2col, .int8))
                 XCTAssertEqual(direct, im2col, "\(s) \(act) \(level): the same floats as INT8 im2col + max pool")
             }
         }

@@ -33,7 +33,7 @@ final class FP16PlanTests: XCTestCase {
     /// near the avx2 level's software model of the same sums.
     func testAVX512FP16ComputesInFP16() throws {
         #if arch(x86_64)
-        guard KernelLevel.selected.kernelSet?.fp16(on: HostCPU.features) != nil else {
+        guard KernelLevel.selected.kernelSet?.half(.fp16, on: HostCPU.features) != nil else {
             throw XCTSkip("this CPU (or YOLO_KERNEL_LEVEL) has no AVX-512 FP16")
         }
         let native = try model(ModelOptions(precision: .fp16))
@@ -88,15 +88,15 @@ final class FP16PlanTests: XCTestCase {
             XCTAssertLessThan(worst, 0.005 * range, "FP16 heads within 0.5% of the FP32 heads' range: \(m.inference.steps.map(\.algorithm))")
         }
         // An override may name an FP16 algorithm only with precision fp16.
-        let forced = try model(try fp16(ModelOptions(algorithms: [0: .directPool, 2: .im2colFP16, 4: .winograd2])))
+        let forced = try model(try fp16(ModelOptions(algorithms: [0: .directPool, 2: ConvAlgorithm(.im2col, .fp16), 4: .winograd2])))
         XCTAssertEqual(forced.inference.steps.map(\.algorithm), ["direct+pool", "im2col-fp16", "maxpool+epilogue", "winograd2", "gemm1x1-fp16"])
-        XCTAssertThrowsError(try model(ModelOptions(algorithms: [0: .directPoolFP16]))) {
+        XCTAssertThrowsError(try model(ModelOptions(algorithms: [0: ConvAlgorithm(.directPool, .fp16)]))) {
             XCTAssertTrue("\($0)".contains("direct+pool-fp16 cannot compute layer 0"), "\($0)")
         }
-        XCTAssertThrowsError(try model(ModelOptions(algorithms: [2: .winograd2FP16]))) {
+        XCTAssertThrowsError(try model(ModelOptions(algorithms: [2: ConvAlgorithm(.winograd2, .fp16)]))) {
             XCTAssertTrue("\($0)".contains("winograd2-fp16 cannot compute layer 2"), "\($0)")
         }
-        XCTAssertThrowsError(try model(try fp16(ModelOptions(algorithms: [2: .winograd4FP16])))) {
+        XCTAssertThrowsError(try model(try fp16(ModelOptions(algorithms: [2: ConvAlgorithm(.winograd4, .fp16)])))) {
             XCTAssertTrue("\($0)".contains("winograd4-fp16 cannot compute layer 2"), "F(4x4) has no FP16-arithmetic form: \($0)")
         }
         XCTAssertEqual(half.plan.halfGemm?.hasSuffix(": fmla .8h"), true, "\(half.plan.halfGemm ?? "nil")")
@@ -124,7 +124,7 @@ final class FP16PlanTests: XCTestCase {
     /// x86 the selected one (nil), or avx512 where the selected one computes in FP16 (AVX-512 FP16).
     static var weightsOnlyLevel: KernelLevel? {
         #if arch(x86_64)
-        return KernelLevel.selected.kernelSet?.fp16(on: HostCPU.features) == nil ? nil : .avx512
+        return KernelLevel.selected.kernelSet?.half(.fp16, on: HostCPU.features) == nil ? nil : .avx512
         #else
         return .neon
         #endif

@@ -71,13 +71,13 @@ extension GemmKernelTests {
         XCTAssertFalse(HostCPU.features.contains(.fp16))
         let avx2 = try XCTUnwrap(KernelRegistry.all.first { $0.name == "avx2" })
         XCTAssertEqual(avx2.fp16?.requires, [.avx2, .fp16], "the FP16-arithmetic model is never offered on x86")
-        XCTAssertNil(avx2.fp16(on: HostCPU.features))
+        XCTAssertNil(avx2.half(.fp16, on: HostCPU.features))
         // AVX-512 FP16's vfmadd231ph GEMM: the avx512vnni level's, offered where the CPU has it.
         let vnni = try XCTUnwrap(KernelRegistry.all.first { $0.name == "avx512vnni" })
         XCTAssertEqual(vnni.fp16?.dot, "vfmadd231ph")
         XCTAssertTrue(vnni.fp16?.requires.contains(.avx512FP16) == true)
-        XCTAssertEqual(vnni.fp16(on: HostCPU.features) != nil, HostCPU.features.isSuperset(of: vnni.requires.union(.avx512FP16)))
-        XCTAssertNil(vnni.fp16(on: vnni.requires.union(.avx512BF16)), "not without AVX-512 FP16 (a Zen 4)")
+        XCTAssertEqual(vnni.half(.fp16, on: HostCPU.features) != nil, HostCPU.features.isSuperset(of: vnni.requires.union(.avx512FP16)))
+        XCTAssertNil(vnni.half(.fp16, on: vnni.requires.union(.avx512BF16)), "not without AVX-512 FP16 (a Zen 4)")
         #else
         let neon = try XCTUnwrap(KernelRegistry.all.first { $0.name == "neon" })
         XCTAssertNil(neon.fp16, "the ARMv8.0 level (Cortex-A72) has no FP16 arithmetic")

@@ -78,9 +78,9 @@ final class Int8PlanTests: XCTestCase {
         let openBLAS = try model(ModelOptions(gemm: .openBLAS, precision: .int8, calibration: table([0, 2, 4, 5])))
         XCTAssertEqual(openBLAS.inference.steps.filter { $0.algorithm == "int8" }.count, 4)
         // An override still wins, and INT8 is one more algorithm it may name.
-        let forced = try model(ModelOptions(algorithms: [2: .im2col, 4: .int8], precision: .int8, calibration: table([0, 2, 4, 5])))
+        let forced = try model(ModelOptions(algorithms: [2: .im2col, 4: ConvAlgorithm(.im2col, .int8)], precision: .int8, calibration: table([0, 2, 4, 5])))
         XCTAssertEqual(forced.inference.steps.map(\.algorithm), ["int8", "maxpool+epilogue", "im2col", "maxpool+epilogue", "int8", "int8"])
-        XCTAssertThrowsError(try model(ModelOptions(algorithms: [4: .int8], precision: .int8, calibration: table([0])))) {
+        XCTAssertThrowsError(try model(ModelOptions(algorithms: [4: ConvAlgorithm(.im2col, .int8)], precision: .int8, calibration: table([0])))) {
             XCTAssertTrue("\($0)".contains("int8 cannot compute layer 4"), "\($0)")
         }
     }

@@ -57,7 +57,7 @@ final class Int8TenBitTests: XCTestCase {
     func testTenBitF2x2ComputesTheExactSums() throws {
         // (16 x 72 x 128: 36 tile rows in 3 blocks, so blocks after the first read their halo.)
         XCTAssertFalse(levels.isEmpty, "some level has the pair GEMM")
-        try checkExactSums(.winograd2Int8, levels: levels, seed: 47,
+        try checkExactSums(ConvAlgorithm(.winograd2, .int8), levels: levels, seed: 47,
                            [(Shape(c: 3, h: 13, w: 13), 5, 3, .leaky), (Shape(c: 17, h: 9, w: 22), 9, 3, .linear),
                             (Shape(c: 16, h: 72, w: 128), 8, 3, .leaky), (Shape(c: 300, h: 5, w: 6), 3, 3, .linear)])
     }
@@ -66,7 +66,7 @@ final class Int8TenBitTests: XCTestCase {
         // (17 x 72 x 128: several blocks of output rows; 300 channels: many kc blocks; a 1x1 layer.)
         let levels = KernelLevel.supported.filter { $0.kernelSet?.int8?.tenBitGemm != nil }
         XCTAssertFalse(levels.isEmpty, "some level has the 10-bit INT8 GEMM")
-        try checkExactSums(.int8, levels: levels, seed: 59,
+        try checkExactSums(ConvAlgorithm(.im2col, .int8), levels: levels, seed: 59,
                            [(Shape(c: 3, h: 13, w: 13), 5, 3, .leaky), (Shape(c: 17, h: 72, w: 128), 9, 3, .linear),
                             (Shape(c: 300, h: 5, w: 6), 3, 3, .linear), (Shape(c: 37, h: 11, w: 9), 20, 1, .leaky)])
     }

@@ -201,7 +201,7 @@ final class Int8WinogradTests: XCTestCase {
             for (level, kern) in levels {
                 let want = Self.reference(input, s, filters: filters, weights: w, bias: bias, activation: act, input: q, kc: kern.kc)
                 let model = try Model(config: config, weights: weightsFile(bias + w),
-                                      options: ModelOptions(gemm: .kernels, kernelLevel: level, algorithms: [0: .winograd4Int8],
+                                      options: ModelOptions(gemm: .kernels, kernelLevel: level, algorithms: [0: ConvAlgorithm(.winograd4, .int8)],
                                                             precision: .int8, calibration: calibration))
                 XCTAssertEqual(model.inference.steps.map(\.algorithm), ["winograd4-int8"])
                 XCTAssertEqual(model.plan.entries.map(\.precision), [.int8])
@@ -238,12 +238,12 @@ final class Int8WinogradTests: XCTestCase {
             let calibration = Int8Calibration(ranges: [0: range], method: "test", imageCount: 1, cfgFingerprint: config.fingerprint)
             for (level, _) in levels {
                 var outputs: [[Float]] = []
-                for algorithm in [ConvAlgorithm.int8, .winograd2Int8] {
+                for algorithm in [ConvAlgorithm(.im2col, .int8), ConvAlgorithm(.winograd2, .int8)] {
                     let model = try Model(config: config, weights: weightsFile(bias + w),
                                           options: ModelOptions(gemm: .kernels, kernelLevel: level, algorithms: [0: algorithm],
                                                                 precision: .int8, calibration: calibration))
                     XCTAssertEqual(model.inference.steps.map(\.algorithm), [algorithm.rawValue])
-                    for threads in algorithm == .int8 ? [1] : [1, 2, 3] {
+                    for threads in algorithm == ConvAlgorithm(.im2col, .int8) ? [1] : [1, 2, 3] {
                         let session = try Session(model: model, threads: threads)
                         try session.forward(input)
                         outputs.append(Array(try session.output(ofLayer: 0)))

@@ -97,7 +97,7 @@ final class LayerTests: XCTestCase {
             let emulated = ProcessInfo.processInfo.environment["YOLO_TEST_EMULATED"] != nil
             let backends = !emulated ? LayerTests.backends
                 : LayerTests.backends.filter { $0.1 == KernelLevel.selected || ($0.1 == nil && s.count < 16_384) }
-            for algorithm in algorithms where algorithm.applies(to: layer, pooledBy: nil, ourKernels: true) {
+            for algorithm in algorithms where algorithm.method.fits(layer, pooledBy: nil, in: algorithm.precision) {
               for backend in backends {
                 let model = try Model(cfgText: "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n" + body,
                                       weights: weightsFile(floats),

@@ -85,7 +85,7 @@ final class WinogradBF16Tests: XCTestCase {
         let cfg = WinogradPoolTests.cfg(side: 52)
         let weights = WinogradPoolTests.weights
         let bf16 = try Model(cfgText: cfg, weights: weights,
-                             options: ModelOptions(algorithms: [0: .winograd2, 2: .winograd2BF16], precision: .bf16))
+                             options: ModelOptions(algorithms: [0: .winograd2, 2: ConvAlgorithm(.winograd2, .bf16)], precision: .bf16))
         // (Layer 0 reads the image: FP32 only.)
         XCTAssertEqual(bf16.inference.steps.prefix(2).map { $0.algorithm }, ["winograd2+pool", "winograd2-bf16+pool"])
         let fp32 = try Model(cfgText: cfg, weights: weights, options: ModelOptions(algorithms: [0: .winograd2, 2: .winograd2]))

@@ -85,8 +85,8 @@ final class WinogradPoolTests: XCTestCase {
     }
 
     func testFusedHeadsAreTheUnfusedOnes() throws {
-        for (algorithm, tenBit) in [(ConvAlgorithm.winograd4, false), (.winograd2, false), (.winograd4Int8, false),
-                                    (.winograd2Int8, false), (.winograd2Int8, true)] {
+        for (algorithm, tenBit) in [(ConvAlgorithm.winograd4, false), (.winograd2, false), (ConvAlgorithm(.winograd4, .int8), false),
+                                    (ConvAlgorithm(.winograd2, .int8), false), (ConvAlgorithm(.winograd2, .int8), true)] {
             // 100: layer 0 in several blocks, layer 2's 50 rows end in a cut tile row (F(4x4));
             // 20: one block each, spread over the threads.
             for side in [100, 20] {

@@ -16,7 +16,7 @@ final class DirectConvPool: ConvKernel {
     private let pooledRows: @Sendable (UnsafePointer<Float>, Range<Int>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>,
                                        PooledEpilogue?) -> Void
 
-    /// `direct`: the kernel set's (FP32, `.directPool`) or the FP16 kernels' (`.directPoolFP16`).
+    /// `direct`: the kernel set's (FP32, `.directPool`) or the FP16 kernels' (`direct+pool-fp16`).
     init(_ conv: ConvolutionalLayer, algorithm: ConvAlgorithm, weights: UnsafePointer<Float>, direct: DirectConvFunctions) {
         DirectConvPool.check(conv, algorithm)
         let storage = ModelStorage()
@@ -31,7 +31,7 @@ final class DirectConvPool: ConvKernel {
         }
     }
 
-    /// `.directPoolInt8`: the weights quantized per filter as INT8 im2col quantizes them (s8), the
+    /// `direct+pool-int8`: the weights quantized per filter as INT8 im2col quantizes them (s8), the
     /// pooled sums scaled by input scale x weight scale, as INT8 im2col scales its sums.
     init(_ conv: ConvolutionalLayer, algorithm: ConvAlgorithm, weights: UnsafePointer<Float>, pairs: DirectPairFunctions,
          input: Int8Quantization) {

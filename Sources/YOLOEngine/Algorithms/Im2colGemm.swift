@@ -1,12 +1,12 @@
 // Convolution as im2col + GEMM: output (filters x outH*outW) = weights (filters x c*k*k) · columns,
 // block by block of output rows so the column block stays in the core's L2 cache instead of
 // making a round trip through memory. Computes any convolution; the reference algorithm. With the
-// BF16 GEMM, `.im2colBF16`.
+// BF16 GEMM, `im2col-bf16`.
 import YOLOCore
 import YOLOKernels
 
 final class Im2colGemm: ConvKernel {
-    /// `.im2col`, or `.im2colBF16` with the BF16 GEMM.
+    /// `.im2col`, or its BF16 or FP16 form with that 16-bit GEMM.
     let algorithm: ConvAlgorithm
     let conv: ConvolutionalLayer
     let weights: GemmWeights

@@ -1,4 +1,4 @@
-// Convolution in INT8 (`ConvAlgorithm.int8`): the input is quantized once (u8, per tensor, with the
+// Convolution in INT8 (`int8`: INT8 im2col): the input is quantized once (u8, per tensor, with the
 // calibrated scale and zero point) into planes of 4 channels per UInt32, the column matrix is
 // im2col of those planes (a 1x1 stride-1 convolution needs none: the planes are its columns), and
 // the INT8 GEMM (int32 sums, exact at every kernel level) writes float outputs, dequantized with
@@ -11,7 +11,7 @@ import YOLOCore
 import YOLOKernels
 
 final class Int8Conv: ConvKernel {
-    let algorithm = ConvAlgorithm.int8
+    let algorithm = ConvAlgorithm(.im2col, .int8)
     let conv: ConvolutionalLayer
     let weights: Int8Weights
     let storage: ModelStorage

@@ -4,7 +4,7 @@ import YOLOCore
 import YOLOKernels
 
 final class PointwiseGemm: ConvKernel {
-    /// `.gemm1x1`, or `.gemm1x1BF16` with the BF16 GEMM.
+    /// `.gemm1x1`, or its BF16 or FP16 form with that 16-bit GEMM.
     let algorithm: ConvAlgorithm
     let conv: ConvolutionalLayer
     let weights: GemmWeights

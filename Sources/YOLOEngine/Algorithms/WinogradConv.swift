@@ -23,13 +23,13 @@ final class WinogradConv: WinogradBlocks {
     let pairs: BF16WinogradPairs?
 
     /// Transforms the folded weights (filters x channels x 9) on `pool`'s threads, packs them for
-    /// `gemm` (nil: OpenBLAS; the BF16 GEMM for `.winograd2BF16`), with the
+    /// `gemm` (nil: OpenBLAS; the 16-bit GEMM for the BF16 and FP16 forms), with the
     /// transforms of `kernelSet` (the input's of `pairs` where given: that GEMM's).
     init(_ conv: ConvolutionalLayer, algorithm: ConvAlgorithm, weights: UnsafePointer<Float>, kernelSet: KernelSet,
          gemm: GemmFunctions?, pool: WorkerPool, pairs: BF16WinogradPairs? = nil) {
-        self.pairs = algorithm.fp32Form == .winograd2 && gemm != nil ? pairs : nil
-        let tile = algorithm.fp32Form == .winograd4 ? 4 : 2
-        precondition(conv.is3x3Same && [.winograd2, .winograd4].contains(algorithm.fp32Form),
+        self.pairs = algorithm.method == .winograd2 && gemm != nil ? pairs : nil
+        let tile = algorithm.method == .winograd4 ? 4 : 2
+        precondition(conv.is3x3Same && [.winograd2, .winograd4].contains(algorithm.method) && algorithm.precision != .int8,
                      "WinogradConv: layer \(conv.index) is not 3x3 stride 1 pad 1, or \(algorithm) is not Winograd")
         self.conv = conv
         self.tile = tile

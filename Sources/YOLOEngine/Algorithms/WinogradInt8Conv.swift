@@ -1,5 +1,5 @@
-// 3x3 stride-1 convolutions as INT8 Winograd F(4x4, 3x3) or F(2x2, 3x3) (`ConvAlgorithm.winograd4Int8`,
-// `.winograd2Int8`): per block of tile rows, the input rows it reads quantized into planes of
+// 3x3 stride-1 convolutions as INT8 Winograd F(4x4, 3x3) or F(2x2, 3x3) (`winograd4-int8`,
+// `winograd2-int8`): per block of tile rows, the input rows it reads quantized into planes of
 // integers (q - zero point, as floats; 10 bits for F(2x2) where the table marks the layer `a10`),
 // their transform (the level's FP32 one: exact on them) packed as int16
 // pairs (Int8Winograd.swift; for F(2x2) the three in one pass, the level's `inputPairs`:
@@ -36,9 +36,9 @@ final class WinogradInt8Conv: WinogradBlocks {
     init(_ conv: ConvolutionalLayer, algorithm: ConvAlgorithm, weights: UnsafePointer<Float>, input: Int8Quantization,
          kernelSet: KernelSet, pool: WorkerPool) {
         guard let pairs = kernelSet.int16Pairs else { fatalError("\(algorithm) for layer \(conv.index) without the pair GEMM") }
-        precondition(conv.is3x3Same && [.winograd2Int8, .winograd4Int8].contains(algorithm),
+        precondition(conv.is3x3Same && [.winograd2, .winograd4].contains(algorithm.method) && algorithm.precision == .int8,
                      "WinogradInt8Conv: layer \(conv.index) is not 3x3 stride 1 pad 1, or \(algorithm) is not INT8 Winograd")
-        let tile = algorithm == .winograd4Int8 ? 4 : 2
+        let tile = algorithm.method == .winograd4 ? 4 : 2
         // (F(4x4)'s int16 transform holds 100 x 255, not 100 x 1023: 10-bit inputs are F(2x2)'s.)
         precondition(tile == 2 || input.levels == 255, "winograd4-int8 for layer \(conv.index) with a 10-bit input")
         (self.conv, self.algorithm, self.tile, self.input, self.pairs) = (conv, algorithm, tile, input, pairs)

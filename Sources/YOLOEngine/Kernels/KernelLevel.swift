@@ -29,7 +29,7 @@ enum KernelRegistry {
         sets.append(KernelsAVXVNNI.kernelSet)
         sets.append(KernelsAVX512.kernelSet)
         // + the BF16 GEMM, which needs AVX-512 BF16 besides, and the FP16 GEMM, which needs
-        // AVX-512 FP16 (`BF16Kernels.requires`, checked apart).
+        // AVX-512 FP16 (`HalfKernels.requires`, checked apart).
         var vnni = KernelsAVX512VNNI.kernelSet
         if let bf16 = KernelsAVX512BF16.bf16 { vnni = vnni.adding(bf16: bf16) }
         if let fp16 = KernelsAVX512FP16.fp16 { vnni = vnni.adding(fp16: fp16) }

@@ -26,8 +26,6 @@ struct PlanBuilder {
     let planner: Planner
     let inference: [PlanNode]
     let inspection: [PlanNode]
-    let kernelSet: KernelSet
-    let gemm: GemmFunctions?
     let loadPool: WorkerPool
     /// Set when measuring without a usable cache entry.
     let tuner: Tuner?
@@ -47,11 +45,8 @@ struct PlanBuilder {
     /// Whether the table takes no 16-bit forms (HalfProbe: the 16-bit GEMM does not pay here).
     var tableKeepsFP32 = false
 
-    init(planner: Planner, kernelSet: KernelSet, gemm: GemmFunctions?, loadPool: WorkerPool, tuner: Tuner?,
-         cached: [CachedChoice]) throws(YOLOError) {
+    init(planner: Planner, loadPool: WorkerPool, tuner: Tuner?, cached: [CachedChoice]) throws(YOLOError) {
         self.planner = planner
-        self.kernelSet = kernelSet
-        self.gemm = gemm
         self.loadPool = loadPool
         self.tuner = tuner
         inference = planner.inferenceNodes()
@@ -94,15 +89,15 @@ struct PlanBuilder {
         let i = conv.index
         epilogues[i] = Epilogue(bias: bias, activation: conv.activation)
         var prepared: [ConvAlgorithm: any ConvKernel] = [:]
-        let (kernelSet, gemm, loadPool, int8Input, half) = (kernelSet, gemm, loadPool, planner.int8Inputs[i], planner.half)
-        let tenBitInput = planner.tenBitInputs[i]
+        let context = planner.context
+        let (kernelSet, gemm, loadPool, int8Input, half) = (context.kernelSet, context.gemm, loadPool, context.int8Inputs[i],
+                                                            context.kernels.half)
+        let tenBitInput = context.tenBitInputs[i]
         let prepare = { (a: ConvAlgorithm) throws(YOLOError) -> any ConvKernel in
             if let refusal = checkDataSizeLimit(a.loadBytes(conv), for: "preparing layer \(i) (\(a.rawValue))") {
                 throw .invalidArgument(refusal)
             }
-            // (F(2x2) and the direct conv + pool take a layer's 10-bit input where the table marks
-            // it; the rest 8 bits.)
-            let input = a == .winograd2Int8 || a == .directPoolInt8 || a == .int8 ? tenBitInput ?? int8Input : int8Input
+            let input = a.readsTenBitInput ? tenBitInput ?? int8Input : int8Input
             return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: input, half: half)
         }
         guard let node = inferenceNode[i] else { return }
@@ -142,17 +137,9 @@ struct PlanBuilder {
         return standalone.contains(a) ? a : table(conv, standalone)
     }
 
-    /// The fixed table's choice among `candidates` (all but the 16-bit ones where `tableKeepsFP32`,
-    /// the INT8 direct conv + pool where the level's is not `preferred`, and for a 10-bit input
-    /// INT8 im2col unless the level prefers it to what is left: `tenBitPreferred`).
+    /// The fixed table's choice among `candidates` (ChoicePolicy.swift).
     private func table(_ conv: ConvolutionalLayer, _ candidates: [ConvAlgorithm]) -> ConvAlgorithm {
-        let preferred = kernelSet.int16Direct?.preferred == true
-        let pairForms = candidates.contains { ($0 == .directPoolInt8 && preferred) || $0 == .winograd2Int8 }
-        let rank = kernelSet.int8?.tenBitPreferred
-        let tenBitIm2col = planner.tenBitInputs[conv.index] == nil || rank == .pairForms || (rank == .fp32 && !pairForms)
-        let kept = candidates.filter { (!tableKeepsFP32 || !$0.isHalfGemm) && ($0 != .directPoolInt8 || preferred)
-                                       && ($0 != .int8 || tenBitIm2col) }
-        return ConvAlgorithm.table(for: conv, candidates: kept)
+        planner.policy.table(conv, candidates, keepsFP32: tableKeepsFP32)
     }
 
     /// The steps of `nodes`, deferred ([yolo]) ones apart.
@@ -196,8 +183,11 @@ struct PlanBuilder {
         return ConvPoolStep(conv, pool, kernel: fusing, epilogue: epilogues[conv.index]!)
     }
 
+    /// What `build` makes.
+    typealias Built = (inference: Plan, inspection: Plan, entries: [PlanReport.Entry], choices: [CachedChoice])
+
     /// Both plans, with the report of the inference plan and the choices to cache.
-    func build(input: Shape) -> (inference: Plan, inspection: Plan, entries: [PlanReport.Entry], choices: [CachedChoice]) {
+    func build(input: Shape) -> Built {
         let layers = planner.layers
         let (s, d) = steps(inference, inspection: false)
         let (si, di) = steps(inspection, inspection: true)

@@ -5,7 +5,7 @@ import YOLOCore
 
 /// How a model decides the algorithm of each convolution.
 public enum Planning: Sendable, Equatable {
-    /// The fixed table (`ConvAlgorithm.table`): deterministic, measures nothing.
+    /// The fixed table (`ChoicePolicy.table`): deterministic, measures nothing.
     case table
     /// Runs every candidate on this CPU at load and keeps the fastest. With a cache directory
     /// (`PlanCache.defaultDirectory` for the usual place), a plan measured earlier for the same

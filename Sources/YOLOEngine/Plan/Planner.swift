@@ -41,81 +41,33 @@ enum PlanNode {
 struct Planner {
     let layers: [any Layer]
     let options: ModelOptions
-    /// Whether our kernels compute the GEMMs (false: OpenBLAS, and no direct kernel).
-    let ourKernels: Bool
+    /// The kernels, what they can compute, and the INT8 inputs.
+    let context: PlanContext
     /// How many steps read each layer's output (the decoder counts for the heads' inputs).
     let readers: [Int]
-    /// The quantization of each convolution's input that may run in INT8 (precision .int8, our
-    /// kernels with INT8 ones, and a calibrated range), by layer.
-    let int8Inputs: [Int: Int8Quantization]
-    /// The 10-bit quantization of the inputs the calibration table marks `a10` (INT8 Winograd
-    /// F(2x2) takes them; where the level has it, the other INT8 forms are not offered there).
-    let tenBitInputs: [Int: Int8Quantization]
-    /// The BF16 or FP16 GEMM (precision .bf16 or .fp16 on a CPU that runs it; with .int8, that of
-    /// `ModelOptions.int8Fallback` where the CPU has it), else nil: no candidates in those precisions.
-    let half: BF16Kernels?
-    /// `half`'s arithmetic, .bf16 or .fp16 (nil without `half`).
-    let halfPrecision: Precision?
-    /// Whether the level has the pair GEMM of INT8 Winograd (`.winograd4Int8`, `.winograd2Int8` candidates).
-    let winogradInt8: Bool
-    /// Whether the level has the direct conv + pool on int16 pairs (`.directPoolInt8` candidates).
-    let directInt8: Bool
-    /// Whether the level's INT8 GEMM takes 10-bit inputs in two passes (Int8TenBit.swift): `.int8`
-    /// is then a candidate for the `a10` layers too.
-    let tenBitInt8: Bool
 
-    init(layers: [any Layer], options: ModelOptions, ourKernels: Bool, int8Inputs: [Int: Int8Quantization] = [:],
-         tenBitInputs: [Int: Int8Quantization] = [:], half: BF16Kernels? = nil, halfPrecision: Precision? = nil,
-         winogradInt8: Bool = false, directInt8: Bool = false, tenBitInt8: Bool = false) {
-        self.directInt8 = directInt8
-        self.tenBitInt8 = tenBitInt8
-        self.tenBitInputs = tenBitInputs
-        self.layers = layers
-        self.winogradInt8 = winogradInt8
-        self.options = options
-        self.ourKernels = ourKernels
-        self.int8Inputs = int8Inputs
-        self.half = half
-        self.halfPrecision = half == nil ? nil : halfPrecision
+    init(layers: [any Layer], options: ModelOptions, context: PlanContext) {
+        (self.layers, self.options, self.context) = (layers, options, context)
         var readers = [Int](repeating: 0, count: layers.count)
         for l in layers { for s in l.sources where s >= 0 { readers[s] += 1 } }
         for l in layers { if let h = l.head, h.inputLayer >= 0 { readers[h.inputLayer] += 1 } }
         self.readers = readers
     }
 
-    /// The algorithms that can compute `conv` on its own under the model's options.
-    func standaloneCandidates(_ conv: ConvolutionalLayer) -> [ConvAlgorithm] {
-        let all = ConvAlgorithm.allCases.filter {
-            !$0.fusesPool && (($0 != .winograd4Int8 && $0 != .winograd2Int8) || winogradInt8) && ($0 != .winograd4FP16 || half?.weightsOnly == true)
-                && $0.applies(to: conv, pooledBy: nil, ourKernels: ourKernels)
-                && $0.allowed(by: options.convolution) && offers($0.precision, for: conv)
-        }
-        // A 10-bit input: its INT8 forms are F(2x2) and, where the level's dot keeps int32 sums,
-        // INT8 im2col in two passes (Int8TenBit.swift); F(4x4) quantizes to 8 bits. FP32 forms
-        // stay (more exact still), and are all there is where neither is a candidate. Before, the
-        // 8-bit forms stood in there: `--conv im2col` on the 16 photos at threshold 0.25 gave
-        // precision 0.966 (29 detections for FP32's 28), the fixed table's plan 1.000.
-        guard tenBitInputs[conv.index] != nil else { return all }
-        return all.filter { ($0 != .int8 || tenBitInt8) && $0 != .winograd4Int8 }
+    var policy: ChoicePolicy { ChoicePolicy(options: options, context: context) }
+
+    /// Whether `algorithm` may compute `conv` (pooled by `next` for the direct conv + pool): its
+    /// method fits the layer, the kernels run it in its precision, and the policy offers it.
+    func isCandidate(_ algorithm: ConvAlgorithm, for conv: ConvolutionalLayer, pooledBy next: MaxPoolLayer? = nil) -> Bool {
+        let tenBit = context.tenBitInputs[conv.index] != nil
+        return algorithm.method.fits(conv, pooledBy: next, in: algorithm.precision)
+            && algorithm.method.runs(in: algorithm.precision, tenBitInput: tenBit, on: context.kernels)
+            && policy.allows(algorithm, for: conv)
     }
 
-    /// Whether `conv` may compute in `precision`: FP32 always, INT8 where calibrated, BF16 or FP16
-    /// (the model's precision) with its GEMM; in an INT8 model, that of `half` too (FP16
-    /// arithmetic or BF16: `ModelOptions.int8Fallback`), but not on a layer the calibration table
-    /// gives 10-bit inputs (`a10`): it was marked because 8-bit inputs cost detections, and 16-bit
-    /// sums and products cost them too (the FP16 direct conv + pool on layer 2 was faster and lost
-    /// detections: docs/performance.md, "Figures from code comments").
-    /// Nor BF16 on the first layer, which reads the image: bfloat16's 8 bits of mantissa there cost
-    /// detections in BF16 and INT8 models alike (measured with `scripts/int8-accuracy.py`: the same
-    /// section). FP16 (11 bits) computes it as FP32 does on those photos.
-    func offers(_ precision: Precision, for conv: ConvolutionalLayer) -> Bool {
-        switch precision {
-        case .fp32: return true
-        case .int8: return int8Inputs[conv.index] != nil
-        case .bf16, .fp16:
-            return halfPrecision == precision && !(precision == .bf16 && conv.index == 0)
-                && (options.precision == precision || (options.precision == .int8 && tenBitInputs[conv.index] == nil))
-        }
+    /// The algorithms that can compute `conv` on its own under the model's options.
+    func standaloneCandidates(_ conv: ConvolutionalLayer) -> [ConvAlgorithm] {
+        ConvAlgorithm.allCases.filter { !$0.fusesPool && isCandidate($0, for: conv) }
     }
 
     /// Every layer a node of its own, each convolution with its bias + activation: the plan of
@@ -167,14 +119,9 @@ struct Planner {
         var i = 0
         while i < nodes.count {
             if case .conv(let conv, false, let candidates) = nodes[i], i + 1 < nodes.count,
-               case .poolEpilogue(let pool, _) = nodes[i + 1],
-               ConvAlgorithm.directPool.applies(to: conv, pooledBy: pool, ourKernels: ourKernels) {
-                // (FP16 where the FP16 kernels have a direct form: FP16 arithmetic.)
-                let fp16 = half?.direct != nil && offers(.fp16, for: conv) && ConvAlgorithm.directPoolFP16.allowed(by: options.convolution)
-                // (INT8 where the level has the pair kernel and the layer is calibrated.)
-                let int8 = directInt8 && offers(.int8, for: conv)
-                out.append(.convPool(conv, pool, candidates: [.directPool] + (fp16 ? [.directPoolFP16] : [])
-                                         + (int8 ? [.directPoolInt8] : []) + candidates))
+               case .poolEpilogue(let pool, _) = nodes[i + 1], isCandidate(.directPool, for: conv, pooledBy: pool) {
+                let direct = ConvAlgorithm.allCases.filter { $0.fusesPool && isCandidate($0, for: conv, pooledBy: pool) }
+                out.append(.convPool(conv, pool, candidates: direct + candidates))
                 i += 2
                 continue
             }

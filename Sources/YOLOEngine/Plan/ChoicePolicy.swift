@@ -1,0 +1,98 @@
+// The planner's choice policy in one place: beyond what the kernels can run (KernelCapabilities),
+// which precisions and methods a layer is offered, and the fixed table's rules among them. Each
+// rule says why in one line; the measurements behind them are in docs/performance.md.
+import YOLOCore
+import YOLOKernels
+
+struct ChoicePolicy {
+    let options: ModelOptions
+    let context: PlanContext
+
+    /// Whether the options let `algorithm` compute `conv` (its kernels aside).
+    func allows(_ algorithm: ConvAlgorithm, for conv: ConvolutionalLayer) -> Bool {
+        allowed(algorithm.method, by: options.convolution) && offers(algorithm.precision, for: conv)
+    }
+
+    /// Whether `ModelOptions.convolution` allows `method`.
+    func allowed(_ method: ConvAlgorithm.Method, by option: ModelOptions.Convolution) -> Bool {
+        switch (method, option) {
+        // `.im2col` leaves out Winograd, whose kernels need more memory.
+        case (.winograd2, .im2col), (.winograd4, .im2col): return false
+        // `.winograd2` leaves out F(4x4), whose kernels need 2.25x F(2x2)'s.
+        case (.winograd4, .winograd2): return false
+        default: return true
+        }
+    }
+
+    /// Whether `conv` may compute in `precision`.
+    func offers(_ precision: Precision, for conv: ConvolutionalLayer) -> Bool {
+        switch precision {
+        // The reference: always.
+        case .fp32: return true
+        // Only where the calibration table gives the input's range.
+        case .int8: return context.int8Inputs[conv.index] != nil
+        case .bf16, .fp16:
+            // Not BF16 on the first layer: bfloat16's 8-bit mantissa on the image costs detections.
+            if precision == .bf16 && conv.index == 0 { return false }
+            // The model's own precision elsewhere.
+            if options.precision == precision { return true }
+            // An INT8 model's other layers, but not those marked `a10`: narrow sums cost detections there too.
+            return options.precision == .int8 && context.tenBitInputs[conv.index] == nil
+        }
+    }
+
+    /// The fixed table's choice (`ModelOptions.Planning.table`) among `candidates`; with
+    /// `keepsFP32` (HalfProbe: the 16-bit GEMM does not pay on this CPU), no 16-bit forms.
+    func table(_ conv: ConvolutionalLayer, _ candidates: [ConvAlgorithm], keepsFP32: Bool) -> ConvAlgorithm {
+        let kernelSet = context.kernelSet
+        // The INT8 direct conv + pool only where its level marks it `preferred` (its dot product wins there).
+        let directInt8 = kernelSet.int16Direct?.preferred == true
+        let pairForms = candidates.contains {
+            ($0 == ConvAlgorithm(.directPool, .int8) && directInt8) || $0 == ConvAlgorithm(.winograd2, .int8)
+        }
+        // INT8 im2col on a 10-bit input only where the level ranks its two passes above what is left.
+        let rank = kernelSet.int8?.tenBitPreferred
+        let tenBitIm2col = context.tenBitInputs[conv.index] == nil || rank == .pairForms || (rank == .fp32 && !pairForms)
+        let kept = candidates.filter {
+            (!keepsFP32 || !$0.precision.isSixteenBit) && ($0 != ConvAlgorithm(.directPool, .int8) || directInt8)
+                && ($0 != ConvAlgorithm(.im2col, .int8) || tenBitIm2col)
+        }
+        return ChoicePolicy.table(for: conv, candidates: kept)
+    }
+
+    /// The table's order of preference among the algorithms that apply.
+    static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm]) -> ConvAlgorithm {
+        let int8Im2col = ConvAlgorithm(.im2col, .int8)
+        // A 10-bit input without INT8 im2col: the INT8 forms that take it, the direct one first.
+        if !candidates.contains(int8Im2col) {
+            if candidates.contains(ConvAlgorithm(.directPool, .int8)) { return ConvAlgorithm(.directPool, .int8) }
+            if candidates.contains(ConvAlgorithm(.winograd2, .int8)) { return ConvAlgorithm(.winograd2, .int8) }
+        }
+        // INT8 im2col wherever it is a candidate: with a dot-product instruction it beat every other
+        // form; INT8 F(4x4) never (its int16 kernels take 4x the memory: `yolo tune` measures it).
+        if candidates.contains(int8Im2col) { return int8Im2col }
+        // With 16-bit candidates: the 16-bit form of the FP32 choice, F(2x2) for F(4x4) where F(4x4) has none.
+        if let half = candidates.first(where: { $0.precision.isSixteenBit })?.precision {
+            let choice = table(for: conv, candidates: candidates.filter { $0.precision == .fp32 })
+            let forms = [choice.method, choice.method == .winograd4 ? .winograd2 : choice.method].map { ConvAlgorithm($0, half) }
+            return forms.first { candidates.contains($0) } ?? choice
+        }
+        // The direct conv + pool where it applies: no full-size buffer, fewer passes.
+        if candidates.contains(.directPool) { return .directPool }
+        // A 1x1 layer is one GEMM.
+        if candidates.contains(.gemm1x1) { return .gemm1x1 }
+        // Winograd for 3x3 layers deep enough for its transforms to pay; F(4x4) on larger maps.
+        if conv.is3x3Same && conv.inputShape.c >= ChoicePolicy.winogradMinChannels {
+            let large = min(conv.outputShape.h, conv.outputShape.w) >= ChoicePolicy.winograd4MinSide
+            if large && candidates.contains(.winograd4) { return .winograd4 }
+            if candidates.contains(.winograd2) { return .winograd2 }
+        }
+        // Anything else: im2col + GEMM.
+        return .im2col
+    }
+
+    /// Input channels from which the table takes Winograd for a 3x3 layer (with fewer, im2col won).
+    static let winogradMinChannels = 32
+    /// Output side from which the table takes F(4x4) over F(2x2) (below, they tie and F(4x4) needs more memory).
+    static let winograd4MinSide = 24
+}
