@@ -25,22 +25,26 @@ final class BF16PlanTests: XCTestCase {
     func testBF16WhereItHasAFormFP32Elsewhere() throws {
         try requireBF16()
         // Layers: 0 conv 3x3 3->32 + pool (direct+pool), 2 conv 32->32 at 32x32 (F(4x4) in FP32),
-        // 4 at 16x16 (F(2x2)), 5 a 1x1.
+        // 4 at 16x16 (F(2x2)), 5 a 1x1. Layer 0 (no BF16: it reads the image) in FP32, or FP16
+        // where the CPU computes in FP16.
+        let fp16 = KernelLevel.selected.kernelSet?.half(.fp16, on: HostCPU.features) != nil
+        let (direct, first) = fp16 ? ("direct+pool-fp16", "im2col-fp16") : ("direct+pool", "im2col")
         let bf16 = try model(ModelOptions(precision: .bf16))
         XCTAssertEqual(bf16.inference.steps.map(\.algorithm),
-                       ["direct+pool", "winograd2-bf16+pool", "winograd2-bf16", "gemm1x1-bf16"])
-        XCTAssertEqual(bf16.plan.entries.map(\.precision), [.fp32, .bf16, .bf16, .bf16])
-        XCTAssertTrue(bf16.plan.description.contains("0-1 conv 3x3/1 3x64x64 -> 32x64x64 + maxpool 2x2/2 32x64x64 -> 32x32x32: direct+pool, fp32 (table)"),
+                       [direct, "winograd2-bf16+pool", "winograd2-bf16", "gemm1x1-bf16"])
+        XCTAssertEqual(bf16.plan.entries.map(\.precision), [fp16 ? .fp16 : .fp32, .bf16, .bf16, .bf16])
+        XCTAssertTrue(bf16.plan.description.contains("0-1 conv 3x3/1 3x64x64 -> 32x64x64 + maxpool 2x2/2 32x64x64 -> 32x32x32: "
+                                                     + (fp16 ? "direct+pool-fp16 (table)" : "direct+pool, fp32 (table)")),
                       bf16.plan.description)
         XCTAssertTrue(bf16.plan.description.contains("5 conv 1x1/1 32x16x16 -> 18x16x16: gemm1x1-bf16 (table)"), bf16.plan.description)
-        // The plan that keeps every output: layer 0 alone, in FP32 (no BF16 on the layer that reads the image).
-        XCTAssertEqual(bf16.inspection.steps.map(\.algorithm), ["im2col", "maxpool", "winograd2-bf16", "maxpool", "winograd2-bf16", "gemm1x1-bf16"])
+        // The plan that keeps every output: layer 0 alone, not in BF16 (it reads the image).
+        XCTAssertEqual(bf16.inspection.steps.map(\.algorithm), [first, "maxpool", "winograd2-bf16", "maxpool", "winograd2-bf16", "gemm1x1-bf16"])
         // FP32 by default; without Winograd, im2col in BF16.
         let fp32 = try model(ModelOptions())
         XCTAssertFalse(fp32.inference.steps.contains { $0.algorithm.hasSuffix("-bf16") })
         XCTAssertFalse(fp32.plan.description.contains(", fp32"))
         let im2col = try model(ModelOptions(convolution: .im2col, precision: .bf16))
-        XCTAssertEqual(im2col.inference.steps.map(\.algorithm), ["direct+pool", "im2col-bf16", "maxpool+epilogue", "im2col-bf16", "gemm1x1-bf16"])
+        XCTAssertEqual(im2col.inference.steps.map(\.algorithm), [direct, "im2col-bf16", "maxpool+epilogue", "im2col-bf16", "gemm1x1-bf16"])
         // Heads near FP32's (bfloat16 keeps 8 bits of mantissa), not equal; the same with OpenBLAS
         // computing the FP32 GEMMs.
         let reference = try heads(fp32)
@@ -52,20 +56,22 @@ final class BF16PlanTests: XCTestCase {
         }
         // An override may name a BF16 algorithm only with precision bf16.
         let forced = try model(ModelOptions(algorithms: [2: ConvAlgorithm(.im2col, .bf16), 4: .winograd2], precision: .bf16))
-        XCTAssertEqual(forced.inference.steps.map(\.algorithm), ["direct+pool", "im2col-bf16", "maxpool+epilogue", "winograd2", "gemm1x1-bf16"])
+        XCTAssertEqual(forced.inference.steps.map(\.algorithm), [direct, "im2col-bf16", "maxpool+epilogue", "winograd2", "gemm1x1-bf16"])
         XCTAssertThrowsError(try model(ModelOptions(algorithms: [2: ConvAlgorithm(.im2col, .bf16)]))) {
             XCTAssertTrue("\($0)".contains("im2col-bf16 cannot compute layer 2"), "\($0)")
         }
     }
 
-    /// No BF16 on the first layer (it reads the image: `Planner.offers` says what it cost), in
-    /// BF16 and INT8 models, whatever the GEMM: with OpenBLAS's (no direct conv + pool) the table
-    /// took im2col-bf16 there before.
+    /// No BF16 on the first layer (it reads the image: `ChoicePolicy.offers` says what it cost),
+    /// in BF16 and INT8 models, whatever the GEMM: with OpenBLAS's (no direct conv + pool) the
+    /// table took im2col-bf16 there before. A BF16 model computes it in FP32, or in FP16 where the
+    /// CPU computes in FP16 (more exact than bfloat16).
     func testTheFirstLayerStaysFP32() throws {
         try requireBF16()
         let openBLAS = try model(ModelOptions(gemm: .openBLAS, planning: .table, precision: .bf16))
-        XCTAssertEqual(openBLAS.inference.steps.first?.algorithm, "im2col")
-        XCTAssertEqual(openBLAS.plan.entries.first?.precision, .fp32)
+        let fp16 = KernelLevel.selected.kernelSet?.half(.fp16, on: HostCPU.features) != nil
+        XCTAssertEqual(openBLAS.inference.steps.first?.algorithm, fp16 ? "im2col-fp16" : "im2col")
+        XCTAssertEqual(openBLAS.plan.entries.first?.precision, fp16 ? .fp16 : .fp32)
         XCTAssertTrue(openBLAS.inference.steps.dropFirst().contains { $0.algorithm.hasSuffix("-bf16") })
         XCTAssertThrowsError(try model(ModelOptions(algorithms: [0: ConvAlgorithm(.im2col, .bf16)], precision: .bf16))) {
             XCTAssertTrue("\($0)".contains("im2col-bf16 cannot compute layer 0"), "\($0)")

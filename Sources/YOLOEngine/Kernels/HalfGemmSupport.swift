@@ -29,24 +29,23 @@ extension KernelSet {
         }
     }
 
-    /// The 16-bit GEMM of an INT8 model's other layers (`ModelOptions.int8Fallback`) and its
-    /// precision, nil for FP32, or why the one asked for cannot run here. `.auto` takes FP16
-    /// arithmetic, else BF16 (faster than FP32 on the 1x1 layers where the CPU has vdpbf16ps at
-    /// full rate: docs/performance.md), and `HalfProbe` still keeps FP32 where BF16 does not pay.
-    func int8Fallback(_ fallback: Int8Fallback, on features: CPUFeatureSet) throws(YOLOError) -> (kernels: HalfKernels, precision: Precision)? {
+    /// The 16-bit GEMMs of an INT8 model's other layers (`ModelOptions.int8Fallback`) with their
+    /// precisions, none for FP32, or why the one asked for cannot run here. `.auto` takes FP16
+    /// arithmetic and BF16, each where the CPU has it (the planner takes the faster per layer:
+    /// KernelCapabilities.halfOrder), and `HalfProbe` still keeps FP32 where one does not pay.
+    func int8Fallbacks(_ fallback: Int8Fallback, on features: CPUFeatureSet) throws(YOLOError) -> [(kernels: HalfKernels, precision: Precision)] {
         switch fallback {
-        case .fp32: return nil
+        case .fp32: return []
         case .auto:
-            if let k = half(.fp16, on: features) { return (k, .fp16) }
-            return half(.bf16, on: features).map { ($0, .bf16) }
+            return [Precision.fp16, .bf16].compactMap { p in half(p, on: features).map { ($0, p) } }
         case .bf16:
-            if let k = half(.bf16, on: features) { return (k, .bf16) }
+            if let k = half(.bf16, on: features) { return [(k, .bf16)] }
             guard features.contains(.avx512BF16) else {
                 throw .invalidArgument("int8 fallback bf16 needs a CPU with AVX-512 BF16 (avx512_bf16: Cooper Lake, Sapphire Rapids, Zen 4 and later); this one lacks it: use auto, fp16 or fp32")
             }
             throw .invalidArgument("int8 fallback bf16: kernel level \(name) has no BF16 kernels (YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel chose a lower level): use auto or fp32")
         case .fp16:
-            if let k = half(.fp16, on: features) { return (k, .fp16) }
+            if let k = half(.fp16, on: features) { return [(k, .fp16)] }
             throw .invalidArgument("int8 fallback fp16 needs a CPU that computes in FP16 (AVX-512 FP16: Sapphire Rapids and later Xeons; 64-bit ARM with asimdhp: Cortex-A55, A76) and a kernel level with FP16 kernels; this CPU, or the level YOLO_KERNEL_LEVEL or ModelOptions.kernelLevel chose, has none: use auto, bf16 or fp32")
         }
     }

@@ -36,14 +36,16 @@ struct ChoicePolicy {
             if precision == .bf16 && conv.index == 0 { return false }
             // The model's own precision elsewhere.
             if options.precision == precision { return true }
+            // A BF16 model's FP16: only on the layer BF16 may not take.
+            if options.precision == .bf16 { return conv.index == 0 }
             // An INT8 model's other layers, but not those marked `a10`: narrow sums cost detections there too.
             return options.precision == .int8 && context.tenBitInputs[conv.index] == nil
         }
     }
 
-    /// The fixed table's choice (`ModelOptions.Planning.table`) among `candidates`; with
-    /// `keepsFP32` (HalfProbe: the 16-bit GEMM does not pay on this CPU), no 16-bit forms.
-    func table(_ conv: ConvolutionalLayer, _ candidates: [ConvAlgorithm], keepsFP32: Bool) -> ConvAlgorithm {
+    /// The fixed table's choice (`ModelOptions.Planning.table`) among `candidates`, none in the
+    /// 16-bit precisions `leavingOut` (HalfProbe: their GEMM does not pay on this CPU).
+    func table(_ conv: ConvolutionalLayer, _ candidates: [ConvAlgorithm], leavingOut: Set<Precision>) -> ConvAlgorithm {
         let kernelSet = context.kernelSet
         // The INT8 direct conv + pool only where its level marks it `preferred` (its dot product wins there).
         let directInt8 = kernelSet.int16Direct?.preferred == true
@@ -54,14 +56,16 @@ struct ChoicePolicy {
         let rank = kernelSet.int8?.tenBitPreferred
         let tenBitIm2col = context.tenBitInputs[conv.index] == nil || rank == .pairForms || (rank == .fp32 && !pairForms)
         let kept = candidates.filter {
-            (!keepsFP32 || !$0.precision.isSixteenBit) && ($0 != ConvAlgorithm(.directPool, .int8) || directInt8)
+            !leavingOut.contains($0.precision) && ($0 != ConvAlgorithm(.directPool, .int8) || directInt8)
                 && ($0 != ConvAlgorithm(.im2col, .int8) || tenBitIm2col)
         }
-        return ChoicePolicy.table(for: conv, candidates: kept)
+        return ChoicePolicy.table(for: conv, candidates: kept, halfOrder: context.kernels.halfOrder, tile: context.kernels.tileHalf)
     }
 
-    /// The table's order of preference among the algorithms that apply.
-    static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm]) -> ConvAlgorithm {
+    /// The table's order of preference among the algorithms that apply; `halfOrder` the 16-bit
+    /// precisions, faster GEMM first, and `tile` the one whose GEMM is a tile GEMM (AMX), if any.
+    static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm], halfOrder: [Precision] = [.fp16, .bf16],
+                      tile: Precision? = nil) -> ConvAlgorithm {
         let int8Im2col = ConvAlgorithm(.im2col, .int8)
         // A 10-bit input without INT8 im2col: the INT8 forms that take it, the direct one first.
         if !candidates.contains(int8Im2col) {
@@ -71,11 +75,19 @@ struct ChoicePolicy {
         // INT8 im2col wherever it is a candidate: with a dot-product instruction it beat every other
         // form; INT8 F(4x4) never (its int16 kernels take 4x the memory: `yolo tune` measures it).
         if candidates.contains(int8Im2col) { return int8Im2col }
-        // With 16-bit candidates: the 16-bit form of the FP32 choice, F(2x2) for F(4x4) where F(4x4) has none.
-        if let half = candidates.first(where: { $0.precision.isSixteenBit })?.precision {
+        // With 16-bit candidates: the 16-bit form of the FP32 choice in the fastest 16-bit GEMM
+        // that has it, F(2x2) for F(4x4) where F(4x4) has none.
+        let halves = halfOrder.filter { h in candidates.contains { $0.precision == h } }
+        if !halves.isEmpty {
             let choice = table(for: conv, candidates: candidates.filter { $0.precision == .fp32 })
-            let forms = [choice.method, choice.method == .winograd4 ? .winograd2 : choice.method].map { ConvAlgorithm($0, half) }
-            return forms.first { candidates.contains($0) } ?? choice
+            for method in [choice.method, choice.method == .winograd4 ? .winograd2 : choice.method] {
+                if let form = halves.map({ ConvAlgorithm(method, $0) }).first(where: candidates.contains) { return form }
+            }
+            // A tile GEMM (AMX) outruns the FP32 direct conv + pool: its im2col form instead.
+            if choice.method == .directPool, let tile, candidates.contains(ConvAlgorithm(.im2col, tile)) {
+                return ConvAlgorithm(.im2col, tile)
+            }
+            return choice
         }
         // The direct conv + pool where it applies: no full-size buffer, fewer passes.
         if candidates.contains(.directPool) { return .directPool }

@@ -53,12 +53,15 @@ enum HalfProbe {
     }
 
     /// The plan's note when the 16-bit GEMM does not pay.
-    /// (`precision` the model's, `halfPrecision` the GEMM's: .fp16 in an INT8 model.)
-    static func note(_ precision: Precision, half halfPrecision: Precision, dot: String, half: UInt64, fp32: UInt64) -> String {
+    /// (`precision` the model's, `halfPrecision` the GEMM's: .fp16 in an INT8 model; `others`:
+    /// the model has another 16-bit GEMM, which the table may still take.)
+    static func note(_ precision: Precision, half halfPrecision: Precision, dot: String, half: UInt64, fp32: UInt64,
+                     others: Bool = false) -> String {
         let ratio = Double(half) / Double(max(1, fp32))
         let shown = Double(Int((ratio * 100).rounded())) / 100
         let layers = precision == .int8 ? "the layers not in INT8" : "every layer"
-        return "\(precision.rawValue): the table keeps FP32 on \(layers): on this CPU the \(halfPrecision.rawValue) GEMM (\(dot)) took "
+        let keeps = others ? "takes no \(halfPrecision.rawValue) form" : "keeps FP32 on \(layers)"
+        return "\(precision.rawValue): the table \(keeps): on this CPU the \(halfPrecision.rawValue) GEMM (\(dot)) took "
             + "\(shown)x the FP32 GEMM's time (over \(threshold)x); 'yolo tune --precision \(precision.rawValue)' measures each layer"
     }
 }

@@ -7,10 +7,13 @@ import YOLOKernels
 struct KernelCapabilities {
     /// Whether our kernels compute the GEMMs (false: OpenBLAS, which has no direct kernel).
     let ourKernels: Bool
-    /// The 16-bit GEMM a model may use (its precision's, or in an INT8 model `int8Fallback`'s)
-    /// and its precision (.bf16 or .fp16); nil: none.
-    let half: HalfKernels?
-    let halfPrecision: Precision?
+    /// The 16-bit GEMMs a model may use, by precision (.bf16, .fp16): its precision's (and, in a
+    /// BF16 model, FP16 arithmetic for the layers BF16 may not take), or in an INT8 model
+    /// `int8Fallback`'s (`.auto`: each that the CPU computes). Empty: none.
+    let halves: [Precision: HalfKernels]
+    /// `halves`' precisions, the one whose GEMM is faster first: a tile GEMM (AMX), then FP16
+    /// arithmetic, then BF16 (vdpbf16ps runs at half FP32's rate on some CPUs: HalfProbe.swift).
+    let halfOrder: [Precision]
     /// Whether the level has the INT8 GEMM, and whether it takes 10-bit inputs in two passes
     /// (Int8TenBit.swift).
     let int8: Bool
@@ -20,9 +23,11 @@ struct KernelCapabilities {
     /// Whether the level has the direct conv + pool on int16 pairs (DirectConvPairs.swift).
     let int8Direct: Bool
 
-    init(kernelSet: KernelSet, ourKernels: Bool, half: HalfKernels? = nil, halfPrecision: Precision? = nil) {
+    init(kernelSet: KernelSet, ourKernels: Bool, halves: [Precision: HalfKernels] = [:]) {
         self.ourKernels = ourKernels
-        (self.half, self.halfPrecision) = half == nil ? (nil, nil) : (half, halfPrecision)
+        self.halves = halves
+        let tile = { (p: Precision) in halves[p]?.requires.contains(.amx) == true }
+        halfOrder = halves.keys.sorted { (tile($0) ? 0 : $0 == .fp16 ? 1 : 2, $0.rawValue) < (tile($1) ? 0 : $1 == .fp16 ? 1 : 2, $1.rawValue) }
         int8 = kernelSet.int8 != nil
         int8TenBit = kernelSet.int8?.tenBitGemm != nil
         int8Winograd = kernelSet.int16Pairs != nil
@@ -30,18 +35,27 @@ struct KernelCapabilities {
     }
 
     /// The capabilities of `kernelSet` for a model with `options` on a CPU with `features`: the
-    /// 16-bit GEMM is the precision's, or with .int8 that of `ModelOptions.int8Fallback` where the
-    /// CPU has it; throws where the precision asked for has none here.
+    /// 16-bit GEMMs are the precision's, or with .int8 those of `ModelOptions.int8Fallback` where
+    /// the CPU has them; throws where the precision asked for has none here.
     static func make(kernelSet: KernelSet, openBLAS: Bool, options: ModelOptions,
                      features: CPUFeatureSet) throws(YOLOError) -> KernelCapabilities {
+        var halves: [Precision: HalfKernels] = [:]
         if options.precision == .int8 {
-            let fallback = try kernelSet.int8Fallback(options.int8Fallback, on: features)
-            return KernelCapabilities(kernelSet: kernelSet, ourKernels: !openBLAS, half: fallback?.kernels,
-                                      halfPrecision: fallback?.precision)
+            for (k, p) in try kernelSet.int8Fallbacks(options.int8Fallback, on: features) { halves[p] = k }
+        } else if let k = try kernelSet.halfGemm(for: options.precision, on: features) {
+            halves[options.precision] = k
+            // (FP16 is more exact than bfloat16: it takes a BF16 model's layers that BF16 may not.)
+            if options.precision == .bf16, let f = kernelSet.half(.fp16, on: features) { halves[.fp16] = f }
         }
-        return KernelCapabilities(kernelSet: kernelSet, ourKernels: !openBLAS,
-                                  half: try kernelSet.halfGemm(for: options.precision, on: features),
-                                  halfPrecision: options.precision)
+        return KernelCapabilities(kernelSet: kernelSet, ourKernels: !openBLAS, halves: halves)
+    }
+
+    /// The 16-bit precision whose GEMM is a tile GEMM (AMX), if any.
+    var tileHalf: Precision? { halfOrder.first { halves[$0]?.requires.contains(.amx) == true } }
+
+    /// The 16-bit GEMMs, for reports: "level: dot" each, in `halfOrder`.
+    var halfSummary: String? {
+        halfOrder.isEmpty ? nil : halfOrder.compactMap { halves[$0].map { "\($0.gemm.level): \($0.dot)" } }.joined(separator: ", ")
     }
 }
 
@@ -62,7 +76,7 @@ extension ConvAlgorithm.Method {
             case .directPool: return kernels.int8Direct
             }
         case .bf16, .fp16:
-            guard let half = kernels.half, kernels.halfPrecision == precision else { return false }
+            guard let half = kernels.halves[precision] else { return false }
             switch self {
             case .im2col, .gemm1x1, .winograd2: return true
             // F(4x4)'s transforms magnify 16-bit rounding: only where just the weights are 16-bit.

@@ -42,8 +42,9 @@ struct PlanBuilder {
     /// Per convolution: the inference choice, its source and measured times.
     private var chosen: [Int: (ConvAlgorithm, PlanReport.Source, [PlanReport.Timing])] = [:]
     private(set) var tuningNanoseconds: UInt64 = 0
-    /// Whether the table takes no 16-bit forms (HalfProbe: the 16-bit GEMM does not pay here).
-    var tableKeepsFP32 = false
+    /// The 16-bit precisions whose forms the table does not take (HalfProbe: their GEMM does not
+    /// pay here).
+    var tableLeavesOut: Set<Precision> = []
 
     init(planner: Planner, loadPool: WorkerPool, tuner: Tuner?, cached: [CachedChoice]) throws(YOLOError) {
         self.planner = planner
@@ -90,15 +91,16 @@ struct PlanBuilder {
         epilogues[i] = Epilogue(bias: bias, activation: conv.activation)
         var prepared: [ConvAlgorithm: any ConvKernel] = [:]
         let context = planner.context
-        let (kernelSet, gemm, loadPool, int8Input, half) = (context.kernelSet, context.gemm, loadPool, context.int8Inputs[i],
-                                                            context.kernels.half)
+        let (kernelSet, gemm, loadPool, int8Input, halves) = (context.kernelSet, context.gemm, loadPool, context.int8Inputs[i],
+                                                              context.kernels.halves)
         let tenBitInput = context.tenBitInputs[i]
         let prepare = { (a: ConvAlgorithm) throws(YOLOError) -> any ConvKernel in
             if let refusal = checkDataSizeLimit(a.loadBytes(conv), for: "preparing layer \(i) (\(a.rawValue))") {
                 throw .invalidArgument(refusal)
             }
             let input = a.readsTenBitInput ? tenBitInput ?? int8Input : int8Input
-            return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: input, half: half)
+            return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: input,
+                             half: halves[a.precision])
         }
         guard let node = inferenceNode[i] else { return }
         let options = planner.options
@@ -139,7 +141,7 @@ struct PlanBuilder {
 
     /// The fixed table's choice among `candidates` (ChoicePolicy.swift).
     private func table(_ conv: ConvolutionalLayer, _ candidates: [ConvAlgorithm]) -> ConvAlgorithm {
-        planner.policy.table(conv, candidates, keepsFP32: tableKeepsFP32)
+        planner.policy.table(conv, candidates, leavingOut: tableLeavesOut)
     }
 
     /// The steps of `nodes`, deferred ([yolo]) ones apart.

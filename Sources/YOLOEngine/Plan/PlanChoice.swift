@@ -57,12 +57,15 @@ struct PlanChoice {
     func builder(_ planner: Planner, loadPool: WorkerPool, warnings: inout [String]) throws(YOLOError) -> PlanBuilder {
         var builder = try PlanBuilder(planner: planner, loadPool: loadPool, tuner: tuner, cached: cached)
         let (options, kernels) = (planner.options, planner.context.kernels)
-        if case .cached = options.planning, cached.isEmpty, let half = kernels.half, !half.weightsOnly, let gemm = planner.context.gemm {
-            let t = HalfProbe.measure(half: half.gemm, fp32: gemm)
-            if !HalfProbe.pays(half: t.half, fp32: t.fp32) {
-                builder.tableKeepsFP32 = true
-                warnings.append(HalfProbe.note(options.precision, half: kernels.halfPrecision ?? options.precision,
-                                               dot: half.dot, half: t.half, fp32: t.fp32))
+        if case .cached = options.planning, cached.isEmpty, let gemm = planner.context.gemm {
+            for p in kernels.halfOrder {
+                guard let half = kernels.halves[p], !half.weightsOnly else { continue }
+                let t = HalfProbe.measure(half: half.gemm, fp32: gemm)
+                if !HalfProbe.pays(half: t.half, fp32: t.fp32) {
+                    builder.tableLeavesOut.insert(p)
+                    warnings.append(HalfProbe.note(options.precision, half: p, dot: half.dot, half: t.half, fp32: t.fp32,
+                                                   others: kernels.halfOrder.count > 1))
+                }
             }
         }
         return builder
@@ -77,7 +80,7 @@ struct PlanChoice {
         }
         let kernelSet = context.kernelSet
         return PlanReport(entries: built.entries, kernels: kernelSet.name + (context.usesOpenBLAS ? " + OpenBLAS" : ""),
-                          halfGemm: context.kernels.half.map { "\($0.gemm.level): \($0.dot)" },
+                          halfGemm: context.kernels.halfSummary,
                           measuredThreads: tuner != nil || !cached.isEmpty ? tuningThreads : nil, cacheFile: cacheFile,
                           tuningSeconds: Double(builder.tuningNanoseconds) / 1e9, warnings: warnings)
     }

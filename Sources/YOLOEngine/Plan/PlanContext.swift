@@ -33,7 +33,7 @@ struct PlanContext {
         }.max()!
         let features = HostCPU.features.union(options.assumesFP16Arithmetic ? .fp16 : [])
         kernels = try KernelCapabilities.make(kernelSet: kernelSet, openBLAS: openBLAS, options: options, features: features)
-        gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, Gemm.scratchPerThread(kernels.half?.gemm))
+        gemmScratchPerThread = max(Gemm.scratchPerThread(gemm), int8Scratch, kernels.halves.values.map { Gemm.scratchPerThread($0.gemm) }.max() ?? 0)
     }
 
     /// With precision .int8: the quantization of each convolution input the calibration table
