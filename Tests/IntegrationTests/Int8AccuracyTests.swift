@@ -114,6 +114,24 @@ final class Int8AccuracyTests: XCTestCase {
                        ["pkg__b.jpg"])
     }
 
+    /// scripts/eval-photos.py reads the same manifest: `--list` names each photo's split and local
+    /// path as the tests find them (fetching needs Debian's and PyPI's servers: not run here).
+    func testEvalPhotosScriptListsTheManifest() throws {
+        let manifest = try String(contentsOfFile: PrecisionAccuracy.root + "/Tests/IntegrationTests/Fixtures/eval-photos.txt", encoding: .utf8)
+        let process = Process(), pipe = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", PrecisionAccuracy.root + "/scripts/eval-photos.py", "--list", "--dest", "/d"]
+        process.standardOutput = pipe
+        do { try process.run() } catch { throw XCTSkip("no python3: \(error)") }
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        let expected = ["calib", "eval"].flatMap { split in
+            PrecisionAccuracy.evalPhotoNames(manifest: manifest, split: split).map { "\(split) /d/\(split)/\($0)" }
+        }
+        XCTAssertEqual(output.split(separator: "\n").map(String.init).sorted(), expected.sorted())
+    }
+
     /// yolov3-tiny's 3x3 convolutions of 32 or more input channels: where INT8 Winograd applies
     /// and pays (`yolo tune` picks it there on an AVX2 Zen 3).
     static let winogradLayers: [Int: ConvAlgorithm] = Dictionary(uniqueKeysWithValues: [4, 6, 8, 10, 12, 14, 21].map {
