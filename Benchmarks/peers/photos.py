@@ -9,10 +9,13 @@ float32, placed centred ((net - new) / 2) on a canvas of 0.5. On PNGs it equals 
 input tensors (shared/reference/*/*_input_416.f32) bit for bit; JPEGs are decoded by OpenCV's
 libjpeg-turbo here (Darknet uses stb_image), so theirs may differ in the last bits.
 
-Calibration photos: samples/ (the scikit-image photos of scripts/fetch-samples.sh). Evaluation
-photos: Darknet's seven in ../shared/images, which no calibration sees.
+Calibration photos: samples/ (the scikit-image photos of scripts/fetch-samples.sh), or every
+photo of the folder PEERS_CALIBRATION names (issue #49's: eval-photos/calib, made by
+scripts/eval-photos.py; the INT8 models then carry its name). Evaluation photos: Darknet's seven
+in ../shared/images, which no calibration sees, or any folder (accuracy.py --images).
 """
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -93,12 +96,21 @@ def load(path, net_w=416, net_h=416):
 
 
 def calibration_photos():
+    if os.environ.get("PEERS_CALIBRATION"):
+        return photos_in(os.environ["PEERS_CALIBRATION"])
     paths = [SAMPLES / name for name in CALIBRATION]
     missing = [p.name for p in paths if not p.exists()]
     if missing:
         raise SystemExit(f"calibration photos missing from {SAMPLES}: {', '.join(missing)} "
                          f"(run scripts/fetch-samples.sh)")
     return paths
+
+
+def calibration_tag():
+    """What the INT8 models' file names carry: nothing for samples/, else '-calib-' and the
+    PEERS_CALIBRATION folder's name (so that models of two sets are not taken for each other)."""
+    folder = os.environ.get("PEERS_CALIBRATION")
+    return f"-calib-{Path(folder).resolve().name}" if folder else ""
 
 
 def photos_in(directory):

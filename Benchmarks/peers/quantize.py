@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """INT8 models of the ONNX conversion, calibrated on the sample photos (samples/, letterboxed
-as Darknet does: photos.py), for the low-precision peers.
+as Darknet does: photos.py; or on the folder PEERS_CALIBRATION names: photos.py), for the
+low-precision peers.
 
 - OpenVINO: NNCF post-training quantization (`nncf.quantize`, its defaults: the PERFORMANCE
   preset, i.e. symmetric activations and weights, per-channel weights, min-max activation
@@ -40,14 +41,14 @@ def _sources(models):
 
 def openvino_int8(models, force=False):
     """Path of the NNCF-quantized OpenVINO IR (.xml; its .bin beside it)."""
-    xml = runtimes.MODELS / (Path(models["onnx"]).stem + "-nncf-int8.xml")
+    xml = runtimes.MODELS / (Path(models["onnx"]).stem + "-nncf-int8" + photos.calibration_tag() + ".xml")
     if force or runtimes._stale([xml, xml.with_suffix(".bin")], _sources(models)):
         import nncf
         import openvino as ov
 
         t0 = time.monotonic()
         print(f"quantize: NNCF {nncf.__version__} on {Path(models['onnx']).name} "
-              f"({len(photos.CALIBRATION)} calibration photos) -> {xml.name}", file=sys.stderr)
+              f"({len(photos.calibration_photos())} calibration photos) -> {xml.name}", file=sys.stderr)
         model = ov.Core().read_model(str(models["onnx"]))
         data = calibration_inputs()
         quantized = nncf.quantize(model, nncf.Dataset(data), subset_size=len(data))
@@ -68,7 +69,7 @@ class _Reader:
 
 def onnxruntime_int8(models, force=False):
     """Path of the statically quantized QDQ ONNX model."""
-    out = runtimes.MODELS / (Path(models["onnx"]).stem + "-qdq-int8.onnx")
+    out = runtimes.MODELS / (Path(models["onnx"]).stem + "-qdq-int8" + photos.calibration_tag() + ".onnx")
     if force or runtimes._stale([out], _sources(models)):
         import onnxruntime
         from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
@@ -76,7 +77,7 @@ def onnxruntime_int8(models, force=False):
 
         t0 = time.monotonic()
         print(f"quantize: onnxruntime {onnxruntime.__version__} quantize_static on {Path(models['onnx']).name} "
-              f"({len(photos.CALIBRATION)} calibration photos) -> {out.name}", file=sys.stderr)
+              f"({len(photos.calibration_photos())} calibration photos) -> {out.name}", file=sys.stderr)
         reader = type("Reader", (_Reader, CalibrationDataReader), {})("data")
         with tempfile.TemporaryDirectory() as tmp:
             prepared = Path(tmp) / "prepared.onnx"

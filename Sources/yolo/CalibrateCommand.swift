@@ -35,8 +35,8 @@ enum CalibrateCommand {
                        their effect; default: the first (it reads the image: the most sensitive
                        on the photos measured, and cheap in FP32); none: no such layer
       --a10 LIST       convolutions (layer indices) whose input is quantized to 10 bits where
-                       INT8 Winograd F(2x2) runs them (marked a10; the shipped table: 2,4,6,
-                       the early layers, where 8 bits lose the most); default: none
+                       INT8 Winograd F(2x2) runs them (marked a10; the shipped table: 2,6,8,
+                       early layers, where 8 bits lose the most); default: none
       --cfg F          Darknet cfg (default: \(defaultCfg))
       --weights F      Darknet weights (default: \(defaultWeights))
       --size WxH       network input size instead of the cfg's (multiples of 32)

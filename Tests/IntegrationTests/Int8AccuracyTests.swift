@@ -28,16 +28,18 @@ final class Int8AccuracyTests: XCTestCase {
     func testInt8DetectionsMatchFP32OnTheSamples() throws {
         let (results, int8) = try detections(try samples(), threshold: 0.1)
         // The table next to the weights was found, and most of the network runs in INT8 (the
-        // shipped table keeps 4 of the 13 convolutions FP32: the first, 13 and the two before the heads).
+        // shipped table keeps 5 of the 13 convolutions FP32: the first, 4, 13 and the two before the heads).
         let int8Steps = int8.model.plan.entries.filter { $0.precision == .int8 }.count
-        XCTAssertGreaterThanOrEqual(int8Steps, 9, int8.model.plan.description)
+        XCTAssertGreaterThanOrEqual(int8Steps, 8, int8.model.plan.description)
         // (Above 0.25: the detections above 0.1 that pass it; NMS lets no weaker box suppress them.)
+        // The samples have too few boxes for a ratio of 0.97 (one borderline box moves it by more
+        // than 0.03): at 0.1 at most one box may differ, and the 0.97 is held on issue #49's
+        // evaluation photos (testInt8OnTheEvaluationPhotos).
         for threshold: Float in [0.25, 0.1] {
             let f = PrecisionAccuracy.compare(results, threshold: threshold)
             let summary = "INT8 at threshold \(threshold): \(f)"
             XCTAssertGreaterThanOrEqual(f.reference, threshold < 0.2 ? 10 : 4, summary)
-            XCTAssertGreaterThanOrEqual(f.recall, 0.97, summary)
-            XCTAssertGreaterThanOrEqual(f.precision, 0.97, summary)
+            XCTAssertLessThanOrEqual(f.reference + f.found - 2 * f.matched, threshold < 0.2 ? 1 : 0, summary + ": detections in one precision only")
             XCTAssertLessThan(f.maxDrift, 0.1, summary + ": the largest confidence change of a matched detection")
         }
     }
@@ -61,6 +63,75 @@ final class Int8AccuracyTests: XCTestCase {
         XCTAssertLessThan(f.meanDrift, 0.02, summary)
     }
 
+    /// Issue #49: the evaluation part of the photo set (eval-photos/eval, photos no calibration saw:
+    /// the shipped table is made from eval-photos/calib), at the issue's threshold (0.25) with the
+    /// fixed table's plan: recall and precision >= 0.97. Skipped where the photos are not fetched.
+    func testInt8OnTheEvaluationPhotos() throws {
+        let (photos, missing) = try PrecisionAccuracy.evalPhotoPaths(split: "eval")
+        XCTAssertGreaterThanOrEqual(photos.count, 150, "the manifest's eval part")
+        guard missing == 0 else {
+            throw XCTSkip("\(missing) of the \(photos.count) photos of eval-photos/eval are missing: run python3 scripts/eval-photos.py")
+        }
+        let (cfg, weights, names) = try paths()
+        let o = DetectorOptions(threshold: 0.25)
+        let fp32 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: o, threads: 2)
+        let int8 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: o, threads: 2,
+                                modelOptions: ModelOptions(precision: .int8))
+        // One photo at a time: the set decoded at once would hold a few hundred MiB.
+        let results = try photos.map { path -> ([Detection], [Detection]) in
+            let p = try loadImage(path: path)
+            return (try fp32.detect(rgb: p.pixels, width: p.width, height: p.height), try int8.detect(rgb: p.pixels, width: p.width, height: p.height))
+        }
+        XCTAssertTrue(results.allSatisfy { !$0.0.isEmpty }, "every photo of the set has an FP32 detection at 0.25")
+        let f = PrecisionAccuracy.compare(results, threshold: 0.25)
+        let summary = "INT8 on the \(photos.count) evaluation photos at 0.25: \(f)"
+        XCTAssertGreaterThanOrEqual(f.recall, 0.97, summary)
+        XCTAssertGreaterThanOrEqual(f.precision, 0.97, summary)
+        XCTAssertLessThan(f.meanDrift, 0.02, summary)
+    }
+
+    /// The manifest of issue #49's set: every photo line is a split, a sha256, a package with a
+    /// source line and a path; the local names are unique; the eval part has at least 150 photos.
+    func testEvalPhotoManifest() throws {
+        let manifest = try String(contentsOfFile: PrecisionAccuracy.root + "/Tests/IntegrationTests/Fixtures/eval-photos.txt", encoding: .utf8)
+        let lines = manifest.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("#") }
+        let sources = Set(lines.filter { $0.hasPrefix("source ") }.map { $0.split(separator: " ")[2] })
+        for line in lines where !line.hasPrefix("source ") {
+            let f = line.split(separator: " ")
+            XCTAssertEqual(f.count, 4, String(line))
+            guard f.count == 4 else { continue }
+            XCTAssertTrue(f[0] == "calib" || f[0] == "eval", String(line))
+            XCTAssertTrue(f[1].count == 64 && f[1].allSatisfy { $0.isHexDigit }, String(line))
+            XCTAssertTrue(sources.contains(f[2]), "no source line for \(f[2])")
+        }
+        let (calib, eval) = (PrecisionAccuracy.evalPhotoNames(manifest: manifest, split: "calib"),
+                             PrecisionAccuracy.evalPhotoNames(manifest: manifest, split: "eval"))
+        XCTAssertEqual(Set(calib + eval).count, calib.count + eval.count, "unique local names")
+        XCTAssertGreaterThanOrEqual(eval.count, 150)
+        XCTAssertGreaterThan(calib.count, 0)
+        XCTAssertEqual(calib.count + eval.count, lines.count - sources.count)
+        XCTAssertEqual(PrecisionAccuracy.evalPhotoNames(manifest: "eval \(String(repeating: "0", count: 64)) pkg usr/share/a/b.jpg\n", split: "eval"),
+                       ["pkg__b.jpg"])
+    }
+
+    /// scripts/eval-photos.py reads the same manifest: `--list` names each photo's split and local
+    /// path as the tests find them (fetching needs Debian's and PyPI's servers: not run here).
+    func testEvalPhotosScriptListsTheManifest() throws {
+        let manifest = try String(contentsOfFile: PrecisionAccuracy.root + "/Tests/IntegrationTests/Fixtures/eval-photos.txt", encoding: .utf8)
+        let process = Process(), pipe = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", PrecisionAccuracy.root + "/scripts/eval-photos.py", "--list", "--dest", "/d"]
+        process.standardOutput = pipe
+        do { try process.run() } catch { throw XCTSkip("no python3: \(error)") }
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        let expected = ["calib", "eval"].flatMap { split in
+            PrecisionAccuracy.evalPhotoNames(manifest: manifest, split: split).map { "\(split) /d/\(split)/\($0)" }
+        }
+        XCTAssertEqual(output.split(separator: "\n").map(String.init).sorted(), expected.sorted())
+    }
+
     /// yolov3-tiny's 3x3 convolutions of 32 or more input channels: where INT8 Winograd applies
     /// and pays (`yolo tune` picks it there on an AVX2 Zen 3).
     static let winogradLayers: [Int: ConvAlgorithm] = Dictionary(uniqueKeysWithValues: [4, 6, 8, 10, 12, 14, 21].map {
@@ -68,11 +139,13 @@ final class Int8AccuracyTests: XCTestCase {
     })
 
     /// The same with INT8 Winograd F(4x4) on those layers (8-bit inputs: the shipped table without
-    /// its `a10` marks, which F(4x4) cannot take), at the issue's threshold (0.25).
+    /// its `a10` marks, which F(4x4) cannot take, and with those layers in INT8), at the issue's
+    /// threshold (0.25).
     func testInt8WinogradDetectionsMatchFP32OnTheSamples() throws {
         let weights = try paths().weights
         var table = try Int8Calibration(path: Int8Calibration.defaultPath(weights: weights))
         table.tenBitLayers = []
+        table.fp32Layers.subtract(Self.winogradLayers.keys)   // (the shipped table keeps layer 4 FP32)
         let (results, int8) = try detections(try samples(), threshold: 0.1,
                                              int8: ModelOptions(algorithms: Self.winogradLayers, precision: .int8, calibration: table))
         XCTAssertEqual(int8.model.plan.entries.filter { $0.algorithm.hasPrefix("winograd4-int8") }.count, 7, int8.model.plan.description)

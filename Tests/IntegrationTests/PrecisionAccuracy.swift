@@ -44,6 +44,25 @@ enum PrecisionAccuracy {
         return try names.map { try loadImage(path: dir + "/" + $0) }
     }
 
+    /// Issue #49's evaluation photo set (Tests/IntegrationTests/Fixtures/eval-photos.txt): the paths
+    /// of the photos of `split` ("calib" or "eval") in eval-photos/SPLIT/ (scripts/eval-photos.py
+    /// fetches them from Debian and PyPI packages), in the manifest's order, and how many of them
+    /// are missing there.
+    static func evalPhotoPaths(split: String) throws -> (paths: [String], missing: Int) {
+        let manifest = try String(contentsOfFile: root + "/Tests/IntegrationTests/Fixtures/eval-photos.txt", encoding: .utf8)
+        let paths = evalPhotoNames(manifest: manifest, split: split).map { root + "/eval-photos/\(split)/" + $0 }
+        return (paths, paths.filter { !FileManager.default.fileExists(atPath: $0) }.count)
+    }
+
+    /// The local names (PACKAGE__BASENAME) of the manifest's photos of `split`.
+    static func evalPhotoNames(manifest: String, split: String) -> [String] {
+        manifest.split(whereSeparator: \.isNewline).compactMap { line in
+            let f = line.split(separator: " ")
+            guard f.count == 4, f[0] == split else { return nil }
+            return "\(f[2])__\(f[3].split(separator: "/").last!)"
+        }
+    }
+
     static func iou(_ a: Detection, _ b: Detection) -> Float {
         let w = max(0, min(a.right, b.right) - max(a.left, b.left)), h = max(0, min(a.bottom, b.bottom) - max(a.top, b.top))
         let union = (a.right - a.left) * (a.bottom - a.top) + (b.right - b.left) * (b.bottom - b.top) - w * h
