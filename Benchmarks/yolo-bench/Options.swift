@@ -28,8 +28,8 @@ options:
   --precision LIST convolution arithmetic: fp32 (default), int8, bf16, fp16 (FP32 where the planner
                    keeps it); with several, one model each, measured in turn per thread count
   --int8-table F   INT8 calibration table (default: next to the weights, as for yolo)
-  --int8-fallback P  with int8, the layers not in INT8: auto (default: per layer the fastest 16-bit form the
-                   CPU has: BF16 on AMX tiles, FP16 arithmetic, BF16; else FP32), fp16, bf16 or fp32
+  --int8-fallback P  with int8, the layers not in INT8: auto (default: FP16 where the CPU computes in FP16,
+                   else BF16 where it has AVX-512 BF16, else FP32), fp16, bf16 or fp32
   --no-layers      skip the per-layer table
   --inflight N     frames in flight for the throughput test: N one-thread sessions sharing one
                    model, the first --conv algorithm (default: cores; 0 skips)

@@ -65,9 +65,8 @@ public struct ModelOptions: Sendable, Equatable {
     /// next to the weights file (`Int8Calibration.defaultPath(weights:)`) when loading from files.
     public var calibration: Int8Calibration?
     /// With `.int8`, the arithmetic of the layers not in INT8 (`Int8Fallback`): by default the
-    /// 16-bit forms this CPU runs fast, FP16 where it computes in FP16 and BF16 where it has
-    /// AVX-512 BF16, the table taking per layer the fastest (KernelCapabilities.halfOrder);
-    /// the 16-bit forms are then candidates on every convolution but those the
+    /// 16-bit form this CPU runs fast, FP16 where it computes in FP16, else BF16 where it has
+    /// AVX-512 BF16; the 16-bit forms are then candidates on every convolution but those the
     /// table gives 10-bit inputs (`a10`), so that the layers left out of INT8 (not calibrated,
     /// marked `fp32` by the table) take them where `.fp16` or `.bf16` would (the table's choice),
     /// and a measured plan takes whichever of FP32, 16 bits and INT8 (where calibrated) is fastest.
@@ -111,9 +110,9 @@ public struct ModelOptions: Sendable, Equatable {
 
 /// The arithmetic of an INT8 model's layers that are not in INT8 (`ModelOptions.int8Fallback`).
 public enum Int8Fallback: String, Sendable, CaseIterable, CustomStringConvertible {
-    /// FP16 where the CPU computes in FP16 (AVX-512 FP16, 64-bit ARM with asimdhp) and BF16 where
-    /// it has AVX-512 BF16 (Zen 4 and later, Cooper Lake), per layer the faster form (BF16 on
-    /// AMX tiles first, then FP16), else FP32.
+    /// FP16 where the CPU computes in FP16 (AVX-512 FP16, 64-bit ARM with asimdhp), more exact than
+    /// bfloat16 on the layers INT8 left out, else BF16 where it has AVX-512 BF16 (Zen 4 and later,
+    /// Cooper Lake), else FP32.
     case auto
     /// FP16 arithmetic; loading fails where the CPU has none.
     case fp16

@@ -50,9 +50,9 @@ final class HalfChoiceTests: XCTestCase {
         XCTAssertEqual(table(c[3], [.gemm1x1, ConvAlgorithm(.gemm1x1, bf16)], [bf16], tile: nil), ConvAlgorithm(.gemm1x1, bf16))
     }
 
-    /// At the amx level on a CPU with AVX-512 FP16 (Sapphire Rapids and later): an INT8 model's
-    /// layers left out of INT8 take BF16 tiles for their GEMMs and FP16 for the direct conv + pool;
-    /// a BF16 model's first layer (no BF16 there) FP16, the rest BF16.
+    /// At the amx level on a CPU with AVX-512 FP16 (Sapphire Rapids and later): a BF16 model's
+    /// first layer (no BF16 there) FP16, the rest BF16 on tiles; an INT8 model's layers left out of
+    /// INT8 FP16 (the more exact), BF16 tiles only where asked for (`--int8-fallback bf16`).
     func testAtAMXTheTileGemmAndFP16Share() throws {
         guard KernelLevel.selected == .amx, let set = KernelLevel.amx.kernelSet, set.half(.fp16, on: HostCPU.features) != nil else {
             throw XCTSkip("needs the amx level and AVX-512 FP16 (\(KernelLevel.amx.unavailableReason ?? "YOLO_KERNEL_LEVEL or no AVX-512 FP16"))")
@@ -61,11 +61,14 @@ final class HalfChoiceTests: XCTestCase {
         for l in [0, 2, 4, 5] { ranges[l] = l == 0 ? 0...1 : -0.5...4 }
         let table = Int8Calibration(ranges: ranges, method: "test", imageCount: 1, cfgFingerprint: Int8PlanTests.fingerprint,
                                     fp32Layers: [0, 5])
-        let int8 = try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights,
+        let auto = try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights,
                              options: ModelOptions(planning: .table, precision: .int8, calibration: table))
-        let steps = int8.inference.steps.map(\.algorithm)
-        XCTAssertEqual(steps.first, "direct+pool-fp16")
-        XCTAssertEqual(steps.last, "gemm1x1-bf16")
+        XCTAssertEqual(auto.inference.steps.map(\.algorithm).first, "direct+pool-fp16")
+        XCTAssertEqual(auto.inference.steps.map(\.algorithm).last, "gemm1x1-fp16")
+        var tiles = ModelOptions(planning: .table, precision: .int8, calibration: table)
+        tiles.int8Fallback = .bf16
+        let int8 = try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights, options: tiles)
+        XCTAssertEqual(int8.inference.steps.map(\.algorithm).last, "gemm1x1-bf16")
         XCTAssertTrue(int8.plan.halfGemm?.hasPrefix("amx") == true, int8.plan.halfGemm ?? "nil")
         let bf16 = try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights, options: ModelOptions(planning: .table, precision: .bf16))
         XCTAssertEqual(bf16.inference.steps.first?.algorithm, "direct+pool-fp16")

@@ -6,8 +6,8 @@ import YOLOReference
 import YOLOKernels
 
 /// `ModelOptions.int8Fallback`: the arithmetic of an INT8 model's layers that are not in INT8.
-/// `.auto` takes, per layer, the faster 16-bit GEMM the CPU has (BF16 on AMX tiles, else FP16
-/// arithmetic, else BF16 where it has AVX-512 BF16, as a Zen 4), else FP32; `.bf16` and `.fp16` ask for one and are refused with one
+/// `.auto` takes FP16 arithmetic where the CPU has it (on AMX too: the more exact), else BF16
+/// where it has AVX-512 BF16 (a Zen 4: no FP16 arithmetic), else FP32; `.bf16` and `.fp16` ask for one and are refused with one
 /// line where the CPU or level lacks it; `.fp32` keeps FP32. The plan cache keys them apart.
 final class Int8FallbackTests: XCTestCase {
     func model(_ options: ModelOptions) throws(YOLOError) -> Model {
@@ -44,11 +44,9 @@ final class Int8FallbackTests: XCTestCase {
         let worst = zip(a, b).map { abs($0 - $1) }.max()!
         XCTAssertGreaterThan(worst, 0, "BF16 products on layers 2 and 4")
         XCTAssertLessThan(worst, 0.02 * range, "within 2% of the heads' range of the FP32-rest plan's")
-        // `.auto` is BF16 here unless the CPU also computes in FP16, and BF16 again on AMX tiles.
+        // `.auto` is BF16 here unless the CPU also computes in FP16, AMX tiles or not.
         let auto = try model(options)
-        let computesFP16 = KernelLevel.selected.fp16Kernels.map { HostCPU.features.isSuperset(of: $0.requires) } == true
-        let tiles = KernelLevel.selected.bf16Kernels?.requires.contains(.amx) == true
-        let expected: Precision = computesFP16 && !tiles ? .fp16 : .bf16
+        let expected: Precision = KernelLevel.selected.fp16Kernels.map { HostCPU.features.isSuperset(of: $0.requires) } == true ? .fp16 : .bf16
         XCTAssertEqual(auto.plan.entries.map(\.precision), [.int8, .fp32, expected, expected, .int8])
         // The plan cache keys the fallbacks apart.
         let config = try DarknetConfig(text: PlanTests.cfg, file: "<cfg>")

@@ -29,15 +29,16 @@ extension KernelSet {
         }
     }
 
-    /// The 16-bit GEMMs of an INT8 model's other layers (`ModelOptions.int8Fallback`) with their
-    /// precisions, none for FP32, or why the one asked for cannot run here. `.auto` takes FP16
-    /// arithmetic and BF16, each where the CPU has it (the planner takes the faster per layer:
-    /// KernelCapabilities.halfOrder), and `HalfProbe` still keeps FP32 where one does not pay.
+    /// The 16-bit GEMM of an INT8 model's other layers (`ModelOptions.int8Fallback`) with its
+    /// precision, none for FP32, or why the one asked for cannot run here. `.auto` takes FP16
+    /// arithmetic, else BF16: those layers are the ones INT8 costs detections on, and FP16's
+    /// 11-bit significand holds them where bfloat16's 8 bits did not, AMX tiles or not
+    /// (docs/int8-eval.md); `HalfProbe` still keeps FP32 where it does not pay.
     func int8Fallbacks(_ fallback: Int8Fallback, on features: CPUFeatureSet) throws(YOLOError) -> [(kernels: HalfKernels, precision: Precision)] {
         switch fallback {
         case .fp32: return []
         case .auto:
-            return [Precision.fp16, .bf16].compactMap { p in half(p, on: features).map { ($0, p) } }
+            return Array([Precision.fp16, .bf16].compactMap { p in half(p, on: features).map { ($0, p) } }.prefix(1))
         case .bf16:
             if let k = half(.bf16, on: features) { return [(k, .bf16)] }
             guard features.contains(.avx512BF16) else {

@@ -8,8 +8,8 @@ struct KernelCapabilities {
     /// Whether our kernels compute the GEMMs (false: OpenBLAS, which has no direct kernel).
     let ourKernels: Bool
     /// The 16-bit GEMMs a model may use, by precision (.bf16, .fp16): its precision's (and, in a
-    /// BF16 model, FP16 arithmetic for the layers BF16 may not take), or in an INT8 model
-    /// `int8Fallback`'s (`.auto`: each that the CPU computes). Empty: none.
+    /// BF16 model, FP16 arithmetic for the layer BF16 may not take), or in an INT8 model
+    /// `int8Fallback`'s. Empty: none.
     let halves: [Precision: HalfKernels]
     /// `halves`' precisions, the one whose GEMM is faster first: a tile GEMM (AMX), then FP16
     /// arithmetic, then BF16 (vdpbf16ps runs at half FP32's rate on some CPUs: HalfProbe.swift).
