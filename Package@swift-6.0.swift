@@ -39,7 +39,7 @@ let engineSettings: [SwiftSetting] = cpuFlags
 // They are always optimized, also in debug builds, so that tests run the real kernels (the
 // unspecialized generic code would be orders of magnitude slower). Caveat: an incremental debug
 // build does not recompile them when only the body of an @inlinable function in YOLOKernels
-// changed; after editing Sources/YOLOKernels/PackedGemm.swift, touch Sources/YOLOKernels{Baseline,AVX2,AVX512}/*
+// changed; after editing Sources/YOLOKernels/GEMM/PackedGemm.swift, touch Sources/YOLOKernels{Baseline,AVX2,AVX512}/*
 // (release builds, whole-module, are not affected). An arm64 target gets no x86
 // flags (there the baseline target is the NEON level, the x86 ones are empty), and the reverse.
 let optimized: SwiftSetting = .unsafeFlags(["-O"], .when(configuration: .debug))

@@ -78,7 +78,9 @@ for f in weights/yolov3-tiny.cfg weights/yolov3-tiny.weights; do [ -s "$f" ] || 
 say "tools: $(swiftc --version 2>&1 | head -1); $(qemu-aarch64-static --version | head -1); OpenBLAS $(ls "$cache"/debs | sed -n 's/^libopenblas0-pthread_\(.*\)_arm64.deb/\1/p')"
 
 # --- Build (skipped when no input changed since the last successful build) ---------------------
-kernel_sources=(Sources/YOLOKernels/*.swift)
+# (Its files are in folders by datatype and algorithm: every .swift under it.)
+kernel_sources=()
+while IFS= read -r f; do kernel_sources+=("$f"); done < <(find Sources/YOLOKernels -name '*.swift' | LC_ALL=C sort)
 # The naive references (imports nothing), linked into both programs.
 reference_sources=(Sources/YOLOReference/*.swift)
 # Per-ISA kernel targets (Sources/YOLOKernels<Level>/, each its own module over YOLOKernels): all
@@ -94,7 +96,7 @@ engine_sources=()
 for m in "${engine_modules[@]}"; do
     while IFS= read -r f; do engine_sources+=("$f"); done < <(find "Sources/$m" -name '*.swift' | LC_ALL=C sort)
 done
-[ ${#kernel_sources[@]} -gt 0 ] && [ -f "${kernel_sources[0]}" ] || fail "no Sources/YOLOKernels/*.swift"
+[ ${#kernel_sources[@]} -gt 0 ] && [ -f "${kernel_sources[0]}" ] || fail "no .swift file under Sources/YOLOKernels"
 stamp=$( (cat "$0" "${kernel_sources[@]}" "${reference_sources[@]}" "${level_sources[@]}" "${engine_sources[@]}" scripts/arm/*.swift scripts/arm/*.c scripts/arm/Glibc/* Sources/COpenBLAS/* Sources/CHints/* Sources/CDot/*;
           swiftc --version 2>&1; ls -l "$blas") | sha256sum | cut -d' ' -f1)
 emb=(swiftc -target aarch64-none-none-elf -enable-experimental-feature Embedded -wmo -parse-as-library -O

@@ -29,7 +29,7 @@ mkdir -p "$out"
 emb=(swiftc -target aarch64-none-none-elf -enable-experimental-feature Embedded -wmo -parse-as-library -O
      -Xcc -isystem -Xcc /usr/aarch64-linux-gnu/include -I scripts/arm/Glibc -I Sources/CHints -I Sources/CDot -I "$out")
 "${emb[@]}" -module-name YOLOKernels -emit-module -emit-module-path "$out/YOLOKernels.swiftmodule" -c -o "$out/YOLOKernels.o" \
-    Sources/YOLOKernels/*.swift || fail "building YOLOKernels for aarch64"
+    $(find Sources/YOLOKernels -name '*.swift' | LC_ALL=C sort) || fail "building YOLOKernels for aarch64"
 "${emb[@]}" -module-name YOLOKernelsBaseline -S -o "$out/neon.s" Sources/YOLOKernelsBaseline/*.swift \
     || fail "building the neon level for aarch64"
 "${emb[@]}" -target-cpu cortex-a76 -module-name YOLOKernelsDotProd -S -o "$out/dotprod.s" Sources/YOLOKernelsDotProd/*.swift \

@@ -1,4 +1,4 @@
-// The load-time kernels of Sources/YOLOKernels/BatchNorm.swift against the naive definitions.
+// The load-time kernels of Sources/YOLOKernels/Layers/BatchNorm.swift against the naive definitions.
 import XCTest
 import YOLOKernels
 import YOLOReference
