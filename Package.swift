@@ -66,7 +66,10 @@ let kernelLevels: [(name: String, cpu: String, when: Bool, cModules: [Target.Dep
 let kernelLevelTargets: [Target] = kernelLevels.map {
     .target(name: $0.name, dependencies: ["YOLOKernels"] + $0.cModules, swiftSettings: levelSettings($0.cpu, when: $0.when))
 }
-let kernelLevelDependencies: [Target.Dependency] = kernelLevels.map { .byName(name: $0.name) }
+// Built apart from `Package(...)`: inside it, Swift 6.0 cannot type-check the expression in time.
+var engineDependencies: [Target.Dependency] = ["YOLOCore", "YOLOKernels"]
+engineDependencies += kernelLevels.map { .byName(name: $0.name) }
+engineDependencies += ["CCPUID", "CHints", "COpenBLAS"]
 
 let package = Package(
     name: "yolo-swift",
@@ -104,7 +107,7 @@ let package = Package(
         // threads. Imports only the C library (the Embedded build too).
         .target(name: "YOLOCore", swiftSettings: engineSettings),
         // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
-        .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels"] + kernelLevelDependencies + ["CCPUID", "CHints", "COpenBLAS"],
+        .target(name: "YOLOEngine", dependencies: engineDependencies,
                 swiftSettings: engineSettings),
         // Detection: letterbox, decoding, NMS, Detector.
         .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),
@@ -136,6 +139,7 @@ let package = Package(
         .testTarget(name: "yoloTests", dependencies: ["yolo", "yolo-bench", "YOLOReference", "YOLOServe", "YOLOText"]),
         // End to end: image files through the engine, checked against Darknet's outputs.
         .testTarget(name: "IntegrationTests", dependencies: ["YOLO", "YOLOImage", "YOLOReference"], resources: [.copy("Fixtures")]),
-    ] + kernelLevelTargets,
+    ],
     swiftLanguageModes: [.v6]
 )
+package.targets += kernelLevelTargets
