@@ -38,20 +38,38 @@ let optimized: SwiftSetting = .unsafeFlags(["-O"], .when(configuration: .debug))
 func levelSettings(_ cpu: String, when: Bool) -> [SwiftSetting] {
     [optimized] + (when ? [.unsafeFlags(["-target-cpu", cpu])] : [])
 }
-let avx2Settings = levelSettings("haswell", when: targetIsX86)
-// AVX2 + AVX-VNNI (VEX vpdpbusd/vpdpwssd on ymm): Alder Lake and later client cores, Gracemont
-// (N100), Sierra Forest, Zen 5.
-let avxVNNISettings = levelSettings("alderlake", when: targetIsX86)
-// Any AVX-512 CPU with F/CD/BW/DQ/VL (Skylake-SP and later, Zen 4 and later); not znver4/5.
-let avx512Settings = levelSettings("skylake-avx512", when: targetIsX86)
-// The same + AVX-512 VNNI (vpdpbusd): Cascade Lake, Ice Lake and later, Zen 4 and later.
-let avx512VNNISettings = levelSettings("cascadelake", when: targetIsX86)
-// The BF16 GEMM: the same + AVX-512 BF16 (vdpbf16ps): Cooper Lake, Sapphire Rapids, Zen 4 and later.
-let avx512BF16Settings = levelSettings("cooperlake", when: targetIsX86)
-// The FP16 GEMM: + AVX-512 FP16 (vfmadd231ph): Sapphire Rapids, Emerald Rapids and later Xeons.
-let avx512FP16Settings = levelSettings("sapphirerapids", when: targetIsX86)
-// ARMv8.2 + dot product (sdot): Cortex-A55, A76 (Raspberry Pi 5), Neoverse N1 and later.
-let dotProdSettings = levelSettings("cortex-a76", when: targetIsARM64)
+// The levels, in the engine's dependency order: (target, CPU for `-target-cpu`, whether the
+// target builds for that CPU, C modules). Targets and the engine's dependencies come from this
+// table; scripts/check-manifests.sh checks that every Sources/YOLOKernels<Level> is in it.
+let kernelLevels: [(name: String, cpu: String, when: Bool, cModules: [Target.Dependency])] = [
+    // No CPU flag: baseline x86-64 on x86, NEON (ARMv8-A) on arm64.
+    ("YOLOKernelsBaseline", "", false, ["CHints", "CDot"]),
+    ("YOLOKernelsAVX2", "haswell", targetIsX86, ["CHints", "CDot"]),
+    // AVX2 + AVX-VNNI (VEX vpdpbusd/vpdpwssd on ymm): Alder Lake and later client cores,
+    // Gracemont (N100), Sierra Forest, Zen 5.
+    ("YOLOKernelsAVXVNNI", "alderlake", targetIsX86, ["CHints", "CDot"]),
+    // Any AVX-512 CPU with F/CD/BW/DQ/VL (Skylake-SP and later, Zen 4 and later); not znver4/5.
+    ("YOLOKernelsAVX512", "skylake-avx512", targetIsX86, ["CHints", "CDot"]),
+    // The same + AVX-512 VNNI (vpdpbusd): Cascade Lake, Ice Lake and later, Zen 4 and later.
+    ("YOLOKernelsAVX512VNNI", "cascadelake", targetIsX86, ["CHints", "CDot"]),
+    // ARMv8.2 + dot product (sdot): Cortex-A55, A76 (Raspberry Pi 5), Neoverse N1 and later.
+    ("YOLOKernelsDotProd", "cortex-a76", targetIsARM64, ["CHints", "CDot"]),
+    // The BF16 GEMM: + AVX-512 BF16 (vdpbf16ps): Cooper Lake, Sapphire Rapids, Zen 4 and later.
+    ("YOLOKernelsAVX512BF16", "cooperlake", targetIsX86, ["CHints", "CDot"]),
+    // The FP16 GEMM: + AVX-512 FP16 (vfmadd231ph): Sapphire Rapids, Emerald Rapids and later Xeons.
+    ("YOLOKernelsAVX512FP16", "sapphirerapids", targetIsX86, ["CHints", "CDot"]),
+    // The amx level: avx512vnni's set with its INT8 and BF16 GEMMs on AMX tiles (packing and
+    // stores built as the BF16 GEMM is, for vcvtne2ps2bf16; the tiles through CAMX, Intel AMX
+    // tile instructions as per-function target attributes).
+    ("YOLOKernelsAMX", "cooperlake", targetIsX86, ["CAMX", "CDot"]),
+]
+let kernelLevelTargets: [Target] = kernelLevels.map {
+    .target(name: $0.name, dependencies: ["YOLOKernels"] + $0.cModules, swiftSettings: levelSettings($0.cpu, when: $0.when))
+}
+// Built apart from `Package(...)`: inside it, Swift 6.0 cannot type-check the expression in time.
+var engineDependencies: [Target.Dependency] = ["YOLOCore", "YOLOKernels"]
+engineDependencies += kernelLevels.map { .byName(name: $0.name) }
+engineDependencies += ["CCPUID", "CHints", "COpenBLAS"]
 
 let package = Package(
     name: "yolo-swift",
@@ -79,29 +97,17 @@ let package = Package(
         .target(name: "YOLOKernels", swiftSettings: engineSettings + [optimized]),
         // CPU hints Swift has no words for: prefetch (micro-kernels) and spin-wait pause (header only).
         .systemLibrary(name: "CHints"),
-        .target(name: "YOLOKernelsBaseline", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: [optimized]),
         // 8- and 16-bit dot-product instructions for the INT8 kernels (header only: x86 and ARM intrinsics).
         .systemLibrary(name: "CDot"),
-        .target(name: "YOLOKernelsAVX2", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx2Settings),
-        .target(name: "YOLOKernelsAVXVNNI", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avxVNNISettings),
-        .target(name: "YOLOKernelsAVX512", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512Settings),
-        .target(name: "YOLOKernelsAVX512VNNI", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512VNNISettings),
-        .target(name: "YOLOKernelsDotProd", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: dotProdSettings),
-        .target(name: "YOLOKernelsAVX512BF16", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512BF16Settings),
-        .target(name: "YOLOKernelsAVX512FP16", dependencies: ["YOLOKernels", "CHints", "CDot"], swiftSettings: avx512FP16Settings),
         // Intel AMX tile instructions for the amx level (header only, per-function target attributes).
         .systemLibrary(name: "CAMX"),
-        // The amx level: avx512vnni's set with its INT8 and BF16 GEMMs on AMX tiles (packing and
-        // stores built as the BF16 GEMM is, for vcvtne2ps2bf16; the tiles through CAMX).
-        .target(name: "YOLOKernelsAMX", dependencies: ["YOLOKernels", "CAMX", "CDot"], swiftSettings: avx512BF16Settings),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
         // Shared types and the platform: detections, pixel formats, hardened file access, locks,
         // threads. Imports only the C library (the Embedded build too).
         .target(name: "YOLOCore", swiftSettings: engineSettings),
         // The engine: cfg, layers, planner, algorithms, kernel sets, Model, Session.
-        .target(name: "YOLOEngine", dependencies: ["YOLOCore", "YOLOKernels", "YOLOKernelsBaseline", "YOLOKernelsAVX2",
-                                                   "YOLOKernelsAVXVNNI", "YOLOKernelsAVX512", "YOLOKernelsAVX512VNNI", "YOLOKernelsDotProd", "YOLOKernelsAVX512BF16", "YOLOKernelsAVX512FP16", "YOLOKernelsAMX", "CCPUID", "CHints", "COpenBLAS"],
+        .target(name: "YOLOEngine", dependencies: engineDependencies,
                 swiftSettings: engineSettings),
         // Detection: letterbox, decoding, NMS, Detector.
         .target(name: "YOLODetection", dependencies: ["YOLOCore", "YOLOEngine"], swiftSettings: engineSettings),
@@ -136,3 +142,4 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+package.targets += kernelLevelTargets

@@ -3,8 +3,10 @@
 # describe the same package: both are loaded by this toolchain (`swift package dump-package`) and
 # compared with everything but the tools version and how a CPU is named (`-target-cpu X` in one,
 # `-Xcc -march=X` in the other). Any other difference (a target, a dependency, a product, a
-# resource, a setting) fails with the differing entries named. Run by scripts/test. Skipped, with a
-# line saying so, by a toolchain older than 6.2 (it cannot read Package.swift).
+# resource, a setting) fails with the differing entries named. Each manifest makes its kernel level
+# targets from one table (`kernelLevels`); this also checks that every Sources/YOLOKernels<Level>
+# folder is a target of that table and that the engine depends on every one. Run by scripts/test.
+# Skipped, with a line saying so, by a toolchain older than 6.2 (it cannot read Package.swift).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { echo "check-manifests: $*"; }
@@ -23,7 +25,7 @@ cp "$other" "$tmp/old/Package.swift"
 (cd "$tmp/old" && swift package dump-package > "$tmp/old.json") \
     || { say "FAILED: swift package dump-package on $other"; exit 1; }
 python3 - "$tmp/main.json" "$tmp/old.json" "$other" <<'EOF'
-import json, sys
+import json, os, sys
 
 def normalize(value):
     """The manifest minus what may differ: the tools version, where it lies, CPU flag spelling."""
@@ -43,6 +45,16 @@ def normalize(value):
 
 main, old, name = normalize(json.load(open(sys.argv[1]))), normalize(json.load(open(sys.argv[2]))), sys.argv[3]
 problems = []
+# The kernel levels: a folder without a target (or a target the engine does not depend on) would
+# build nothing, or never be picked.
+levels = sorted(d for d in os.listdir("Sources") if d.startswith("YOLOKernels") and d != "YOLOKernels")
+targets = {t["name"]: t for t in main["targets"]}
+engine = {d["byName"][0] for d in targets.get("YOLOEngine", {}).get("dependencies", []) if "byName" in d}
+for level in levels:
+    if level not in targets:
+        problems.append(f"Sources/{level} is not a target of Package.swift (add it to kernelLevels)")
+    elif level not in engine:
+        problems.append(f"YOLOEngine does not depend on {level}")
 for section in ("targets", "products"):
     a = {t["name"]: t for t in main.get(section, [])}
     b = {t["name"]: t for t in old.get(section, [])}
@@ -65,5 +77,5 @@ if problems:
         print("  " + p, file=sys.stderr)
     sys.exit(1)
 print(f"check-manifests: Package.swift and {name} agree ({len(a)} products, "
-      f"{len(json.load(open(sys.argv[1]))['targets'])} targets)")
+      f"{len(json.load(open(sys.argv[1]))['targets'])} targets, {len(levels)} kernel levels)")
 EOF

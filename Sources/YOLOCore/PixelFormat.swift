@@ -14,6 +14,7 @@ public enum PixelFormat: String, Sendable, CaseIterable {
     /// 1 byte of grey, used for all three channels.
     case gray
 
+    /// Bytes of one pixel: 3 (rgb, bgr), 4 (rgba, bgra) or 1 (gray).
     public var bytesPerPixel: Int {
         switch self {
         case .rgb, .bgr: return 3

@@ -3,6 +3,7 @@
 
 import YOLOCore
 
+/// The default model files' paths: yolov3-tiny and the COCO class names in `directory`.
 public enum DefaultModelFiles {
     /// `$YOLO_WEIGHTS` (without a final slash) when it is set and not empty, else `weights`
     /// (relative to the current directory).
@@ -12,8 +13,11 @@ public enum DefaultModelFiles {
         return dir.count > 1 && dir.hasSuffix("/") ? String(dir.dropLast()) : dir
     }
 
+    /// The default cfg: `directory`/yolov3-tiny.cfg.
     public static var cfg: String { directory + "/yolov3-tiny.cfg" }
+    /// The default weights: `directory`/yolov3-tiny.weights.
     public static var weights: String { directory + "/yolov3-tiny.weights" }
+    /// The default class names: `directory`/coco.names.
     public static var names: String { directory + "/coco.names" }
 
     /// The tools' usage line about it, also given when a default file is missing.

@@ -31,6 +31,7 @@ public struct DetectorOptions: Sendable, Equatable {
     /// default): as the model says (`Model.defaultResize`: its cfg's [net] letter_box, else letterbox).
     public var resize: ResizeMode?
 
+    /// Options with Darknet's defaults (threshold 0.25, NMS 0.45), per class, every detection, the model's resize.
     public init(threshold: Float = 0.25, nmsThreshold: Float = 0.45, classAgnostic: Bool = false,
                 maxDetections: Int? = nil, classFilter: Set<Int>? = nil, resize: ResizeMode? = nil) {
         self.threshold = threshold
@@ -51,12 +52,14 @@ public struct DetectionTiming: Sendable, Equatable {
     /// Decoding, NMS and building the detections.
     public var postprocess: UInt64 = 0
 
+    /// A timing of the given parts (nanoseconds).
     public init(preprocess: UInt64 = 0, inference: UInt64 = 0, postprocess: UInt64 = 0) {
         self.preprocess = preprocess
         self.inference = inference
         self.postprocess = postprocess
     }
 
+    /// The three parts together.
     public var totalNanoseconds: UInt64 { preprocess + inference + postprocess }
 }
 
@@ -69,7 +72,9 @@ public struct DetectionTiming: Sendable, Equatable {
 /// the other (each gets its own frame's detections). For frames in parallel, make one detector
 /// per thread or task from one shared model, or let `Model.detectAll` do it.
 public final class Detector: Sendable {
+    /// The model this detector runs (shared with any other sessions of it).
     public let model: Model
+    /// The detector's own session of `model`.
     public let session: Session
     /// Class names, one per class (empty when none were given: classes are then "class N").
     public let classNames: [String]

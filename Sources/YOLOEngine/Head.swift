@@ -6,8 +6,11 @@ public struct HeadInfo: Sendable {
     public let layerIndex: Int
     /// The layer whose output is the raw head (the conv before the [yolo] layer).
     public let inputLayer: Int
+    /// The head's grid width in cells.
     public let gridWidth: Int
+    /// The head's grid height in cells.
     public let gridHeight: Int
+    /// The number of classes the head scores.
     public let classes: Int
     /// Anchor sizes (w, h) in network-input pixels for this head's mask, in mask order; for a
     /// [region] head, in grid cells (every anchor: its mask is 0..<num).
@@ -23,11 +26,13 @@ public struct HeadInfo: Sendable {
     /// The cfg's `nms_kind` (greedynms by default) and `beta_nms` (default 0.6, DIoU-NMS only).
     /// Darknet uses the last [yolo] layer's; so does `Detector`.
     public var nmsKind: NMSKind = .greedy
+    /// The `beta_nms` of DIoU-NMS (default 0.6).
     public var betaNMS: Float = 0.6
     /// A YOLOv2 [region] head rather than [yolo]: x = (col + logistic(tx)) / gridWidth,
     /// w = exp(tw) * anchorWidth / gridWidth, objectness logistic(to); the class scores by
     /// softmax when `softmax`, else raw (Darknet's get_region_detections).
     public var region: Bool = false
+    /// Whether a [region] head's class scores go through softmax (its cfg's `softmax=1`).
     public var softmax: Bool = false
 }
 
@@ -43,6 +48,7 @@ public enum NMSKind: String, Sendable {
 /// One YOLO output head after a forward pass. The buffers belong to the session and are
 /// valid until its next `forward`.
 public struct HeadView {
+    /// The head's layout, as the model describes it.
     public let info: HeadInfo
     /// The raw head: the output of the conv before the [yolo] layer (CHW,
     /// channel = anchor * (5 + classes) + entry; entries tx, ty, tw, th, objectness, classes).
@@ -51,10 +57,16 @@ public struct HeadView {
     /// 0, 1 and 4... of each anchor; tw, th left raw. (Computed when `Session.heads` is read.)
     public let activated: UnsafeBufferPointer<Float>
 
+    /// `info.layerIndex`: the [yolo] or [region] layer's index.
     public var layerIndex: Int { info.layerIndex }
+    /// `info.gridWidth`: the grid width in cells.
     public var gridWidth: Int { info.gridWidth }
+    /// `info.gridHeight`: the grid height in cells.
     public var gridHeight: Int { info.gridHeight }
+    /// `info.classes`: the number of classes.
     public var classes: Int { info.classes }
+    /// `info.anchors`: this head's anchors, in mask order.
     public var anchors: [(width: Float, height: Float)] { info.anchors }
+    /// `info.mask`: the head's indices into the cfg's anchors.
     public var mask: [Int] { info.mask }
 }

@@ -16,6 +16,7 @@ public struct ModelOptions: Sendable, Equatable {
         /// No Winograd: im2col + GEMM (the least memory), and the direct kernel + pool.
         case im2col
     }
+    /// Which convolution forms the plan may use (default: Winograd where it pays).
     public var convolution: Convolution
     /// Whether the inference plan fuses layers (the planner's rewrites: a convolution's bias +
     /// activation applied by the max pool after it, on its 4x smaller output, bit-identical; the
@@ -47,6 +48,7 @@ public struct ModelOptions: Sendable, Equatable {
         /// OpenBLAS's `cblas_sgemm` (the reference path).
         case openBLAS = "openblas"
     }
+    /// Whose GEMM runs the products (default: this package's kernels).
     public var gemm: GemmBackend
     /// The level of our kernels for this model (nil: `KernelLevel.selected`, the process's);
     /// for tests and benchmarks that compare levels. One the CPU cannot run is an error.
@@ -83,12 +85,16 @@ public struct ModelOptions: Sendable, Equatable {
 
     /// An input width and height in pixels.
     public struct InputSize: Sendable, Equatable, CustomStringConvertible {
+        /// Pixels across.
         public var width: Int
+        /// Pixels down.
         public var height: Int
+        /// A size of `width` x `height` pixels.
         public init(width: Int, height: Int) { self.width = width; self.height = height }
         public var description: String { "\(width)x\(height)" }
     }
 
+    /// Options, each defaulting to what the library does without them.
     public init(convolution: Convolution = .winograd, fusesLayers: Bool = true, maxActivationBytes: Int = 2 << 30,
                 inputSize: InputSize? = nil, gemm: GemmBackend = .automatic, kernelLevel: KernelLevel? = nil,
                 planning: Planning = .table, tuningThreads: Int? = nil, algorithms: [Int: ConvAlgorithm] = [:],

@@ -18,6 +18,7 @@ import YOLOCore
 /// `input` and reads of outputs with the others' forwards (`Detector` holds the session from the
 /// filled input to the decoded heads).
 public final class Session: @unchecked Sendable {
+    /// The model this session runs (shared with any other sessions of it).
     public let model: Model
     /// Threads of this session's forward passes (the calling thread included).
     public let threads: Int
@@ -110,6 +111,7 @@ public final class Session: @unchecked Sendable {
         }
     }
 
+    /// Copies `data` (CHW floats, the input's size) into the input and runs a forward pass.
     public func forward(_ data: [Float]) throws(YOLOError) {
         // (withUnsafeBufferPointer would erase the error type.)
         try data.withUnsafeBufferPointer { p in Result { () throws(YOLOError) in try forward(p) } }.get()
@@ -128,7 +130,9 @@ public final class Session: @unchecked Sendable {
     public struct Profile: Sendable {
         /// The plan's steps in order: the layers each computes and how.
         public var steps: [(layers: ClosedRange<Int>, algorithm: String)]
+        /// Each step's wall time, in `steps` order.
         public var stepNanoseconds: [UInt64]
+        /// The part of each step's time spent in GEMMs.
         public var gemmNanoseconds: [UInt64]
     }
 

@@ -6,7 +6,7 @@
 import YOLOCore
 
 /// The newest published frame and the connections waiting for the next one.
-final class LiveHub: @unchecked Sendable {
+final class LiveHub: Sendable {
     struct Output: Sendable {
         var sequence: Int
         var jpeg: [UInt8]
@@ -14,27 +14,29 @@ final class LiveHub: @unchecked Sendable {
     }
     enum Next { case output(Output), waiting, end }
 
-    private let mutex = PThreadMutex()
-    private var latest: Output?
-    private var waiting: [HTTPConnection] = []
-    private var finished = false
-    private var counts: [LiveStreamClient.Kind: Int] = [:]
+    private struct State {
+        var latest: Output?
+        var waiting: [HTTPConnection] = []
+        var finished = false
+        var counts: [LiveStreamClient.Kind: Int] = [:]
+    }
+    private let state = Locked(State())
 
     func publish(jpeg: [UInt8], json: String) {
-        let woken: [HTTPConnection] = mutex.withLock {
-            latest = Output(sequence: (latest?.sequence ?? -1) + 1, jpeg: jpeg, json: json)
-            defer { waiting = [] }
-            return waiting
+        let woken: [HTTPConnection] = state.withLock { s in
+            s.latest = Output(sequence: (s.latest?.sequence ?? -1) + 1, jpeg: jpeg, json: json)
+            defer { s.waiting = [] }
+            return s.waiting
         }
         for c in woken { c.resume() }
     }
 
     /// No more frames: every waiting client is woken to end its stream.
     func finish() {
-        let woken: [HTTPConnection] = mutex.withLock {
-            finished = true
-            defer { waiting = [] }
-            return waiting
+        let woken: [HTTPConnection] = state.withLock { s in
+            s.finished = true
+            defer { s.waiting = [] }
+            return s.waiting
         }
         for c in woken { c.resume() }
     }
@@ -42,23 +44,23 @@ final class LiveHub: @unchecked Sendable {
     /// A frame newer than `sequence`; else, unless the stream is over, suspends `connection`
     /// until the next publish (under the lock, so no publish can slip in between).
     func next(after sequence: Int, connection: HTTPConnection) -> Next {
-        mutex.withLock {
-            if let l = latest, l.sequence > sequence { return .output(l) }
-            if finished { return .end }
+        state.withLock { s in
+            if let l = s.latest, l.sequence > sequence { return .output(l) }
+            if s.finished { return .end }
             connection.suspend()
-            waiting.append(connection)
+            s.waiting.append(connection)
             return .waiting
         }
     }
 
     func client(_ kind: LiveStreamClient.Kind, metrics: Metrics) -> LiveStreamClient {
-        mutex.withLock { counts[kind, default: 0] += 1 }
+        state.withLock { $0.counts[kind, default: 0] += 1 }
         return LiveStreamClient(kind: kind, hub: self, metrics: metrics)
     }
 
-    func left(_ kind: LiveStreamClient.Kind) { mutex.withLock { counts[kind, default: 0] -= 1 } }
-    func clients(of kind: LiveStreamClient.Kind) -> Int { mutex.withLock { counts[kind] ?? 0 } }
-    var clientCount: Int { mutex.withLock { counts.values.reduce(0, +) } }
+    func left(_ kind: LiveStreamClient.Kind) { state.withLock { $0.counts[kind, default: 0] -= 1 } }
+    func clients(of kind: LiveStreamClient.Kind) -> Int { state.withLock { $0.counts[kind] ?? 0 } }
+    var clientCount: Int { state.withLock { $0.counts.values.reduce(0, +) } }
 }
 
 /// One client of a live stream; read on libmicrohttpd's thread only.

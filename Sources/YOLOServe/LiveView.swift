@@ -41,7 +41,7 @@ public struct LiveSource: Sendable {
     }
 }
 
-final class LiveView: @unchecked Sendable {
+final class LiveView: Sendable {
     let source: LiveSource
     let hub = LiveHub()
     private let pool: DetectorPool
@@ -52,7 +52,8 @@ final class LiveView: @unchecked Sendable {
     private let settings: Locked<DetectorOptions>
     private struct Status { var state = "starting"; var frames = 0; var times: [UInt64] = []; var fps = 0.0 }
     private let status = Locked(Status())
-    private var worker: ThreadHandle?
+    /// The detection thread, from `start` until `stop` joins it.
+    private let worker = Locked<ThreadHandle?>(nil)
 
     private let limits: ServeLimits
 
@@ -77,7 +78,7 @@ final class LiveView: @unchecked Sendable {
             hub.finish()
             return
         }
-        worker = startThread(stackSize: 1 << 20) { [self] in
+        let thread = startThread(stackSize: 1 << 20) { [self] in
             status.withLock { $0.state = "running" }
             while let (frame, dropped) = slot.take() { process(frame, dropped: dropped) }
             reader.join()
@@ -85,14 +86,14 @@ final class LiveView: @unchecked Sendable {
             status.withLock { $0.state = failure.map { "failed: \($0)" } ?? "ended"; $0.fps = 0 }
             hub.finish()
         }
+        worker.withLock { $0 = thread }
     }
 
     /// Closes the source and ends every client's stream.
     func stop() {
         source.stop()
         slot.finish()
-        worker?.join()
-        worker = nil
+        worker.withLock { w in defer { w = nil }; return w }?.join()
         hub.finish()
     }
 
@@ -201,39 +202,44 @@ final class LiveView: @unchecked Sendable {
 
 /// The frame between the source and the detector. Dropping stale frames, a new frame replaces
 /// one not yet taken; otherwise `put` waits until the slot is free.
-final class FrameSlot: @unchecked Sendable {
-    private let mutex = PThreadMutex()
-    private let changed = Condition()
-    private var frame: LiveFrame?
-    private var dropped = 0
-    private var finished = false
+final class FrameSlot: Sendable {
+    private struct State {
+        var frame: LiveFrame?
+        var dropped = 0
+        var finished = false
+    }
+    /// Its one condition: the slot changed (filled, emptied or finished).
+    private let state = Locked(State(), conditions: 1)
     let dropStale: Bool
 
     init(dropStale: Bool) { self.dropStale = dropStale }
 
     /// False once finished.
     func put(_ f: LiveFrame) -> Bool {
-        mutex.withLock {
-            while !dropStale && frame != nil && !finished { changed.wait(mutex) }
-            if finished { return false }
-            if frame != nil { dropped += 1 }
-            frame = f
-            changed.broadcast()
+        let put = state.withLock(until: { [dropStale] in dropStale || $0.frame == nil || $0.finished }) { s in
+            if s.finished { return false }
+            if s.frame != nil { s.dropped += 1 }
+            s.frame = f
             return true
         }
+        if put { state.broadcast() }
+        return put
     }
 
     /// The newest frame and how many were dropped before it; nil when finished and empty.
     func take() -> (LiveFrame, Int)? {
-        mutex.withLock {
-            while frame == nil && !finished { changed.wait(mutex) }
-            guard let f = frame else { return nil }
-            frame = nil
-            defer { dropped = 0 }
-            changed.broadcast()
-            return (f, dropped)
+        let taken = state.withLock(until: { $0.frame != nil || $0.finished }) { s -> (LiveFrame, Int)? in
+            guard let f = s.frame else { return nil }
+            s.frame = nil
+            defer { s.dropped = 0 }
+            return (f, s.dropped)
         }
+        if taken != nil { state.broadcast() }
+        return taken
     }
 
-    func finish() { mutex.withLock { finished = true; changed.broadcast() } }
+    func finish() {
+        state.withLock { $0.finished = true }
+        state.broadcast()
+    }
 }

@@ -5,16 +5,25 @@ import YOLOCore
 /// with LF, CRLF or CR (see `textLines`); a UTF-8 byte-order mark at the start is ignored. A key
 /// may appear once per section.
 public struct DarknetConfig: Sendable {
+    /// One `key=value` line of a section.
     public struct Option: Sendable {
+        /// The key, left of `=`, trimmed.
         public let key: String
+        /// The value, right of `=`, trimmed.
         public let value: String
+        /// The line of the file it is on (1-based).
         public let line: Int
     }
 
+    /// A `[name]` header and the options that follow it.
     public struct Section: Sendable {
+        /// The header's name, between the brackets (`net`, `convolutional`, ...).
         public let name: String
+        /// The header's line (1-based).
         public let line: Int
+        /// The file it is in, for error messages.
         public let file: String
+        /// The section's options, in file order.
         public internal(set) var options: [Option]
         /// While a model is built from this section: the keys its layer looked up.
         var readKeys: KeyLog? = nil
@@ -36,8 +45,10 @@ public struct DarknetConfig: Sendable {
             readKeys?.keys.insert(key)
             return options.last { $0.key == key }
         }
+        /// Whether the section sets `key`.
         public func has(_ key: String) -> Bool { option(key) != nil }
 
+        /// The integer value of `key`, else `def`; an error naming the line when it is missing (no default) or not an integer.
         public func int(_ key: String, default def: Int? = nil) throws(YOLOError) -> Int {
             guard let o = option(key) else {
                 if let def { return def }
@@ -60,6 +71,7 @@ public struct DarknetConfig: Sendable {
             return v
         }
 
+        /// The number value of `key`, else `def`; an error naming the line when it is missing (no default) or not a number.
         public func float(_ key: String, default def: Float? = nil) throws(YOLOError) -> Float {
             guard let o = option(key) else {
                 if let def { return def }
@@ -71,6 +83,7 @@ public struct DarknetConfig: Sendable {
             return v
         }
 
+        /// The value of `key`, else `def`; an error when it is missing and there is no default.
         public func string(_ key: String, default def: String? = nil) throws(YOLOError) -> String {
             guard let o = option(key) else {
                 if let def { return def }
@@ -79,6 +92,7 @@ public struct DarknetConfig: Sendable {
             return o.value
         }
 
+        /// The comma-separated integers of `key` (nil when not set); an error naming the line when one is not an integer.
         public func intList(_ key: String) throws(YOLOError) -> [Int]? {
             guard let o = option(key) else { return nil }
             let parts = o.value.split(separator: ",", omittingEmptySubsequences: true)
@@ -91,6 +105,7 @@ public struct DarknetConfig: Sendable {
             return out
         }
 
+        /// The comma-separated numbers of `key` (nil when not set); an error naming the line when one is not a number.
         public func floatList(_ key: String) throws(YOLOError) -> [Float]? {
             guard let o = option(key) else { return nil }
             var out: [Float] = []
@@ -121,8 +136,10 @@ public struct DarknetConfig: Sendable {
 
     /// The file name used in error messages.
     public let file: String
+    /// The sections in file order (the first is `[net]` or `[network]` in a model's cfg).
     public let sections: [Section]
 
+    /// Parses a cfg's text; `file` names it in errors (which give the line).
     public init(text: String, file: String = "<cfg>") throws(YOLOError) {
         self.file = file
         var sections: [Section] = []
@@ -169,6 +186,7 @@ public struct DarknetConfig: Sendable {
         self.sections = sections
     }
 
+    /// Reads the cfg file at `path` and parses it; errors name the file and the line.
     public init(path: String) throws(YOLOError) {
         try self.init(text: try readTextFile(path), file: path)
     }

@@ -62,13 +62,21 @@ public struct KernelLevel: RawRepresentable, Hashable, Sendable, CustomStringCon
     }
     private init(_ name: String) { rawValue = name }
 
+    /// x86-64 without AVX (SSE2): every x86 CPU.
     public static let baseline = KernelLevel("baseline")
+    /// AVX2 and FMA (Haswell, Zen and later).
     public static let avx2 = KernelLevel("avx2")
+    /// AVX2 with AVX-VNNI's INT8 dot products (Alder Lake, Zen 5 and later).
     public static let avxVNNI = KernelLevel("avxvnni")
+    /// AVX-512 F/CD/BW/DQ/VL (Skylake-SP, Zen 4 and later).
     public static let avx512 = KernelLevel("avx512")
+    /// AVX-512 with VNNI's INT8 dot products (Cascade Lake, Ice Lake, Zen 4 and later).
     public static let avx512VNNI = KernelLevel("avx512vnni")
+    /// AVX-512 VNNI with the INT8 and BF16 GEMMs on AMX tiles (Sapphire Rapids and later).
     public static let amx = KernelLevel("amx")
+    /// ARMv8-A NEON: every arm64 CPU.
     public static let neon = KernelLevel("neon")
+    /// ARMv8.2 with the dot-product instructions (Cortex-A55, A76 and later).
     public static let dotProduct = KernelLevel("dotprod")
 
     public var description: String { rawValue }

@@ -3,15 +3,37 @@ import YOLOKernels
 
 /// A tensor shape: channels, height, width (batch 1, CHW order in memory).
 public struct Shape: Equatable, Sendable, CustomStringConvertible {
-    public var c: Int, h: Int, w: Int
+    /// Channels.
+    public var c: Int
+    /// Rows.
+    public var h: Int
+    /// Values per row.
+    public var w: Int
+    /// A shape of `c` channels of `h` rows of `w` values.
     public init(c: Int, h: Int, w: Int) { self.c = c; self.h = h; self.w = w }
+    /// The number of values: c x h x w.
     public var count: Int { c * h * w }
     public var description: String { "\(c)x\(h)x\(w)" }
 }
 
 /// What a layer does, for summaries and profiles.
 public enum LayerKind: String, Sendable {
-    case convolutional, maxpool, upsample, route, shortcut, yolo, reorg, region
+    /// `[convolutional]`: a convolution with its batch norm, bias and activation.
+    case convolutional
+    /// `[maxpool]`.
+    case maxpool
+    /// `[upsample]`: nearest-neighbour upsampling.
+    case upsample
+    /// `[route]`: earlier layers' outputs, concatenated by channel.
+    case route
+    /// `[shortcut]`: the sum with an earlier layer's output.
+    case shortcut
+    /// `[yolo]`: a YOLOv3-style detection head.
+    case yolo
+    /// `[reorg]`: YOLOv2's space-to-depth.
+    case reorg
+    /// `[region]`: a YOLOv2 detection head.
+    case region
 }
 
 /// Where a layer sits in a network: its index, the outputs it reads, its input and output shapes.
@@ -95,13 +117,19 @@ struct Epilogue: Sendable {
 
 /// Public, read-only summary of a layer.
 public struct LayerInfo: Sendable, CustomStringConvertible {
+    /// The layer's index in the cfg (0-based, not counting [net]).
     public let index: Int
+    /// What the layer does.
     public let kind: LayerKind
+    /// The shape it reads.
     public let input: Shape
+    /// The shape it writes.
     public let output: Shape
     /// Size and stride for conv and maxpool layers (0 otherwise).
     public let size: Int
+    /// The stride of a conv or maxpool layer (0 otherwise).
     public let stride: Int
+    /// The layer's floating-point operations in one forward pass.
     public let flops: Int
     /// The layers this one reads (-1: the network input).
     public let sources: [Int]

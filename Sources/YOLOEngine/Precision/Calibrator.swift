@@ -31,6 +31,7 @@ public enum CalibrationMethod: Sendable, Equatable, CustomStringConvertible {
 
 /// Where a calibration is, after each forward pass (for a progress display).
 public struct CalibrationProgress: Sendable {
+    /// What a calibration's forward passes are measuring.
     public enum Step: Sendable, Equatable {
         /// Each convolution input's range (the first pass: each input's first run).
         case ranges
@@ -41,17 +42,21 @@ public struct CalibrationProgress: Sendable {
         /// This convolution alone in INT8.
         case effect(layer: Int)
     }
+    /// What is being measured now.
     public var step: Step
     /// The input just run (0-based) and how many there are.
     public var input: Int
+    /// How many inputs each step runs.
     public var inputs: Int
     /// Forward passes done, and in all.
     public var forwards: Int
+    /// Forward passes of the whole calibration.
     public var totalForwards: Int
     /// After `.effect`'s last input: that convolution's effect.
     public var effect: Float?
 }
 
+/// Makes an `Int8Calibration` by running a model on calibration images: each convolution's input range, and each convolution's effect on the confidences in INT8.
 public enum Int8Calibrator {
     static let bins = 2048
     /// The largest effect a convolution may have and still run in INT8, by default.

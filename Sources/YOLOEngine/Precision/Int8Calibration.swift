@@ -26,7 +26,9 @@
 import YOLOCore
 import YOLOKernels
 
+/// An INT8 calibration table: per convolution, the range its input is quantized over, its measured effect and whether it stays in FP32.
 public struct Int8Calibration: Sendable, Equatable {
+    /// The version of the table's file format that this build writes and reads.
     public static let formatVersion = 1
     /// Per convolution (layer index): the range its input is clipped to (min <= 0 <= max).
     public var ranges: [Int: ClosedRange<Float>]
@@ -48,6 +50,7 @@ public struct Int8Calibration: Sendable, Equatable {
     /// Where the table came from (its file), for messages.
     public var source = "the INT8 calibration table"
 
+    /// A table of `ranges` chosen by `method` over `imageCount` images of the cfg `cfgFingerprint`.
     public init(ranges: [Int: ClosedRange<Float>], method: String, imageCount: Int, cfgFingerprint: String,
                 effects: [Int: Float] = [:], fp32Layers: Set<Int> = [], tenBitLayers: Set<Int> = []) {
         (self.ranges, self.method, self.imageCount, self.cfgFingerprint) = (ranges, method, imageCount, cfgFingerprint)
