@@ -6,9 +6,7 @@
 #   scripts/docs.sh [--check] [OUTPUT]     OUTPUT default .build/docs/YOLO.doccarchive
 # Checks (each failure named): every public symbol of those modules has a doc comment (`///`),
 # and every Swift example of the catalog's articles is one of README.md or docs/library.md, where
-# ReadmeExamplesTests builds and runs it. Symbols listed in scripts/docs-undocumented.txt (in
-# folders others are refactoring) are let go, and a listed one that has a doc comment (or no longer
-# exists) fails, so the list only shrinks. --check stops after the checks (no archive).
+# ReadmeExamplesTests builds and runs it. --check stops after the checks (no archive).
 # Serve the archive with any static file server, or open it in Xcode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,12 +31,11 @@ for m in "${modules[@]}"; do
         -minimum-access-level public -output-dir "$graphs" || { say "FAILED: swift symbolgraph-extract -module-name $m"; exit 1; }
 done
 
-python3 - "$graphs" "$catalog" scripts/docs-undocumented.txt <<'EOF'
+python3 - "$graphs" "$catalog" <<'EOF'
 import glob, json, os, re, sys
 
-graphs, catalog, allowed_path = sys.argv[1:4]
-allowed = {l.strip() for l in open(allowed_path) if l.strip() and not l.startswith("#")}
-undocumented, count, let_go = [], 0, set()
+graphs, catalog = sys.argv[1:3]
+undocumented, count = [], 0
 for path in sorted(glob.glob(os.path.join(graphs, "*.symbols.json"))):
     for s in json.load(open(path))["symbols"]:
         # Members the compiler made (a memberwise init, a conformance's default) have no source.
@@ -50,12 +47,8 @@ for path in sorted(glob.glob(os.path.join(graphs, "*.symbols.json"))):
             uri = where.get("uri", "?").split("/Sources/")[-1]
             line = where.get("position", {}).get("line", -1) + 1
             name = '.'.join(s['pathComponents'])
-            if f"Sources/{uri} {name}" in allowed:
-                let_go.add(f"Sources/{uri} {name}")
-                continue
             undocumented.append(f"Sources/{uri}:{line}: {s['kind']['displayName'].lower()} {name}")
 problems = [f"no doc comment: {u}" for u in sorted(set(undocumented))]
-problems += [f"{allowed_path}: '{a}' is documented or gone: remove the line" for a in sorted(allowed - let_go)]
 
 # The articles' examples must be tested ones.
 fence = re.compile(r"```swift\n(.*?)```", re.S)
@@ -66,8 +59,7 @@ for article in sorted(glob.glob(os.path.join(catalog, "*.md"))):
             problems.append(f"{article}: a Swift example that is not in README.md or docs/library.md: {block.splitlines()[0]}")
 for p in problems:
     print("docs: " + p, file=sys.stderr)
-print(f"docs: {count} public symbols, {len(set(undocumented))} without a doc comment "
-      f"(and {len(let_go)} let go by {allowed_path})")
+print(f"docs: {count} public symbols, {len(set(undocumented))} without a doc comment")
 sys.exit(1 if problems else 0)
 EOF
 $check_only && exit 0

@@ -36,13 +36,17 @@ struct ParameterPointer: @unchecked Sendable {
 /// Immutable once built and `Sendable`: share one model between any number of `Session`s (or
 /// `Detector`s), one per thread or task; each session holds only its activations and scratch.
 public final class Model: Sendable {
+    /// The network's input width in pixels (the cfg's, or `ModelOptions.inputSize`).
     public let inputWidth: Int
+    /// The network's input height in pixels.
     public let inputHeight: Int
+    /// The input's channels (3 for the cfgs of this family).
     public let inputChannels: Int
     /// One entry per cfg section after [net], in order.
     public let layers: [LayerInfo]
     /// The detection heads ([yolo] or [region] layers), in cfg order.
     public let heads: [HeadInfo]
+    /// The options the model was loaded with.
     public let options: ModelOptions
     /// [net] letter_box: true (1) letterbox, false (0) stretch, as AlexeyAB's Darknet preprocesses
     /// for this model; nil when the cfg does not say (a `Detector` then letterboxes).
@@ -96,6 +100,7 @@ public final class Model: Sendable {
                       options: options)
     }
 
+    /// Loads a model from a parsed cfg and a weights file's bytes (`weightsName` names it in errors).
     public convenience init(config: DarknetConfig, weights: [UInt8], weightsName: String = "<weights>",
                             options: ModelOptions = ModelOptions()) throws(YOLOError) {
         try self.init(config: config, source: .bytes(weights), weightsName: weightsName, options: options)

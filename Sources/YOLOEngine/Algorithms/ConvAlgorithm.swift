@@ -23,19 +23,26 @@ public struct ConvAlgorithm: Sendable, Hashable, CaseIterable, CustomStringConve
         case directPool = "direct+pool"
     }
 
+    /// The computation (im2col, 1x1 GEMM, Winograd, direct conv + pool).
     public let method: Method
     /// The arithmetic it computes in: .fp32; .int8 (the input quantized with its calibrated
     /// range); .bf16 or .fp16 (the method's GEMM, or the direct kernel, in 16 bits: `HalfKernels`).
     public let precision: Precision
 
+    /// `method` in `precision` (FP32 by default), e.g. `ConvAlgorithm(.winograd2, .int8)`.
     public init(_ method: Method, _ precision: Precision = .fp32) {
         (self.method, self.precision) = (method, precision)
     }
 
+    /// im2col + GEMM in FP32.
     public static let im2col = ConvAlgorithm(.im2col)
+    /// A 1x1 layer as one FP32 GEMM.
     public static let gemm1x1 = ConvAlgorithm(.gemm1x1)
+    /// Winograd F(2x2, 3x3) in FP32.
     public static let winograd2 = ConvAlgorithm(.winograd2)
+    /// Winograd F(4x4, 3x3) in FP32.
     public static let winograd4 = ConvAlgorithm(.winograd4)
+    /// The direct 3x3 convolution + 2x2 max pool in FP32.
     public static let directPool = ConvAlgorithm(.directPool)
 
     /// Every algorithm that has an implementation, in the order nodes list their candidates (a

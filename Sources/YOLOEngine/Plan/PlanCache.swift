@@ -21,6 +21,7 @@ struct CachedChoice: Equatable {
     var timings: [PlanReport.Timing]
 }
 
+/// Measured plans stored per CPU, model, threads and options (`yolo tune`), read back at load.
 public enum PlanCache {
     /// The plan format; bumped when what is measured or how it is chosen changes.
     static let formatVersion = 1

@@ -29,17 +29,30 @@ public enum Planning: Sendable, Equatable {
     }
 }
 
+/// How a model computes each step and why (`Model.plan`): the algorithms, where each choice came
+/// from, the timings measured, the kernels, and what fell back.
 public struct PlanReport: Sendable, CustomStringConvertible {
     /// Where a step's algorithm came from.
     public enum Source: String, Sendable {
-        case table, override, cache, measured
+        /// The fixed table (`ChoicePolicy.table`).
+        case table
+        /// `ModelOptions.algorithms`.
+        case override
+        /// The plan cache (`yolo tune`'s measurement, read back).
+        case cache
+        /// Measured at this load.
+        case measured
     }
 
+    /// One candidate's measured time.
     public struct Timing: Sendable, Equatable {
+        /// The candidate's `ConvAlgorithm` name.
         public let algorithm: String
+        /// Its time, one step, in milliseconds.
         public let milliseconds: Double
     }
 
+    /// One step of the plan.
     public struct Entry: Sendable {
         /// The cfg layers the step computes (a fused step covers several).
         public let layers: ClosedRange<Int>
