@@ -80,7 +80,8 @@ enum Gemm {
     /// The kernel set a model uses (`ModelOptions.kernelLevel`, else the process's
     /// `KernelLevel.selected`: the CPU's best, or lower by YOLO_KERNEL_LEVEL) and whether its GEMMs
     /// run in OpenBLAS instead: with `.automatic`, at the x86 baseline (SSE2), where OpenBLAS's
-    /// own kernels are about 3.5x faster. The one place that picks them.
+    /// own kernels are faster (docs/performance.md, "Figures from code comments"). The one place
+    /// that picks them.
     static func kernels(for options: ModelOptions) throws(YOLOError) -> (set: KernelSet, openBLAS: Bool) {
         var chosen = KernelLevel.selectedKernels
         if let level = options.kernelLevel {

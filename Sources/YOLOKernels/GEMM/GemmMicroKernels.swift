@@ -34,8 +34,8 @@ public protocol GemmISA: KernelMetatype {
     /// Prefetches the cache line at `p` into L1 (the per-ISA targets call their C shim; the
     /// default does nothing). The micro-kernels use it on the packed weights: streamed from
     /// memory once per forward (the Winograd positions' kernels are larger than the caches), they
-    /// come too late for the hardware prefetcher; prefetching them ahead made yolov3-tiny's
-    /// 1024 x 49 x 512 products (16 different weight matrices, 32 MiB) 1.4x faster on Zen 5.
+    /// come too late for the hardware prefetcher, and prefetching them ahead pays
+    /// (docs/performance.md, "Figures from code comments").
     static func prefetch(_ p: UnsafeRawPointer)
     /// Vector registers the kernels may keep values in: 16 (x86 without AVX-512: ymm or xmm),
     /// 32 (AVX-512's zmm, NEON's q). Kernels with more live vectors than this spill to memory.

@@ -9,7 +9,8 @@ func gemmMulAdd<V: SIMD, Tag: GemmISA>(_ c: V, _ x: V, _ b: V, _: Tag.Type) -> V
     #if !compiler(>=6.2)
     // Before 6.2 (seen with 6.0.3) the standard library computes a SIMD addingProduct lane by
     // lane (scalar fmas), which LLVM turns back into vector FMAs for 8 lanes but leaves scalar
-    // for 16: the AVX-512 levels' GEMMs ran 40x slower. So 16 lanes go as two halves of 8.
+    // for 16: the AVX-512 levels' GEMMs ran many times slower (docs/performance.md, "Figures from
+    // code comments"). So 16 lanes go as two halves of 8.
     if V.self == SIMD16<Float>.self {
         let c16 = unsafeBitCast(c, to: SIMD16<Float>.self), x16 = unsafeBitCast(x, to: SIMD16<Float>.self)
         let b16 = unsafeBitCast(b, to: SIMD16<Float>.self)
