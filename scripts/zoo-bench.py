@@ -7,9 +7,13 @@ uniform random input at the cfg's size for the peers, then one warm-up forward p
 thread count, then --rounds rounds, in each of which every runtime (order rotated by the round) runs
 K forwards per thread count:
 
-- ours: `yolo-bench --cfg C --weights W --threads 1,2 --conv winograd --no-layers --inflight 0
-  --runs K --warmup 1 --json` (its per-thread-count median and `other_cores`; GFLOP and peak RSS
-  from the first round);
+- ours (`--ours serve`, the default): one `yolo-bench serve --threads N --input F --cfg C
+  --weights W` per thread count, timed as compare.py times it (its Engine), GFLOP counted here as
+  yolo-bench counts it; with `--ours bench`: `yolo-bench --cfg C --weights W --threads 1,2 --conv
+  winograd --no-layers --inflight 0 --runs K --warmup 1 --json` (its per-thread-count median and
+  `other_cores`; GFLOP and peak RSS from the first round), but its start-up detection has no
+  --max-det, and on random weights its NMS over millions of boxes takes minutes (yolov4-csp,
+  yolov3_5l);
 - opencv: `cv2.dnn.readNetFromDarknet(C, W)`, DNN_BACKEND_OPENCV / DNN_TARGET_CPU,
   `cv2.setNumThreads(N)`, forward to the net's unconnected outputs (Benchmarks/peers/runtimes.py's
   OpenCV runner, timed as compare.py times a peer, with the cores other processes used meanwhile);
@@ -18,9 +22,9 @@ K forwards per thread count:
   says why (its error, and every section kind and activation it lacks).
 
 K = clamp(--batch-seconds / OpenCV's 2-thread warm-up forward, 1, 10). A cell is the median over
-the rounds of each round's median (ours) or over all forwards (peers); `other` is the median
-cores other processes used during its batches (the machine is shared: compare only cells measured
-when it was low). Prints a Markdown table and writes every batch to --json.
+the rounds of each round's median (ours with --ours bench) or over all forwards (the others);
+`other` is the median cores other processes used during its batches (the machine is shared:
+compare only cells measured when it was low). Prints a Markdown table and writes every batch to --json.
 
 Run from the repository root with the peers' venv (OpenCV, OpenVINO, onnx):
 
@@ -107,8 +111,21 @@ def ours_round(bench, cfg, weights, threads, k, timeout):
     return per, r["gflop"], r.get("peak_rss_mib"), cmd
 
 
+def gflop(cfg):
+    """2 x filters x channels x size^2 x output pixels over the convolutions, as yolo-bench counts."""
+    sections = zc.co.parse_cfg(cfg)
+    net = sections[0][1]
+    convs, shapes = zc.co.conv_shapes(sections, int(net["width"]), int(net["height"]))
+    convs, total = iter(convs), 0
+    for i, (name, _) in enumerate(sections[1:]):
+        if name in ("convolutional", "conv"):
+            filters, channels, size, _ = next(convs)
+            total += 2 * filters * channels * size * size * shapes[i][1] * shapes[i][2]
+    return total / 1e9
+
+
 def peer_batch(rt, k):
-    times, _, cores = compare.timed_batch(rt, k, [os.getpid()])
+    times, _, cores = compare.timed_batch(rt, k, rt.pids() or [os.getpid()])
     return times, cores
 
 
@@ -119,6 +136,12 @@ def bench_cfg(cfg, args, workdir):
     onnx_path, why = onnx_for(cfg, weights, workdir)
     threads = [int(t) for t in args.threads.split(",")]
     peers = {}
+    if args.ours == "serve":
+        input_path = os.path.join(workdir, "input.f32")
+        x.astype("<f4").tofile(input_path)
+        for t in threads:
+            peers[("ours", t)] = compare.Engine("ours", f"{args.bench} serve", t, input_path,
+                                                ["--cfg", cfg, "--weights", weights], args.timeout)
     for t in threads:
         rt = compare.Peer(OpenCV(models, t))
         rt.runner.set_input(x)
@@ -130,8 +153,8 @@ def bench_cfg(cfg, args, workdir):
     warm = {key: rt.batch(1)[0] for key, rt in peers.items()}
     k = max(1, min(10, int(args.batch_seconds * 1e3 / warm[("opencv", threads[-1])])))
     cells = {key: {"ms": [], "other": [], "load": []} for key in list(peers) + [("ours", t) for t in threads]}
-    gflop = rss = cmd = None
-    order = ["ours"] + list(peers)
+    gflops = rss = cmd = None
+    order = (["ours"] if args.ours == "bench" else []) + list(peers)
     for r in range(args.rounds):
         shift = r % len(order)
         for item in order[shift:] + order[:shift]:
@@ -139,7 +162,7 @@ def bench_cfg(cfg, args, workdir):
             if item == "ours":
                 load = loadavg()
                 per, g, peak, c = ours_round(args.bench, cfg, weights, threads, k, args.timeout)
-                gflop, rss, cmd = gflop or g, rss or peak, cmd or c
+                gflops, rss, cmd = gflops or g, rss or peak, cmd or c
                 for t in threads:
                     cells[("ours", t)]["ms"].append(per[t]["ms"])
                     cells[("ours", t)]["other"].append(per[t]["other_cores"])
@@ -150,10 +173,14 @@ def bench_cfg(cfg, args, workdir):
                 cells[item]["ms"] += times
                 cells[item]["other"].append(cores)
                 cells[item]["load"].append(load)
+    for rt in peers.values():
+        rt.close()
+    if args.ours == "serve":
+        gflops, cmd = gflop(cfg), peers[("ours", threads[0])].settings
     summary = {f"{n}-{t}": {"median_ms": statistics.median(c["ms"]), "other_cores": statistics.median(c["other"]),
                             "load": [min(c["load"]), max(c["load"])], "ms": c["ms"]}
                for (n, t), c in cells.items()}
-    return {"cfg": os.path.basename(cfg), "size": f"{w}x{h}", "gflop": gflop, "ours_peak_rss_mib": rss, "k": k,
+    return {"cfg": os.path.basename(cfg), "size": f"{w}x{h}", "gflop": gflops, "ours": args.ours, "ours_peak_rss_mib": rss, "k": k,
             "rounds": args.rounds, "openvino_skipped": why, "ours_command": cmd, "cells": summary,
             "versions": {"opencv": peers[("opencv", threads[0])].version,
                          "openvino": peers[("openvino", threads[0])].version if onnx_path else None}}
@@ -169,6 +196,10 @@ def main():
     ap.add_argument("--cfgs", default="", help="comma-separated cfg names or paths (default: every cfg in --cfg-dir)")
     ap.add_argument("--cfg-dir", default=os.path.join(REPO, "..", "shared", "cfg"))
     ap.add_argument("--bench", default=os.path.join(REPO, ".build", "release", "yolo-bench"))
+    ap.add_argument("--ours", choices=("bench", "serve"), default="serve",
+                    help="serve (default): `yolo-bench serve` timed as compare.py does, GFLOP counted here; bench: "
+                         "yolo-bench's own timing (its start-up detection on random weights runs NMS over millions "
+                         "of boxes on the big models: minutes)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch-seconds", type=float, default=2.0, help="aim of one batch (K forwards), default 2 s")
