@@ -153,7 +153,12 @@ for suite in "${suites[@]}"; do
     # -gnone: no debug info (a sixth of the compile time, more of the link time, under qemu).
     build=(-c release -Xswiftc -enable-testing -Xswiftc -gnone --disable-swift-testing --scratch-path /build/$suite-arm64)
     [ "$mode" = native ] || build+=("${cross_flags[@]}")
-    if ! rootfs_run "$env swift build ${build[*]} --build-tests" > "$log-build.log" 2>&1; then
+    # (An incremental build can link against a module's old symbols after its types change:
+    # SwiftPM does not rebuild every module that reaches it. A failed build starts over once clean.)
+    if ! rootfs_run "$env swift build ${build[*]} --build-tests" > "$log-build.log" 2>&1 \
+        && { rootfs_say "[$suite] build: failed incrementally; again from a clean scratch path"
+             rm -rf "$rootfs/build/$suite-arm64"
+             ! rootfs_run "$env swift build ${build[*]} --build-tests" > "$log-build.log" 2>&1; }; then
         grep -E 'error:|warning: .*unhandled|Exited with' "$log-build.log" | head -20 >&2 || tail -30 "$log-build.log" >&2
         fail "swift build ${build[*]} --build-tests: the errors above (whole log: $log-build.log)"
     fi
