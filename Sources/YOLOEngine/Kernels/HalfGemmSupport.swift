@@ -38,7 +38,8 @@ extension KernelSet {
         switch fallback {
         case .fp32: return []
         case .auto:
-            return Array([Precision.fp16, .bf16].compactMap { p in half(p, on: features).map { ($0, p) } }.prefix(1))
+            if let k = half(.fp16, on: features) { return [(k, .fp16)] }
+            return half(.bf16, on: features).map { [($0, .bf16)] } ?? []
         case .bf16:
             if let k = half(.bf16, on: features) { return [(k, .bf16)] }
             guard features.contains(.avx512BF16) else {

@@ -26,8 +26,8 @@ struct KernelCapabilities {
     init(kernelSet: KernelSet, ourKernels: Bool, halves: [Precision: HalfKernels] = [:]) {
         self.ourKernels = ourKernels
         self.halves = halves
-        let tile = { (p: Precision) in halves[p]?.requires.contains(.amx) == true }
-        halfOrder = halves.keys.sorted { (tile($0) ? 0 : $0 == .fp16 ? 1 : 2, $0.rawValue) < (tile($1) ? 0 : $1 == .fp16 ? 1 : 2, $1.rawValue) }
+        let rank = { (p: Precision) in halves[p]?.requires.contains(.amx) == true ? 0 : p == .fp16 ? 1 : 2 }
+        halfOrder = halves.keys.sorted { rank($0) < rank($1) }
         int8 = kernelSet.int8 != nil
         int8TenBit = kernelSet.int8?.tenBitGemm != nil
         int8Winograd = kernelSet.int16Pairs != nil
