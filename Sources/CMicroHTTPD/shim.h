@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <netinet/in.h>
 #include <microhttpd.h>
 
@@ -82,4 +83,10 @@ static inline int yolo_peer_key(const struct sockaddr *address, uint8_t out[16])
 static inline int yolo_mhd_peer_key(struct MHD_Connection *connection, uint8_t out[16]) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return yolo_peer_key(info ? info->client_addr : NULL, out);
+}
+
+/// Bytes that have arrived on a socket and are not yet read (FIONREAD); 0 when unknown.
+static inline int yolo_socket_unread(int fd) {
+    int n = 0;
+    return (fd >= 0 && ioctl(fd, FIONREAD, &n) == 0 && n > 0) ? n : 0;
 }

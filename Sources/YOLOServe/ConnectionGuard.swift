@@ -12,6 +12,10 @@
 // (then the one that has waited longest for its body) is closed to make room: idle sockets,
 // however many, cannot keep a new client out. Other peers keep a per-address cap, checked as
 // libmicrohttpd accepts them.
+//
+// A connection whose bytes have arrived but are not yet read is not idle, however long ago it
+// opened: the server is behind (a burst of connections, a slow build), not the client. Neither
+// room making nor the deadlines close it while its bytes wait (docs/serve.md, "Limits and back-pressure").
 import CMicroHTTPD
 import YOLOCore
 
@@ -78,15 +82,21 @@ final class ConnectionGuard: Sendable {
 
     /// A new connection: its first request's headers are due; room is made when needed.
     func opened(_ c: OpaquePointer) {
+        opened(key: key(c), socket: yolo_mhd_socket(c), loopback: Self.peer({ yolo_mhd_peer_key(c, $0) }) == nil)
+    }
+
+    /// `opened` on a socket and a key of the caller's (tests give a socket pair's end).
+    func opened(key new: UInt, socket: Int32, loopback: Bool, peer: (UInt64, UInt64) = (0, 0)) {
         let now = monotonicNanoseconds()
-        let entry = Entry(socket: yolo_mhd_socket(c), peer: Self.peer({ yolo_mhd_peer_key(c, $0) }), phase: .headers,
+        let entry = Entry(socket: socket, peer: loopback ? nil : Peer(high: peer.0, low: peer.1), phase: .headers,
                           since: now, deadline: now + headerNanoseconds, reason: "header_timeout")
         let made: Int = table.withLock { t in
-            t.entries[key(c)] = entry
+            t.entries[new] = entry
             if let p = entry.peer { t.perPeer[p, default: 0] += 1 }
             t.active += 1
             var made = 0
-            while t.active > roomLimit, let k = longestWaiting(t, except: key(c)) {
+            var unread: Set<UInt> = []
+            while t.active > roomLimit, let k = longestWaiting(t, except: new, unread: &unread) {
                 end(&t, k)
                 made += 1
             }
@@ -95,14 +105,19 @@ final class ConnectionGuard: Sendable {
         for _ in 0..<made { onDrop("make_room") }
     }
 
-    /// The connection waiting longest for its request's headers, else for its body.
-    private func longestWaiting(_ t: Table, except new: UInt) -> UInt? {
-        var best: (UInt, Entry)?
-        for (k, e) in t.entries where k != new && !e.ending && e.phase != .answering {
-            guard let b = best?.1 else { best = (k, e); continue }
-            if (e.phase == .headers && b.phase == .body) || (e.phase == b.phase && e.since < b.since) { best = (k, e) }
+    /// The connection waiting longest for its request's headers, else for its body, of those
+    /// with nothing unread (`unread` collects those found with bytes waiting).
+    private func longestWaiting(_ t: Table, except new: UInt, unread: inout Set<UInt>) -> UInt? {
+        while true {
+            var best: (UInt, Entry)?
+            for (k, e) in t.entries where k != new && !e.ending && e.phase != .answering && !unread.contains(k) {
+                guard let b = best?.1 else { best = (k, e); continue }
+                if (e.phase == .headers && b.phase == .body) || (e.phase == b.phase && e.since < b.since) { best = (k, e) }
+            }
+            guard let (k, e) = best else { return nil }
+            if yolo_socket_unread(e.socket) == 0 { return k }
+            unread.insert(k)
         }
-        return best?.0
     }
 
     /// Shuts the socket down; libmicrohttpd then closes the connection (and reports it closed).
@@ -124,9 +139,11 @@ final class ConnectionGuard: Sendable {
     /// A request ended; on a kept-alive connection, the next one's headers are due.
     func requestDone(_ c: OpaquePointer) { set(c, .headers, deadline: headerNanoseconds, reason: "header_timeout") }
 
-    func closed(_ c: OpaquePointer) {
+    func closed(_ c: OpaquePointer) { closed(key: key(c)) }
+
+    func closed(key k: UInt) {
         table.withLock { t in
-            guard let e = t.entries.removeValue(forKey: key(c)) else { return }
+            guard let e = t.entries.removeValue(forKey: k) else { return }
             if let p = e.peer {
                 let n = (t.perPeer[p] ?? 1) - 1
                 t.perPeer[p] = n > 0 ? n : nil
@@ -149,6 +166,9 @@ final class ConnectionGuard: Sendable {
         }
     }
 
+    /// Whether the connection of `key` is open and not shut down by us.
+    func isOpen(key k: UInt) -> Bool { table.withLock { t in t.entries[k].map { !$0.ending } ?? false } }
+
     func start() {
         running.withLock { $0 = true }
         let handle = startThread(stackSize: 256 * 1024) { [self] in
@@ -168,10 +188,9 @@ final class ConnectionGuard: Sendable {
     /// Shuts down the sockets past their deadline. The table's lock is held meanwhile, and
     /// libmicrohttpd reports a connection closed (taking the lock) before it closes its socket,
     /// so no socket is shut down after its number was reused (nor by `opened`'s room making).
-    private func sweep() {
-        let now = monotonicNanoseconds()
+    func sweep(now: UInt64 = monotonicNanoseconds()) {
         let reasons: [String] = table.withLock { t in
-            let late = t.entries.filter { $0.value.deadline.map { $0 < now } ?? false }
+            let late = t.entries.filter { e in e.value.deadline.map { $0 < now } ?? false && yolo_socket_unread(e.value.socket) == 0 }
             for k in late.keys { end(&t, k) }
             return late.values.map(\.reason)
         }

@@ -85,16 +85,17 @@ class GoodClient(threading.Thread):
 
     def run(self):
         while not self.stopping.is_set():
+            start = time.monotonic()
             try:
                 status, _, body = post(self.port, "/detect?name=good.png", self.image, "image/png")
                 if status == 200 and b'"detections"' in body:
                     self.ok += 1
                 else:
                     self.failed += 1
-                    self.errors.append(f"{status} {body[:200]!r}")
+                    self.errors.append(f"{status} {body[:200]!r} after {time.monotonic() - start:.2f} s")
             except OSError as e:
                 self.failed += 1
-                self.errors.append(repr(e))
+                self.errors.append(f"{e!r} after {time.monotonic() - start:.2f} s")
             self.stopping.wait(0.2)
 
     def finish(self):
@@ -262,6 +263,18 @@ def case_malformed(port):
     return ok, details
 
 
+def dropped(port):
+    """The server's yolo_connections_dropped_total counters, by reason."""
+    try:
+        s = connect(port)
+        s.sendall(f"GET /metrics HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n".encode())
+        _, _, body = read_response(s)
+        s.close()
+    except OSError as e:
+        return repr(e)
+    return [l for l in body.decode("latin-1").splitlines() if l.startswith("yolo_connections_dropped_total")]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
@@ -282,6 +295,8 @@ def main():
     except Exception as e:
         ok, details = False, {"exception": f"{type(e).__name__}: {e}"}
     g = good.finish()
+    if g["failed"]:
+        g["dropped"] = dropped(a.port)  # why the server closed connections, for the failure's message
     result = {"case": a.case, "ok": bool(ok and g["ok"] > 0 and g["failed"] == 0), "details": details, "good": g}
     print(json.dumps(result))
     return 0 if result["ok"] else 1
