@@ -127,38 +127,50 @@ func stableSortDescending(_ order: inout [Int], scratch: inout [Int], key: (Int)
 /// detections of its class above it, so none of them could be reported; their probabilities
 /// are set to 0 unexamined. The detections reported are the same, and a threshold near 0 no
 /// longer costs every candidate against every other in every class.
+/// A box is checked only against the kept boxes it intersects (`KeptBoxes`), and only the boxes
+/// with a probability in the class are sorted: the same result as Darknet's loops, without their
+/// cost in candidates squared (docs/architecture.md, "NMS").
 func nmsPerClass(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float, rule: Suppression = Suppression(),
                  limit: Int? = nil, order: inout [Int], scratch: inout [Int]) {
     let total = moveEmptyBoxesLast(boxes, order: &order)
     guard total > 0 else { return }
     var active = Array(order[0..<total])
+    var inClass: [Int] = [], rest: [Int] = []
+    inClass.reserveCapacity(total); rest.reserveCapacity(total)
+    var kept = KeptBoxes()
     let stride = boxes.classes
-    let (x, y, w, h) = (boxes.x, boxes.y, boxes.w, boxes.h)
     let limit = limit ?? Int.max
+    // The geometry, held apart from `probs` (which is written): no copy of either.
+    let (xs, ys, ws, hs) = (boxes.x, boxes.y, boxes.w, boxes.h)
+    @inline(__always) func box(_ i: Int) -> CenterBox { (x: xs[i], y: ys[i], w: ws[i], h: hs[i]) }
     boxes.probs.withUnsafeMutableBufferPointer { probs in
         for k in classes {
-            stableSortDescending(&active, scratch: &scratch) { probs[$0 * stride + k] }
-            var kept = 0
+            // A stable sort of the whole list puts the boxes without a probability last, in
+            // their order: only the others need sorting.
+            inClass.removeAll(keepingCapacity: true); rest.removeAll(keepingCapacity: true)
+            for a in active { if probs[a * stride + k] != 0 { inClass.append(a) } else { rest.append(a) } }
+            stableSortDescending(&inClass, scratch: &scratch) { probs[$0 * stride + k] }
+            kept.reset(members: inClass[...], box: box)
+            var count = 0
             var lastKept: Float = 0
-            for i in 0..<total {
-                let a = active[i]
-                let p = probs[a * stride + k]
-                if p == 0 { continue }
-                if kept >= limit && p < lastKept {
-                    for r in i..<total { probs[active[r] * stride + k] = 0 }
+            for i in inClass.indices {
+                let b = inClass[i]
+                let p = probs[b * stride + k]
+                let boxB = box(b)
+                if kept.anySuppresses(boxB, { rule.suppresses(box($0), boxB, threshold: threshold) }) {
+                    probs[b * stride + k] = 0
+                    continue
+                }
+                if count >= limit && p < lastKept {
+                    for r in i..<inClass.count { probs[inClass[r] * stride + k] = 0 }
                     break
                 }
-                kept += 1
+                kept.insert(b, boxB)
+                count += 1
                 lastKept = p
-                let boxA = (x: x[a], y: y[a], w: w[a], h: h[a])
-                for j in (i + 1)..<total {
-                    let b = active[j]
-                    if probs[b * stride + k] == 0 { continue }   // already 0: nothing changes
-                    if rule.suppresses(boxA, (x: x[b], y: y[b], w: w[b], h: h[b]), threshold: threshold) {
-                        probs[b * stride + k] = 0
-                    }
-                }
             }
+            active.replaceSubrange(0..<inClass.count, with: inClass)
+            active.replaceSubrange(inClass.count..<total, with: rest)
         }
     }
     for i in 0..<total { order[i] = active[i] }
@@ -180,33 +192,35 @@ func nmsAgnostic(_ boxes: inout CandidateBoxes, classes: [Int], threshold: Float
         for k in classes { m = max(m, boxes.probs[b * stride + k]) }
         best[b] = m
     }
-    var active = Array(order[0..<total])
-    stableSortDescending(&active, scratch: &scratch) { best[$0] }
+    var ranked = order[0..<total].filter { best[$0] != 0 }
+    let rest = order[0..<total].filter { best[$0] == 0 }
+    stableSortDescending(&ranked, scratch: &scratch) { best[$0] }
+    let (xs, ys, ws, hs) = (boxes.x, boxes.y, boxes.w, boxes.h)
+    @inline(__always) func box(_ i: Int) -> CenterBox { (x: xs[i], y: ys[i], w: ws[i], h: hs[i]) }
+    var kept = KeptBoxes()
+    kept.reset(members: ranked[...], box: box)
     let limit = limit ?? Int.max
-    var kept = 0
+    var count = 0
     var lastKept: Float = 0
-    for i in 0..<total {
-        let a = active[i]
-        if best[a] == 0 { continue }
-        if kept >= limit && best[a] < lastKept {
-            for r in i..<total {
-                for k in 0..<stride { boxes.probs[active[r] * stride + k] = 0 }
+    for i in ranked.indices {
+        let b = ranked[i]
+        let boxB = box(b)
+        if kept.anySuppresses(boxB, { rule.suppresses(box($0), boxB, threshold: threshold) }) {
+            for k in 0..<stride { boxes.probs[b * stride + k] = 0 }
+            continue
+        }
+        if count >= limit && best[b] < lastKept {
+            // As Darknet's list would: every later box, those without a probability too.
+            for r in ranked[i...] + rest {
+                for k in 0..<stride { boxes.probs[r * stride + k] = 0 }
             }
             break
         }
-        kept += 1
-        lastKept = best[a]
-        let boxA = (x: boxes.x[a], y: boxes.y[a], w: boxes.w[a], h: boxes.h[a])
-        for j in (i + 1)..<total {
-            let b = active[j]
-            if best[b] == 0 { continue }
-            if rule.suppresses(boxA, (x: boxes.x[b], y: boxes.y[b], w: boxes.w[b], h: boxes.h[b]), threshold: threshold) {
-                best[b] = 0
-                for k in 0..<stride { boxes.probs[b * stride + k] = 0 }
-            }
-        }
+        kept.insert(b, boxB)
+        count += 1
+        lastKept = best[b]
     }
-    for i in 0..<total { order[i] = active[i] }
+    for (i, b) in (ranked + rest).enumerated() { order[i] = b }
 }
 
 /// Fills `order` with 0..<count, then, as Darknet does, swaps every box whose objectness is 0
