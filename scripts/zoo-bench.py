@@ -11,9 +11,8 @@ K forwards per thread count:
   --weights W` per thread count, timed as compare.py times it (its Engine), GFLOP counted here as
   yolo-bench counts it; with `--ours bench`: `yolo-bench --cfg C --weights W --threads 1,2 --conv
   winograd --no-layers --inflight 0 --runs K --warmup 1 --json` (its per-thread-count median and
-  `other_cores`; GFLOP and peak RSS from the first round), but its start-up detection has no
-  --max-det, and on random weights its NMS over millions of boxes takes minutes (yolov4-csp,
-  yolov3_5l);
+  `other_cores`; GFLOP and peak RSS from the first round); its start-up detection has no
+  --max-det, and on random weights it reports millions of boxes (seconds of NMS and output);
 - opencv: `cv2.dnn.readNetFromDarknet(C, W)`, DNN_BACKEND_OPENCV / DNN_TARGET_CPU,
   `cv2.setNumThreads(N)`, forward to the net's unconnected outputs (Benchmarks/peers/runtimes.py's
   OpenCV runner, timed as compare.py times a peer, with the cores other processes used meanwhile);
@@ -58,8 +57,9 @@ def _zoo_check():
 
 
 zc = _zoo_check()
-CONVERTIBLE_SECTIONS = {"net", "convolutional", "conv", "maxpool", "max", "upsample", "route", "yolo", "region"}
-CONVERTIBLE_ACTIVATIONS = {"leaky", "linear"}
+CONVERTIBLE_SECTIONS = {"net", "convolutional", "conv", "maxpool", "max", "upsample", "route", "shortcut", "reorg",
+                        "yolo", "region"}
+CONVERTIBLE_ACTIVATIONS = set(darknet.ACTIVATIONS)
 
 
 class OpenCV(runtimes.OpenCV):

@@ -16,7 +16,7 @@ BN_EPS = 0.000001  # Darknet adds it to sqrt(var), not to var
 @dataclass
 class Layer:
     index: int
-    kind: str  # conv | maxpool | upsample | route | yolo
+    kind: str  # conv | maxpool | upsample | route | shortcut | reorg | yolo
     inputs: list
     shape: tuple  # output (c, h, w)
     params: dict = field(default_factory=dict)
@@ -101,13 +101,32 @@ def load(cfg_path, weights_path):
             layers.append(Layer(index, "upsample", [prev], (c, h * stride, w * stride),
                                 {"stride": stride, "scale": float(opt.get("scale", 1))}))
         elif kind == "route":
-            if "groups" in opt and int(opt["groups"]) != 1:
-                raise NotImplementedError("route with groups")
+            # groups=G group_id=K: each input's K-th of G equal channel slices (CSP blocks).
+            groups, group_id = int(opt.get("groups", 1)), int(opt.get("group_id", 0))
             srcs = [_relative(index, v) for v in opt["layers"].split(",")]
             shapes = [layers[s].shape for s in srcs]
             if len({s[1:] for s in shapes}) != 1:
                 raise ValueError(f"route {index}: inputs differ in size {shapes}")
-            layers.append(Layer(index, "route", srcs, (sum(s[0] for s in shapes),) + shapes[0][1:]))
+            if any(s[0] % groups for s in shapes) or not 0 <= group_id < groups:
+                raise ValueError(f"route {index}: groups={groups} group_id={group_id} for {shapes}")
+            layers.append(Layer(index, "route", srcs, (sum(s[0] // groups for s in shapes),) + shapes[0][1:],
+                                {"groups": groups, "group_id": group_id}))
+        elif kind == "shortcut":
+            # out = prev + from over their common channels (the rest is prev's), then the activation.
+            src = _relative(index, opt["from"].split(",")[0])
+            if "," in opt["from"] or opt.get("weights_type", "none") != "none":
+                raise NotImplementedError(f"shortcut {index}: several sources or weights")
+            if layers[src].shape[1:] != (h, w):
+                raise NotImplementedError(f"shortcut {index}: sizes differ")
+            activation = opt.get("activation", "linear")
+            _check_activation(index, activation)
+            layers.append(Layer(index, "shortcut", [prev, src], (c, h, w), {"activation": activation}))
+        elif kind == "reorg":
+            stride = int(opt.get("stride", 1))
+            if int(opt.get("reverse", 0)) or h % stride or w % stride:
+                raise NotImplementedError(f"reorg {index}: reverse, or a size not divisible by the stride")
+            layers.append(Layer(index, "reorg", [prev], (c * stride * stride, h // stride, w // stride),
+                                {"stride": stride}))
         elif kind in ("yolo", "region", "detection"):
             layers.append(Layer(index, "yolo", [prev], (c, h, w)))
             heads.append(prev)
@@ -120,6 +139,26 @@ def load(cfg_path, weights_path):
     return Model(input_shape, layers, heads, version, seen)
 
 
+ACTIVATIONS = ("leaky", "linear", "logistic", "mish", "swish", "relu")
+
+
+def _check_activation(index, activation):
+    if activation not in ACTIVATIONS:
+        raise NotImplementedError(f"layer {index}: activation {activation}")
+
+
+def reorg_indices(c, h, w, stride):
+    """Darknet's reorg (reverse=0) as a gather: flattened output element n is flattened input
+    element indices[n]. Its reorg_cpu runs with forward=0, out[in_index] = x[out_index]: n runs
+    over (c, h, w) in the input's order, and the source reads the input as (c/s^2, h*s, w*s)."""
+    out_c = c // (stride * stride)
+    k, j, i = np.meshgrid(np.arange(c), np.arange(h), np.arange(w), indexing="ij")
+    c2, offset = k % out_c, k // out_c
+    w2, h2 = i * stride + offset % stride, j * stride + offset // stride
+    source = w2 + w * stride * (h2 + h * stride * c2)
+    return source.reshape(-1).astype(np.int64)
+
+
 def _conv(index, prev, in_shape, opt, reader):
     c, h, w = in_shape
     n = int(opt["filters"])
@@ -128,8 +167,7 @@ def _conv(index, prev, in_shape, opt, reader):
     groups = int(opt.get("groups", 1))
     pad = size // 2 if int(opt.get("pad", 0)) else int(opt.get("padding", 0))
     activation = opt.get("activation", "logistic")
-    if activation not in ("leaky", "linear"):
-        raise NotImplementedError(f"conv {index}: activation {activation}")
+    _check_activation(index, activation)
     if int(opt.get("dilation", 1)) != 1:
         raise NotImplementedError(f"conv {index}: dilation")
     if c % groups or n % groups:

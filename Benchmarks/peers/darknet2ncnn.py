@@ -30,6 +30,8 @@ def convert(model: darknet.Model):
         out = layer.name
         p = layer.params
         if layer.kind == "conv":
+            if p["activation"] not in ("leaky", "linear"):
+                raise NotImplementedError(f"conv {layer.index}: activation {p['activation']}")
             k, s, pad, groups = p["size"], p["stride"], p["pad"], p["groups"]
             params = (f"0={layer.shape[0]} 1={k} 3={s} 4={pad} 5=1 6={layer.weight.size}")
             if p["activation"] == "leaky":
@@ -54,12 +56,16 @@ def convert(model: darknet.Model):
             f = float(p["stride"])
             entries.append(["Interp", out, src, [out], f"0=1 1={f:e} 2={f:e}"])
         elif layer.kind == "route":
+            if p["groups"] != 1:
+                raise NotImplementedError(f"route {layer.index}: groups")
             if len(src) == 1:
                 out = src[0]
             else:
                 entries.append(["Concat", out, src, [out], "0=0"])
         elif layer.kind == "yolo":
             out = src[0]
+        else:
+            raise NotImplementedError(f"layer {layer.index}: {layer.kind}")
         blob[layer.index] = out
 
     outputs = [blob[i] for i in model.heads]

@@ -253,7 +253,7 @@ public struct KernelSet: Sendable {
         #endif
         return KernelSet(name: name, requires: requires, gemm: gemm, winograd2: w2, winograd4: w4, direct: direct,
                          fp16Weights: fp16Weights, biasActivate: {
-                             biasActivateVectors(V.self, $0, bias: $1, channels: $2, spatial: $3, channelStride: $4, activation: $5)
+                             biasActivateVectors(V.self, Tag.self, $0, bias: $1, channels: $2, spatial: $3, channelStride: $4, activation: $5)
                          })
     }
 

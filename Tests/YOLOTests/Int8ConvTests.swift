@@ -41,7 +41,7 @@ final class Int8ConvTests: XCTestCase {
                             }
                         }
                     }
-                    out[(f * oh + oy) * ow + ox] = activate(Float(Int32(acc)) * scale + bias[f], activation, exp: exp)
+                    out[(f * oh + oy) * ow + ox] = activate(Float(Int32(acc)) * scale + bias[f], activation)
                 }
             }
         }

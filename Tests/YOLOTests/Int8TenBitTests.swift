@@ -47,7 +47,7 @@ final class Int8TenBitTests: XCTestCase {
                         }
                     }
                     let v = Float(Double(sum) * Double(scale) * Double(q.scale)) + bias[f]
-                    out[(f * s.h + y) * s.w + xx] = activate(v, activation, exp: exp)
+                    out[(f * s.h + y) * s.w + xx] = activate(v, activation)
                 }
             }
         }

@@ -164,7 +164,7 @@ final class Int8WinogradTests: XCTestCase {
         winograd4Output(mo, filterCount: m, filters: 0..<m, tileRows: 0..<th, tilesWide: tw, outHeight: s.h, outWidth: s.w,
                         into: &out)
         let plane = s.h * s.w
-        return out.enumerated().map { activate($0.element + bias[$0.offset / plane], activation, exp: exp) }
+        return out.enumerated().map { activate($0.element + bias[$0.offset / plane], activation) }
     }
 
     /// Block rows: the cache-sized count, or up to twice it where fewer GEMM columns are left to

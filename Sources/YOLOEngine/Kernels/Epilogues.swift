@@ -3,16 +3,14 @@
 import YOLOCore
 import YOLOKernels
 
-/// `biasActivate` with leaky and linear in the vectors of the process's kernel level
-/// (`KernelLevel.selected`; the values are the same at every level, bit for bit, so one level
-/// serves every model), the other activations through `biasActivate`'s own loops. (On x86-64
-/// `biasActivate` itself is built for the baseline, 4 floats a vector: 3% of an INT8 forward's
-/// samples on a Xeon with AVX-512.)
+/// `biasActivate` in the vectors of the process's kernel level (`KernelLevel.selected`; leaky,
+/// linear, and mish, swish and logistic through one float exp: the values are the same at every
+/// level, bit for bit, so one level serves every model), relu through `biasActivate`'s own loop.
+/// (On x86-64 `biasActivate` itself is built for the baseline, 4 floats a vector.)
 func applyBiasActivation(_ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>, channels: Range<Int>, spatial: Int,
                          channelStride: Int? = nil, activation: Activation) {
     if !EpilogueKernels.vectors(data, bias, channels, spatial, channelStride ?? spatial, activation) {
-        biasActivate(data, bias: bias, channels: channels, spatial: spatial, channelStride: channelStride, activation: activation,
-                     exp: exp)
+        biasActivate(data, bias: bias, channels: channels, spatial: spatial, channelStride: channelStride, activation: activation)
     }
 }
 

@@ -52,7 +52,7 @@ final class ShortcutLayer: ComputedLayer {
                     add(UnsafePointer(dst), b, range: range.lowerBound ..< min(range.upperBound, count), into: dst)
                 }
             }
-            activate(dst + range.lowerBound, count: range.count, activation: act, exp: exp)
+            activate(dst + range.lowerBound, count: range.count, activation: act)
         }
     }
 }

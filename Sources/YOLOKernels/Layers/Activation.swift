@@ -21,50 +21,40 @@ extension Activation {
     }
 }
 
-/// Darknet's mish, x * tanh(softplus(x)), with its softplus threshold of 20 (above it,
-/// softplus(x) = x and tanh of it is 1 in float). Evaluated in double through exp alone:
-/// with e = exp(x), tanh(log(1 + e)) = e(e + 2) / (e(e + 2) + 2), so this file needs no libm.
+/// Mish, x tanh(softplus(x)), in float through one exp (SmoothActivations.swift's lane form, so
+/// the scalar and vector paths give the same bits); x itself above Darknet's softplus threshold 20.
 @inline(__always)
-public func mish(_ x: Float, exp: (Double) -> Double) -> Float {
-    if x > 20 { return x }
-    let e = exp(Double(x))
-    let n = e * (e + 2)
-    return Float(Double(x) * n / (n + 2))
-}
+public func mish(_ x: Float) -> Float { mishLanes(SIMD4<Float>(repeating: x))[0] }
 
-/// Darknet's swish: x times its logistic (the logistic in double, as Darknet's).
+/// Swish, x logistic(x), as `mish`.
 @inline(__always)
-public func swish(_ x: Float, exp: (Double) -> Double) -> Float {
-    x * logistic(x, exp: exp)
-}
+public func swish(_ x: Float) -> Float { swishLanes(SIMD4<Float>(repeating: x))[0] }
+
+/// Logistic, 1 / (1 + exp(-x)), as `mish`. (The [yolo] heads' logistic is the decoder's own, in
+/// double as Darknet's.)
+@inline(__always)
+public func logistic(_ x: Float) -> Float { logisticLanes(SIMD4<Float>(repeating: x))[0] }
 
 /// One activation of one value (the scalar reference of the array kernels below).
 @inline(__always)
-public func activate(_ v: Float, _ activation: Activation, exp: (Double) -> Double) -> Float {
+public func activate(_ v: Float, _ activation: Activation) -> Float {
     switch activation {
     case .linear: return v
     case .leaky: return v > 0 ? v : v * 0.1
     case .relu: return v > 0 ? v : 0
-    case .logistic: return logistic(v, exp: exp)
-    case .mish: return mish(v, exp: exp)
-    case .swish: return swish(v, exp: exp)
+    case .logistic: return logistic(v)
+    case .mish: return mish(v)
+    case .swish: return swish(v)
     }
-}
-
-/// Darknet's logistic, `1./(1. + exp(-x))`, is evaluated in double precision; so is ours,
-/// to match it bit for bit. `exp` is passed in so this file needs no libm import.
-@inline(__always)
-public func logistic(_ x: Float, exp: (Double) -> Double) -> Float {
-    Float(1.0 / (1.0 + exp(-Double(x))))
 }
 
 /// `data[c * channelStride + i] = act(data[...] + bias[c])` for i in 0..<spatial and the
 /// channels in `channels`; one pass over memory. `channelStride` defaults to `spatial`. Leaky and
 /// linear go through `biasActivateVectors` (16 floats a vector here, in this module's build).
 public func biasActivate(_ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>, channels: Range<Int>,
-                  spatial: Int, channelStride: Int? = nil, activation: Activation, exp: (Double) -> Double) {
+                  spatial: Int, channelStride: Int? = nil, activation: Activation) {
     let cs = channelStride ?? spatial
-    if biasActivateVectors(SIMD16<Float>.self, data, bias: bias, channels: channels, spatial: spatial, channelStride: cs,
+    if biasActivateVectors(SIMD16<Float>.self, PortableBuild.self, data, bias: bias, channels: channels, spatial: spatial, channelStride: cs,
                            activation: activation) { return }
     for c in channels {
         let row = data + c * cs
@@ -75,24 +65,24 @@ public func biasActivate(_ data: UnsafeMutablePointer<Float>, bias: UnsafePointe
         case .relu:
             for i in 0..<spatial { let v = row[i] + b; row[i] = v > 0 ? v : 0 }
         case .logistic:
-            for i in 0..<spatial { row[i] = logistic(row[i] + b, exp: exp) }
+            for i in 0..<spatial { row[i] = logistic(row[i] + b) }
         case .mish:
-            for i in 0..<spatial { row[i] = mish(row[i] + b, exp: exp) }
+            for i in 0..<spatial { row[i] = mish(row[i] + b) }
         case .swish:
-            for i in 0..<spatial { row[i] = swish(row[i] + b, exp: exp) }
+            for i in 0..<spatial { row[i] = swish(row[i] + b) }
         }
     }
 }
 
 /// Applies an activation in place to `count` floats.
-public func activate(_ data: UnsafeMutablePointer<Float>, count: Int, activation: Activation, exp: (Double) -> Double) {
+public func activate(_ data: UnsafeMutablePointer<Float>, count: Int, activation: Activation) {
     switch activation {
     case .linear: return
     case .leaky: for i in 0..<count { let v = data[i]; data[i] = v > 0 ? v : v * 0.1 }
     case .relu: for i in 0..<count { let v = data[i]; data[i] = v > 0 ? v : 0 }
-    case .logistic: for i in 0..<count { data[i] = logistic(data[i], exp: exp) }
-    case .mish: for i in 0..<count { data[i] = mish(data[i], exp: exp) }
-    case .swish: for i in 0..<count { data[i] = swish(data[i], exp: exp) }
+    case .logistic: for i in 0..<count { data[i] = logistic(data[i]) }
+    case .mish: for i in 0..<count { data[i] = mish(data[i]) }
+    case .swish: for i in 0..<count { data[i] = swish(data[i]) }
     }
 }
 
@@ -106,15 +96,23 @@ func leakyBlend<V: SIMD>(_ v: V, _ scaled: V) -> V where V.Scalar == Float {
     return unsafeBitCast((bits & ~sign) | (unsafeBitCast(scaled, to: V.MaskStorage.self) & sign), to: V.self)
 }
 
-/// `biasActivate` for leaky and linear in vectors of V: each kernel level compiles it for its CPU
-/// (`KernelSet.biasActivate`; YOLOKernels itself is built for the baseline, 4-wide SSE on x86-64),
-/// the same values at every width: the same add, multiply and compare per element, no fused
+/// Names YOLOKernels' own build of the vector epilogues (`biasActivate`), apart from the levels'.
+public enum PortableBuild {}
+
+/// `biasActivate` for leaky and linear in vectors of V (mish, swish and logistic through
+/// `biasActivateSmooth`; relu returns false): each kernel level compiles it for its CPU, with
+/// its own `Tag` (`KernelSet.biasActivate`; a specialization named by V alone is one symbol in
+/// every level, and the linker keeps one CPU's build of it for all: the baseline's, 4-wide SSE,
+/// for the AVX-512 levels before the tag), the same values at every width: the same add, multiply and compare per element, no fused
 /// multiply-add. Returns false, touching nothing, for the other activations.
 @inlinable
-public func biasActivateVectors<V: SIMD>(_: V.Type, _ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>,
+public func biasActivateVectors<V: SIMD, Tag>(_: V.Type, _: Tag.Type, _ data: UnsafeMutablePointer<Float>, bias: UnsafePointer<Float>,
                                          channels: Range<Int>, spatial: Int, channelStride: Int,
                                          activation: Activation) -> Bool where V.Scalar == Float {
-    guard activation == .leaky || activation == .linear else { return false }
+    guard activation == .leaky || activation == .linear else {
+        return biasActivateSmooth(V.self, Tag.self, data, bias: bias, channels: channels, spatial: spatial, channelStride: channelStride,
+                                  activation: activation)
+    }
     let w = V.scalarCount, vectorEnd = spatial - spatial % w, leaky = activation == .leaky
     let tenth = V(repeating: 0.1)
     for c in channels {
