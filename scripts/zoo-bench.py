@@ -30,7 +30,6 @@ Run from the repository root with the peers' venv (OpenCV, OpenVINO, onnx):
     Benchmarks/peers/.venv/bin/python scripts/zoo-bench.py --cfgs yolov4-tiny,yolov7-tiny --rounds 3
 """
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -41,22 +40,14 @@ import time
 
 import numpy as np
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(REPO, "Benchmarks", "peers"))
+from zoolib import REPO, script
 import compare  # noqa: E402  (Benchmarks/peers: timed_batch, Peer)
 import darknet  # noqa: E402
 import darknet2onnx  # noqa: E402
 import runtimes  # noqa: E402
 
 
-def _zoo_check():
-    spec = importlib.util.spec_from_file_location("zoo_check", os.path.join(REPO, "scripts", "zoo-check.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-zc = _zoo_check()
+zc = script("zoo-check")
 CONVERTIBLE_SECTIONS = {"net", "convolutional", "conv", "maxpool", "max", "upsample", "route", "shortcut", "reorg",
                         "yolo", "region"}
 CONVERTIBLE_ACTIVATIONS = set(darknet.ACTIVATIONS)

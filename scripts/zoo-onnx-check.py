@@ -12,7 +12,6 @@ Run from the repository root with the peers' venv (onnx, onnxruntime):
 """
 import argparse
 import glob
-import importlib.util
 import os
 import subprocess
 import sys
@@ -20,17 +19,9 @@ import tempfile
 
 import numpy as np
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(REPO, "Benchmarks", "peers"))
-import darknet  # noqa: E402
+from zoolib import REPO, script
+import darknet  # noqa: E402  (Benchmarks/peers, on the path through zoolib)
 import darknet2onnx  # noqa: E402
-
-
-def zoo_check():
-    spec = importlib.util.spec_from_file_location("zoo_check", os.path.join(REPO, "scripts", "zoo-check.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main():
@@ -46,7 +37,7 @@ def main():
     names = [n for n in a.cfgs.split(",") if n] or sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(a.cfg_dir, "*.cfg")))
     work = a.keep or tempfile.mkdtemp(prefix="zoo-onnx-")
     os.makedirs(work, exist_ok=True)
-    zc, failed = zoo_check(), False
+    zc, failed = script("zoo-check"), False
     for name in names:
         cfg = os.path.join(a.cfg_dir, name + ".cfg")
         weights = os.path.join(work, f"{name}-random.weights")
