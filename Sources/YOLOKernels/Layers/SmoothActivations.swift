@@ -1,8 +1,8 @@
-// Mish, swish and logistic in the vectors of a kernel level: one float exp each, evaluated by
-// range reduction and a polynomial instead of the scalar double exp of Activation.swift's
-// reference functions, which cost as much as a mish model's GEMMs (docs/performance.md,
-// "Smooth activations"). The same operations in every lane and in the tail, no fused
-// multiply-adds: the same bits at every level and thread count.
+// Mish, swish and logistic in the vectors of a kernel level: one float exp each, by range
+// reduction and a polynomial; a double exp from libm per value cost as much as a mish model's
+// GEMMs (docs/performance.md, "Smooth activations"). The same operations in every lane, in the
+// tail and in Activation.swift's scalar forms, no fused multiply-adds: the same bits at every
+// level and thread count.
 
 /// All ones in the lanes whose sign bit is set (an arithmetic shift of the bits).
 @inlinable @inline(__always)
