@@ -22,7 +22,7 @@ import YOLOCore
 final class ConnectionGuard: Sendable {
     private enum Phase { case headers, body, answering }
     /// A peer's address (IPv4 as IPv4-mapped IPv6).
-    private struct Peer: Hashable { var high: UInt64, low: UInt64 }
+    struct Peer: Hashable { var high: UInt64, low: UInt64 }
     private struct Entry {
         var socket: Int32
         var peer: Peer?
@@ -71,10 +71,13 @@ final class ConnectionGuard: Sendable {
         return kind == 0 ? Peer(high: bytes.0, low: bytes.1) : nil
     }
 
+    /// The peer at `address`; nil for a loopback or non-IP address.
+    static func peer(of address: UnsafePointer<sockaddr>?) -> Peer? { peer({ yolo_peer_key(address, $0) }) }
+
     /// Whether a peer may connect (libmicrohttpd's accept policy): a non-loopback address
     /// under its cap.
     func admits(_ address: UnsafePointer<sockaddr>?) -> Bool {
-        guard let peer = Self.peer({ yolo_peer_key(address, $0) }) else { return true }
+        guard let peer = Self.peer(of: address) else { return true }
         let ok = table.withLock { ($0.perPeer[peer] ?? 0) < perAddressLimit }
         if !ok { onDrop("per_ip_limit") }
         return ok
@@ -82,13 +85,13 @@ final class ConnectionGuard: Sendable {
 
     /// A new connection: its first request's headers are due; room is made when needed.
     func opened(_ c: OpaquePointer) {
-        opened(key: key(c), socket: yolo_mhd_socket(c), loopback: Self.peer({ yolo_mhd_peer_key(c, $0) }) == nil)
+        opened(key: key(c), socket: yolo_mhd_socket(c), peer: Self.peer({ yolo_mhd_peer_key(c, $0) }))
     }
 
-    /// `opened` on a socket and a key of the caller's (tests give a socket pair's end).
-    func opened(key new: UInt, socket: Int32, loopback: Bool, peer: (UInt64, UInt64) = (0, 0)) {
+    /// `opened` on a socket, a key and a peer of the caller's (tests give a socket pair's end).
+    func opened(key new: UInt, socket: Int32, peer: Peer?) {
         let now = monotonicNanoseconds()
-        let entry = Entry(socket: socket, peer: loopback ? nil : Peer(high: peer.0, low: peer.1), phase: .headers,
+        let entry = Entry(socket: socket, peer: peer, phase: .headers,
                           since: now, deadline: now + headerNanoseconds, reason: "header_timeout")
         let made: Int = table.withLock { t in
             t.entries[new] = entry
