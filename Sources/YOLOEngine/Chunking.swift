@@ -11,6 +11,10 @@ enum Chunking {
     /// Chunks per thread of a GEMM split by rows (the 13x13 layers): each chunk packs all of B
     /// again, and two per thread cost more than they balanced.
     static let gemmRowsPerThread = 1
+    /// Floats below which a plain copy (a route's concatenation) stays on the calling thread: a
+    /// hand-off to the pool costs more than copying a megabyte, and each one is a wait for the
+    /// slowest thread on uneven cores.
+    static let copyOnOneThread = 1 << 18
 
     /// Items per chunk for `count` items on `threads` threads, a multiple of `multiple`.
     static func grain(_ count: Int, threads: Int, perThread: Int = Chunking.perThread, multiple: Int = 1) -> Int {

@@ -42,12 +42,19 @@ final class RouteLayer: ComputedLayer {
         place = LayerPlace(index: index, sources: sources, input: first, output: Shape(c: channels, h: first.h, w: first.w))
     }
 
+    /// Copies in chunks over the pool's threads: a concatenation of large maps (yolov4's first
+    /// routes move 47 MB) is as much a step as a layer's arithmetic.
     func forward(_ context: StepContext) {
-        var dst = context.buffer(index)
-        for (source, slice) in zip(sources, slices) {
-            dst.update(from: context.buffer(source) + slice.offset, count: slice.count)
-            dst += slice.count
+        let dst = context.buffer(index), total = slices.reduce(0) { $0 + $1.count }
+        func copy(_ range: Range<Int>) {
+            var start = 0
+            for (source, slice) in zip(sources, slices) {
+                let lo = max(range.lowerBound, start), hi = min(range.upperBound, start + slice.count)
+                if lo < hi { (dst + lo).update(from: context.buffer(source) + slice.offset + (lo - start), count: hi - lo) }
+                start += slice.count
+            }
         }
+        if total < Chunking.copyOnOneThread { copy(0..<total) } else { context.pool.parallelFor(total, copy) }
     }
 }
 
