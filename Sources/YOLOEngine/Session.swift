@@ -44,10 +44,19 @@ public final class Session: @unchecked Sendable {
     /// Makes a session of `model` with `threads` threads (default: every core this process
     /// may use; when several sessions run at once, give each a share, e.g. 1, or use
     /// `Model.makeSessions`). With `keepsAllOutputs`, every layer's output stays readable.
-    public init(model: Model, threads: Int? = nil, keepsAllOutputs: Bool = false) throws(YOLOError) {
+    public convenience init(model: Model, threads: Int? = nil, keepsAllOutputs: Bool = false) throws(YOLOError) {
+        try self.init(model: model, threads: threads, keepsAllOutputs: keepsAllOutputs, plan: model.plan(keepingAll: keepsAllOutputs))
+    }
+
+    /// A session for `forward(observingConvolutionInputs:)`: every layer computed on its own, as
+    /// with `keepsAllOutputs` (the same values), but buffers reused once read.
+    package convenience init(observing model: Model, threads: Int? = nil) throws(YOLOError) {
+        try self.init(model: model, threads: threads, keepsAllOutputs: false, plan: model.observing)
+    }
+
+    private init(model: Model, threads: Int?, keepsAllOutputs: Bool, plan: Plan) throws(YOLOError) {
         let threads = max(1, threads ?? availableCores())
         let inputShape = Shape(c: model.inputChannels, h: model.inputHeight, w: model.inputWidth)
-        let plan = model.plan(keepingAll: keepsAllOutputs)
         let floats = plan.activations.floats
         let (scratch, o1) = (plan.workspacePerThread + model.gemmScratchPerThread).multipliedReportingOverflow(by: threads)
         let bytes = 4 * (floats + scratch)
@@ -93,6 +102,24 @@ public final class Session: @unchecked Sendable {
         let context = makeContext()
         for step in plan.steps { _ = step.run(context) }
         headsActivated = false
+    }
+
+    /// Runs the network on the contents of `input`, calling `body(layer, values)` before each
+    /// convolution step with the tensor it is about to read (`layer`: the convolution's cfg
+    /// index; `values`: the network input or an earlier layer's output, valid only during the
+    /// call): what calibration records, whatever buffers the plan reuses.
+    package func forward(observingConvolutionInputs body: (Int, UnsafeBufferPointer<Float>) -> Void) {
+        lock.withLock {
+            let context = makeContext()
+            for step in plan.steps {
+                if step.convKernel != nil, let source = step.inputs.first {
+                    let count = source < 0 ? input.count : model.impl[source].outputShape.count
+                    body(step.layers.lowerBound, UnsafeBufferPointer(start: context.buffer(source), count: count))
+                }
+                _ = step.run(context)
+            }
+            headsActivated = false
+        }
     }
 
     /// Runs the network on the contents of `input`.

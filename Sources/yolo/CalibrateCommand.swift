@@ -92,7 +92,8 @@ enum CalibrateCommand {
             return set
         }
         let fp32 = try layers("fp32", example: "0,13"), tenBit = try layers("a10", example: "2,4,6") ?? []
-        let detector = try Detector(model: try load(ModelOptions()), threads: 1)
+        let fp32Model = try load(ModelOptions())
+        let detector = try Detector(model: fp32Model, threads: 1)
         // Checked before the images are run, not after.
         let convolutions = Set(detector.model.layers.filter { $0.kind == .convolutional }.map(\.index))
         for (option, set) in [("fp32", fp32 ?? []), ("a10", tenBit)] {
@@ -120,7 +121,11 @@ enum CalibrateCommand {
             return 1
         }
         var table = try Int8Calibrator.calibrate(inputs: images.count, method: method, threads: threads, maxEffect: maxEffect, fp32: fp32,
-                                                 load: load, fill: { i, buffer throws(YOLOError) in
+                                                 load: { (options: ModelOptions) throws(YOLOError) -> Model in
+            // The detector's FP32 model serves the FP32 passes: a second copy of its weights
+            // would double the peak memory (docs/precision.md, "Calibration").
+            options == ModelOptions() ? fp32Model : try load(options)
+        }, fill: { i, buffer throws(YOLOError) in
             do {
                 try prepare(images[i])
             } catch {

@@ -152,20 +152,19 @@ public enum Int8Calibrator {
     static func ranges(_ model: Model, inputs count: Int, method: CalibrationMethod, threads: Int,
                        fill: (Int, UnsafeMutableBufferPointer<Float>) throws(YOLOError) -> Void,
                        tick: (CalibrationProgress.Step, Int) -> Void) throws(YOLOError) -> Int8Calibration {
-        let session = try Session(model: model, threads: threads, keepsAllOutputs: true)
+        // Every layer on its own (the values of the plan that keeps every output), buffers reused:
+        // the inputs are recorded as each convolution reads them, not kept to the end.
+        let session = try Session(observing: model, threads: threads)
         let convs = model.impl.compactMap { $0.convolution }
-        // The tensor each convolution reads: a layer's output, or the network input (-1).
-        func observe(_ body: (Int, UnsafeBufferPointer<Float>) -> Void) throws(YOLOError) {
-            for (i, conv) in convs.enumerated() {
-                let source = conv.sources[0]
-                body(i, source < 0 ? UnsafeBufferPointer(session.input) : try session.output(ofLayer: source))
-            }
+        let position = Dictionary(uniqueKeysWithValues: convs.enumerated().map { ($1.index, $0) })
+        // A forward that calls body(i, values) with the tensor convolution i reads.
+        func observe(_ body: (Int, UnsafeBufferPointer<Float>) -> Void) {
+            session.forward { layer, values in if let i = position[layer] { body(i, values) } }
         }
         var lows = [Float](repeating: 0, count: convs.count), highs = lows
         for n in 0..<count {
             try fill(n, session.input)
-            session.forward()
-            try observe { i, values in
+            observe { i, values in
                 var (lo, hi) = (lows[i], highs[i])
                 for v in values where v.isFinite { lo = min(lo, v); hi = max(hi, v) }
                 (lows[i], highs[i]) = (lo, hi)
@@ -176,8 +175,7 @@ public enum Int8Calibrator {
             var histograms = [[Int]](repeating: [Int](repeating: 0, count: bins), count: convs.count)
             for n in 0..<count {
                 try fill(n, session.input)
-                session.forward()
-                try observe { i, values in
+                observe { i, values in
                     let (lo, width) = (lows[i], (highs[i] - lows[i]) / Float(bins))
                     guard width > 0 else { return }
                     histograms[i].withUnsafeMutableBufferPointer { h in
