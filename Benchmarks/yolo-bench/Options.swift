@@ -29,7 +29,8 @@ options:
                    keeps it); with several, one model each, measured in turn per thread count
   --int8-table F   INT8 calibration table (default: next to the weights, as for yolo)
   --int8-fallback P  with int8, the layers not in INT8: auto (default: FP16 where the CPU computes in FP16,
-                   else BF16 where it has AVX-512 BF16, else FP32), fp16, bf16 or fp32
+                   the 1x1 ones BF16 on AMX tiles; else BF16 where it has AVX-512 BF16, else FP32),
+                   fp16, bf16 or fp32
   --no-layers      skip the per-layer table
   --inflight N     frames in flight for the throughput test: N one-thread sessions sharing one
                    model, the first --conv algorithm (default: cores; 0 skips)

@@ -117,8 +117,8 @@ public struct ModelOptions: Sendable, Equatable {
 /// The arithmetic of an INT8 model's layers that are not in INT8 (`ModelOptions.int8Fallback`).
 public enum Int8Fallback: String, Sendable, CaseIterable, CustomStringConvertible {
     /// FP16 where the CPU computes in FP16 (AVX-512 FP16, 64-bit ARM with asimdhp), more exact than
-    /// bfloat16 on the layers INT8 left out, else BF16 where it has AVX-512 BF16 (Zen 4 and later,
-    /// Cooper Lake), else FP32.
+    /// bfloat16 on the layers INT8 left out, with BF16 on AMX tiles for the 1x1 ones where the CPU
+    /// has them; else BF16 where it has AVX-512 BF16 (Zen 4 and later, Cooper Lake), else FP32.
     case auto
     /// FP16 arithmetic; loading fails where the CPU has none.
     case fp16

@@ -23,8 +23,9 @@ let precisionUsage = """
   --int8-table F   the INT8 calibration table (yolo calibrate); default: the weights' path
                    with .int8 for its extension (weights/yolov3-tiny.int8 ships with the repository)
   --int8-fallback P  with --precision int8, the arithmetic of the layers not in INT8: auto
-                   (default: FP16 where the CPU computes in FP16, else BF16 where it has
-                   AVX-512 BF16, where the plan takes them; else FP32), fp16 or bf16 (that
+                   (default: FP16 where the CPU computes in FP16, with AMX tiles in BF16 for
+                   the 1x1 layers; else BF16 where it has AVX-512 BF16, where the plan takes
+                   them; else FP32), fp16 or bf16 (that
                    one; an error where the CPU lacks it) or fp32 (FP32 always: the same bits
                    on every CPU for those layers)
 """

@@ -51,8 +51,9 @@ final class HalfChoiceTests: XCTestCase {
     }
 
     /// At the amx level on a CPU with AVX-512 FP16 (Sapphire Rapids and later): a BF16 model's
-    /// first layer (no BF16 there) FP16, the rest BF16 on tiles; an INT8 model's layers left out of
-    /// INT8 FP16 (the more exact), BF16 tiles only where asked for (`--int8-fallback bf16`).
+    /// first layer (no BF16 there) FP16, the rest BF16 on tiles; an INT8 model's 3x3 layers left
+    /// out of INT8 FP16 (the more exact), its 1x1 ones BF16 tiles; every one on tiles where asked
+    /// for (`--int8-fallback bf16`), none with `fp16`.
     func testAtAMXTheTileGemmAndFP16Share() throws {
         guard KernelLevel.selected == .amx, let set = KernelLevel.amx.kernelSet, set.half(.fp16, on: HostCPU.features) != nil else {
             throw XCTSkip("needs the amx level and AVX-512 FP16 (\(KernelLevel.amx.unavailableReason ?? "YOLO_KERNEL_LEVEL or no AVX-512 FP16"))")
@@ -64,7 +65,18 @@ final class HalfChoiceTests: XCTestCase {
         let auto = try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights,
                              options: ModelOptions(planning: .table, precision: .int8, calibration: table))
         XCTAssertEqual(auto.inference.steps.map(\.algorithm).first, "direct+pool-fp16")
-        XCTAssertEqual(auto.inference.steps.map(\.algorithm).last, "gemm1x1-fp16")
+        XCTAssertEqual(auto.inference.steps.map(\.algorithm).last, "gemm1x1-bf16")
+        var threeByThree = table
+        threeByThree.fp32Layers = [0, 4, 5]
+        let both = try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights,
+                             options: ModelOptions(planning: .table, precision: .int8, calibration: threeByThree))
+        let layer4 = try XCTUnwrap(both.inference.steps.first { $0.layers.lowerBound == 4 }?.algorithm)
+        XCTAssertTrue(layer4.hasSuffix("-fp16"), "a 3x3 layer out of INT8: \(layer4)")
+        XCTAssertEqual(both.inference.steps.map(\.algorithm).last, "gemm1x1-bf16")
+        var fp16Only = ModelOptions(planning: .table, precision: .int8, calibration: table)
+        fp16Only.int8Fallback = .fp16
+        XCTAssertEqual(try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights, options: fp16Only)
+            .inference.steps.map(\.algorithm).last, "gemm1x1-fp16")
         var tiles = ModelOptions(planning: .table, precision: .int8, calibration: table)
         tiles.int8Fallback = .bf16
         let int8 = try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights, options: tiles)

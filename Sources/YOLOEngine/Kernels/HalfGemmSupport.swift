@@ -32,13 +32,17 @@ extension KernelSet {
     /// The 16-bit GEMM of an INT8 model's other layers (`ModelOptions.int8Fallback`) with its
     /// precision, none for FP32, or why the one asked for cannot run here. `.auto` takes FP16
     /// arithmetic, else BF16: those layers are the ones INT8 costs detections on, and FP16's
-    /// 11-bit significand holds them where bfloat16's 8 bits did not, AMX tiles or not
-    /// (docs/int8-eval.md); `HalfProbe` still keeps FP32 where it does not pay.
+    /// 11-bit significand holds them where bfloat16's 8 bits did not (docs/int8-eval.md); with
+    /// FP16, a tile BF16 GEMM (AMX) too, which the policy gives the 1x1 layers only
+    /// (`ChoicePolicy.offers`); `HalfProbe` still keeps FP32 where it does not pay.
     func int8Fallbacks(_ fallback: Int8Fallback, on features: CPUFeatureSet) throws(YOLOError) -> [(kernels: HalfKernels, precision: Precision)] {
         switch fallback {
         case .fp32: return []
         case .auto:
-            if let k = half(.fp16, on: features) { return [(k, .fp16)] }
+            if let k = half(.fp16, on: features) {
+                guard let tile = half(.bf16, on: features), tile.requires.contains(.amx) else { return [(k, .fp16)] }
+                return [(k, .fp16), (tile, .bf16)]
+            }
             return half(.bf16, on: features).map { [($0, .bf16)] } ?? []
         case .bf16:
             if let k = half(.bf16, on: features) { return [(k, .bf16)] }

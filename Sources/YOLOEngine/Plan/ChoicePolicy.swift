@@ -38,6 +38,9 @@ struct ChoicePolicy {
             if options.precision == precision { return true }
             // A BF16 model's FP16: only on the layer BF16 may not take.
             if options.precision == .bf16 { return conv.index == 0 }
+            // An INT8 model's BF16 beside FP16 (AMX tiles): 1x1 layers only; on 3x3 ones bfloat16's
+            // rounding of the input cost detections where FP16's did not (docs/int8-eval.md).
+            if precision == .bf16 && context.kernels.halves[.fp16] != nil && !conv.isPointwise { return false }
             // An INT8 model's other layers, but not those marked `a10`: narrow sums cost detections there too.
             return options.precision == .int8 && context.tenBitInputs[conv.index] == nil
         }
