@@ -3,7 +3,7 @@
 // table puts every GEMM of a BF16 or FP16 model on the 16-bit GEMM, which is faster where the CPU
 // computes 16-bit products at twice FP32's rate (Zen 4's vdpbf16ps, the A76's fmla .8h), but not
 // everywhere: on an Emerald Rapids vdpbf16ps runs at half its FP32 FMA's rate and the table's
-// BF16 plan lost to FP32 (docs/performance.md). So, once per load, one GEMM of a mid-sized layer's
+// BF16 plan lost to FP32 (docs/performance-low-precision.md). So, once per load, one GEMM of a mid-sized layer's
 // shape is timed both ways (alternating rounds, the fastest of each), and where the
 // 16-bit GEMM is not clearly faster the table keeps FP32 on every layer and says so. `yolo tune`
 // still measures every 16-bit candidate per layer; `Planning.table` probes nothing (the same
