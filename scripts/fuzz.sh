@@ -31,12 +31,17 @@ common=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 5 -packa
 for d in Sources/C*/; do common+=(-I "${d%/}"); done
 
 # module NAME [extra flags]: Sources/NAME/**/*.swift -> $B/obj/NAME.o + NAME.swiftmodule,
-# rebuilt when a source is newer than the object.
+# rebuilt when a source is newer than the object, or when a module compiled before it was rebuilt
+# (they are compiled in dependency order, and an object kept from before a change of its
+# dependencies' types links their old symbols).
+rebuilt=0
 module() {
     local name=$1; shift
     local sources; mapfile -t sources < <(find "Sources/$name" -name '*.swift' | sort)
     local obj="$B/obj/$name.o"
-    if [ -f "$obj" ] && [ -z "$(find "Sources/$name" Sources/CJPEG Sources/CPNG -newer "$obj" -print -quit)" ]; then return; fi
+    if [ "$rebuilt" = 0 ] && [ -f "$obj" ] \
+        && [ -z "$(find "Sources/$name" Sources/CJPEG Sources/CPNG -newer "$obj" -print -quit)" ]; then return; fi
+    rebuilt=1
     echo "fuzz: compiling $name (${#sources[@]} files)"
     swiftc "${common[@]}" "$@" -module-name "$name" -wmo -emit-module -emit-module-path "$B/obj/$name.swiftmodule" \
         -c "${sources[@]}" -o "$obj"
