@@ -62,10 +62,6 @@ public final class Model: Sendable {
     /// The plan of forward passes, and the plan of sessions that keep every layer's output.
     let inference: Plan
     let inspection: Plan
-    /// The inspection plan's steps with buffers reused once read, as the inference plan's are:
-    /// calibration observes each convolution's input as its step reads it (`Session(observing:)`)
-    /// without the memory of every output.
-    let observing: Plan
     /// Biases (the kernels own the rest of the prepared parameters).
     let storage: ModelStorage
     /// The kernel set the plans run, and whether OpenBLAS computes their GEMMs.
@@ -137,8 +133,6 @@ public final class Model: Sendable {
 
         (inputWidth, inputHeight, inputChannels, letterBox) = (network.width, network.height, network.channels, network.letterBox)
         (self.options, self.storage, inference, inspection) = (options, storage, built.inference, built.inspection)
-        observing = Plan(steps: built.inspection.steps, deferred: built.inspection.deferred, layers: network.layers,
-                         input: network.inputShape, keepingAll: false)
         (kernelSet, usesOpenBLAS, gemmScratchPerThread) = (context.kernelSet, context.usesOpenBLAS, context.gemmScratchPerThread)
         (impl, cfgFingerprint, heads, flops) = (network.layers, config.fingerprint, Model.heads(network.layers), network.flops)
         layers = network.layers.map { l in

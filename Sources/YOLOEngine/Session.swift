@@ -48,10 +48,14 @@ public final class Session: @unchecked Sendable {
         try self.init(model: model, threads: threads, keepsAllOutputs: keepsAllOutputs, plan: model.plan(keepingAll: keepsAllOutputs))
     }
 
-    /// A session for `forward(observingConvolutionInputs:)`: every layer computed on its own, as
-    /// with `keepsAllOutputs` (the same values), but buffers reused once read.
+    /// A session for `forward(observingConvolutionInputs:)` (calibration): the steps of the plan
+    /// that keeps every output (the same values), with buffers reused once read, planned here:
+    /// only calibration needs it.
     package convenience init(observing model: Model, threads: Int? = nil) throws(YOLOError) {
-        try self.init(model: model, threads: threads, keepsAllOutputs: false, plan: model.observing)
+        let steps = model.plan(keepingAll: true)
+        let plan = Plan(steps: steps.steps, deferred: steps.deferred, layers: model.impl,
+                        input: Shape(c: model.inputChannels, h: model.inputHeight, w: model.inputWidth), keepingAll: false)
+        try self.init(model: model, threads: threads, keepsAllOutputs: false, plan: plan)
     }
 
     private init(model: Model, threads: Int?, keepsAllOutputs: Bool, plan: Plan) throws(YOLOError) {
