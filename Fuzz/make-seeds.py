@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Writes the fuzzers' seed corpora (Fuzz/corpus/{cfg,weights,image}); run from the repo root.
+"""Writes the fuzzers' seed corpora (Fuzz/corpus/{cfg,weights,image,int8}); run from the repo root.
 cfg: the weights fuzzer's three cfgs, two cfgs without weighted layers (one of YOLOv2's [reorg] and
 [region]), yolov3-tiny.cfg if present.
 weights: for each of the weights fuzzer's cfgs, its selector byte and a well-formed weights file
-(and a short and an old-header variant). image: small PNG/JPEG test fixtures.
+(and a short and an old-header variant). image: small PNG/JPEG test fixtures. int8: the shipped
+calibration table's first lines, as format 1, and as format 2 with short GPTQ `rounding` lines.
 Also the inputs of issue #16: cfgs with CRLF and lone-CR line ends and a UTF-8 byte-order mark,
 and 137-byte PNGs whose tEXt / iTXt / zTXt chunk claims 2^31 - 1 bytes; cfgs whose numbers overflowed
 the shape arithmetic. A progressive JPEG of 640 scans (over the scan limit: the fuzzer mutates
@@ -86,3 +87,13 @@ for kind in [b"tEXt", b"iTXt", b"zTXt"]:
     png = b"\x89PNG\r\n\x1a\n" + ihdr + struct.pack(">I", 0x7FFFFFFF) + kind + b"Comment\0" + b"x" * 88
     assert len(png) == 137
     open(f"{out}/image/huge_{kind.decode()}.png", "wb").write(png)
+
+# INT8 tables: the shipped table's header and layer lines, without and with rounding lines
+# (9 + 1 weights of layer 2 in two lines, 4 of layer 6; codes four to a byte from the low bits).
+import base64
+head = [l for l in open("weights/yolov3-tiny.int8").read().splitlines() if not l.startswith("rounding")][:14]
+os.makedirs(f"{out}/int8", exist_ok=True)
+open(f"{out}/int8/shipped-v1.seed", "w").write("\n".join(["yolo-swift int8 1"] + head[1:]) + "\n")
+rounding = [f"rounding 2 0 9 {base64.b64encode(bytes([0x44, 0x04, 0x01])).decode()}",
+            f"rounding 2 9 1 {base64.b64encode(bytes([1])).decode()}", f"rounding 6 0 4 {base64.b64encode(bytes([0x92])).decode()}"]
+open(f"{out}/int8/rounding-v2.seed", "w").write("\n".join(["yolo-swift int8 2"] + head[1:] + rounding) + "\n")

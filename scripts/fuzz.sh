@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses in Fuzz/ with AddressSanitizer and runs each for a fixed time.
-#   scripts/fuzz.sh [SECONDS-PER-TARGET] [TARGET ...]     targets: cfg weights image (default all)
+#   scripts/fuzz.sh [SECONDS-PER-TARGET] [TARGET ...]     targets: cfg weights image int8 (default all)
 # Each module is compiled directly with swiftc (SwiftPM cannot build a libFuzzer executable):
 # YOLOKernels, YOLO, YOLOImage with -sanitize=fuzzer,address, then one binary per harness, in
 # .build-fuzz/. The seeds in Fuzz/corpus/<target> are read-only (Fuzz/<target>.dict, where there is
@@ -14,7 +14,7 @@ export PATH="/opt/swift/usr/bin:$PATH"
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(cfg weights image)
+[ ${#targets[@]} -gt 0 ] || targets=(cfg weights image int8)
 B=.build-fuzz
 mkdir -p "$B/obj" "$B/crashes"
 
@@ -85,7 +85,8 @@ for t in "${targets[@]}"; do
     cfg) harness cfg Fuzz/CfgFuzzer.swift "${objs[@]}" ;;
     weights) harness weights Fuzz/WeightsFuzzer.swift "${objs[@]}" ;;
     image) harness image Fuzz/ImageFuzzer.swift "${objs[@]}" "$B/obj/YOLOImage.o" ;;
-    *) echo "fuzz: unknown target '$t' (cfg, weights, image)" >&2; exit 64 ;;
+    int8) harness int8 Fuzz/Int8TableFuzzer.swift "${objs[@]}" ;;
+    *) echo "fuzz: unknown target '$t' (cfg, weights, image, int8)" >&2; exit 64 ;;
     esac
 done
 

@@ -12,8 +12,11 @@ one threshold's counts (detected once, at the lowest threshold given, then filte
 
   scripts/int8-accuracy.py ../shared/images samples [--table F] [--thresh 0.25] [--yolo PATH]
                            [--precision int8|bf16|fp16] [--fallback auto|fp16|bf16|fp32]
-                           [--flips 0.1,0.15,0.2,0.25,0.3,0.35,0.4,0.5]
+                           [--flips 0.1,0.15,0.2,0.25,0.3,0.35,0.4,0.5] [--int8-weights F] [--conv ALGO]
   python3 scripts/eval-photos.py && scripts/int8-accuracy.py eval-photos/eval   (issue #49's set)
+
+--int8-weights and --conv apply to the INT8 run only (the FP32 reference stays on the default
+weights and plan): for weights rounded another way (scripts/int8-gptq-experiment.py).
 
 Prints one line per photo where the two differ and the pooled figures; exits 1 when recall or
 precision is below --require (default 0.97)."""
@@ -63,15 +66,18 @@ def main():
     p.add_argument("--fallback", choices=["auto", "fp16", "bf16", "fp32"],
                    help="INT8: the arithmetic of the layers not in INT8 (yolo's --int8-fallback)")
     p.add_argument("--flips", help="thresholds, comma-separated: count the detections in one precision only")
+    p.add_argument("--int8-weights", help="the INT8 run's weights (its table must name them)")
+    p.add_argument("--conv", help="the INT8 run's --conv")
     a = p.parse_args()
-    if (a.table or a.fallback) and a.precision != "int8":
-        p.error("--table and --fallback are for --precision int8")
+    if (a.table or a.fallback or a.int8_weights) and a.precision != "int8":
+        p.error("--table, --fallback and --int8-weights are for --precision int8")
     label = a.precision.upper()
     levels = sorted(float(t) for t in a.flips.split(",")) if a.flips else []
     low = min([a.thresh] + levels)
     fp32 = detect(a.yolo, a.inputs, low, [])
     int8 = detect(a.yolo, a.inputs, low, ["--precision", a.precision] + (["--int8-table", a.table] if a.table else [])
-                  + (["--int8-fallback", a.fallback] if a.fallback else []))
+                  + (["--int8-fallback", a.fallback] if a.fallback else [])
+                  + (["--weights", a.int8_weights] if a.int8_weights else []) + (["--conv", a.conv] if a.conv else []))
     if levels:
         flips = ref_sum = 0
         for t in levels:

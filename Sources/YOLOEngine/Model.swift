@@ -71,6 +71,9 @@ public final class Model: Sendable {
     let gemmScratchPerThread: Int
     /// The cfg's fingerprint (what calibration tables are made for).
     let cfgFingerprint: String
+    /// The cfg's file name and the weights file (nil when loaded from bytes), for reading the
+    /// weights again (`foldedWeights`, calibration).
+    let cfgFile: String, weightsFile: String?
 
     /// What runs the GEMMs: "OpenBLAS" or our kernels' level ("avx512", "avx2", "neon", "baseline").
     public var gemmKernels: String { usesOpenBLAS ? "OpenBLAS" : kernelSet.name }
@@ -135,6 +138,8 @@ public final class Model: Sendable {
         (self.options, self.storage, inference, inspection) = (options, storage, built.inference, built.inspection)
         (kernelSet, usesOpenBLAS, gemmScratchPerThread) = (context.kernelSet, context.usesOpenBLAS, context.gemmScratchPerThread)
         (impl, cfgFingerprint, heads, flops) = (network.layers, config.fingerprint, Model.heads(network.layers), network.flops)
+        cfgFile = config.file
+        if case .file(let path) = source { weightsFile = path } else { weightsFile = nil }
         layers = network.layers.map { l in
             LayerInfo(index: l.index, kind: l.kind, input: l.inputShape, output: l.outputShape,
                       size: l.geometry.size, stride: l.geometry.stride, flops: l.flops, sources: l.sources)

@@ -118,6 +118,26 @@ struct ParsedNetwork {
 }
 
 extension Model {
+    /// The folded weights (filters x columns) of the convolutions `wanted`, read again from the
+    /// model's weights file (the kernels keep only their prepared forms).
+    func foldedWeights(of wanted: Set<Int>) throws(YOLOError) -> [Int: [Float]] {
+        guard let weightsFile else { throw .invalidArgument("the model was loaded from bytes: its weights cannot be read again") }
+        let counts = impl.map { $0.parameterCount }
+        var reader = try WeightsReader(.file(weightsFile), name: weightsFile, cfg: cfgFile, floats: counts.reduce(0, +))
+        var out: [Int: [Float]] = [:]
+        let storage = ModelStorage()
+        for (i, layer) in impl.enumerated() where counts[i] > 0 && i <= (wanted.max() ?? -1) {
+            var buffer = [Float](repeating: 0, count: counts[i])
+            try buffer.withUnsafeMutableBufferPointer { (b: inout UnsafeMutableBufferPointer<Float>) throws(YOLOError) in
+                try reader.next(counts[i], into: b.baseAddress!)
+                guard let conv = layer.convolution, wanted.contains(conv.index) else { return }
+                let (_, weights) = try conv.fold(b.baseAddress!, weightsName: weightsFile, storage: storage)
+                out[conv.index] = Array(UnsafeBufferPointer(start: weights, count: conv.filters * conv.columns))
+            }
+        }
+        return out
+    }
+
     /// Darknet's cfg-to-layer switch: builds layer `index` from its section. `input` is the
     /// previous layer's output shape (or the network's); `shapes` are the earlier layers'.
     static func makeLayer(_ section: DarknetConfig.Section, index i: Int, input: Shape, shapes: [Shape],

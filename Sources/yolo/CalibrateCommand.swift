@@ -8,7 +8,8 @@ import YOLOImage
 enum CalibrateCommand {
     static let usage = """
     usage: yolo calibrate IMAGE|DIR ... --out FILE [--method mse|percentile|minmax] [--percentile P]
-                          [--max-effect E|none] [--fp32 LIST|none] [--a10 LIST] [--cfg F] [--weights F] [--size WxH] [--threads N]
+                          [--max-effect E|none] [--fp32 LIST|none] [--a10 LIST] [--gptq LIST] [--cfg F] [--weights F]
+                          [--size WxH] [--threads N]
 
     Runs the FP32 network on the images (letterboxed as yolo detect does) and records, for each
     convolution, the values of its input; then runs each convolution alone in INT8 and measures its
@@ -37,6 +38,11 @@ enum CalibrateCommand {
       --a10 LIST       convolutions (layer indices) whose input is quantized to 10 bits where
                        INT8 Winograd F(2x2) runs them (marked a10; the shipped table: 2,6,8,
                        early layers, where 8 bits lose the most); default: none
+      --gptq LIST      convolutions (layer indices) whose INT8 weights are rounded by GPTQ
+                       instead of to the nearest step: each rounding error spread over the
+                       weights not yet rounded so that the layer's output on these images moves
+                       least (the shipped table: 2,6,8); at most \(Int8Calibrator.gptqMaxColumns) channels x size x size
+                       each; default: none
       --cfg F          Darknet cfg (default: \(defaultCfg))
       --weights F      Darknet weights (default: \(defaultWeights))
       --size WxH       network input size instead of the cfg's (multiples of 32)
@@ -49,7 +55,7 @@ enum CalibrateCommand {
     static let defaultPercentile = 99.99
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: ["out", "method", "percentile", "max-effect", "fp32", "a10", "cfg", "weights", "size", "threads"],
+        let a = try Arguments(args, options: ["out", "method", "percentile", "max-effect", "fp32", "a10", "gptq", "cfg", "weights", "size", "threads"],
                               flags: ["help"], short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard !a.positionals.isEmpty else { throw UsageError("calibrate needs at least one IMAGE or DIR") }
@@ -92,14 +98,21 @@ enum CalibrateCommand {
             return set
         }
         let fp32 = try layers("fp32", example: "0,13"), tenBit = try layers("a10", example: "2,4,6") ?? []
+        let gptq = try layers("gptq", example: "2,6,8") ?? []
         let fp32Model = try load(ModelOptions())
         let detector = try Detector(model: fp32Model, threads: 1)
         // Checked before the images are run, not after.
         let convolutions = Set(detector.model.layers.filter { $0.kind == .convolutional }.map(\.index))
-        for (option, set) in [("fp32", fp32 ?? []), ("a10", tenBit)] {
+        for (option, set) in [("fp32", fp32 ?? []), ("a10", tenBit), ("gptq", gptq)] {
             if let stray = set.subtracting(convolutions).min() {
                 throw UsageError("--\(option): layer \(stray) is not a convolution of \(cfgPath)")
             }
+        }
+        if let both = gptq.intersection(fp32 ?? []).min() {
+            throw UsageError("--gptq: layer \(both) is also in --fp32 (its weights stay FP32)")
+        }
+        if let wide = detector.model.layers.first(where: { gptq.contains($0.index) && $0.input.c * $0.size * $0.size > Int8Calibrator.gptqMaxColumns }) {
+            throw UsageError("--gptq: layer \(wide.index) has \(wide.input.c * wide.size * wide.size) columns (channels x size x size); at most \(Int8Calibrator.gptqMaxColumns)")
         }
         // Each image is read once first: one that cannot be read or decoded is left out with a
         // line naming it (each usable one runs about 16 forward passes below).
@@ -120,22 +133,32 @@ enum CalibrateCommand {
             printError("yolo: calibrate: no usable image (\(inputs.count) skipped)")
             return 1
         }
-        var table = try Int8Calibrator.calibrate(inputs: images.count, method: method, threads: threads, maxEffect: maxEffect, fp32: fp32,
-                                                 load: { (options: ModelOptions) throws(YOLOError) -> Model in
-            // The detector's FP32 model serves the FP32 passes: a second copy of its weights
-            // would double the peak memory (docs/precision.md, "Calibration").
-            options == ModelOptions() ? fp32Model : try load(options)
-        }, fill: { i, buffer throws(YOLOError) in
+        func fill(_ i: Int, _ buffer: UnsafeMutableBufferPointer<Float>) throws(YOLOError) {
             do {
                 try prepare(images[i])
             } catch {
                 throw .invalidArgument("\(DetectCommand.describe(error, path: images[i]))")
             }
             _ = buffer.update(fromContentsOf: detector.session.input)
-        }, progress: { p in
+        }
+        var table = try Int8Calibrator.calibrate(inputs: images.count, method: method, threads: threads, maxEffect: maxEffect, fp32: fp32,
+                                                 load: { (options: ModelOptions) throws(YOLOError) -> Model in
+            // The detector's FP32 model serves the FP32 passes: a second copy of its weights
+            // would double the peak memory (docs/precision.md, "Calibration").
+            options == ModelOptions() ? fp32Model : try load(options)
+        }, fill: fill, progress: { p in
             if let line = progressLine(p, image: images[p.input]) { printError("yolo: calibrate: \(line) (forward \(p.forwards)/\(p.totalForwards))") }
         })
         table.tenBitLayers = tenBit
+        if !gptq.isEmpty {
+            if let kept = gptq.intersection(table.fp32Layers).min() {
+                throw UsageError("--gptq: layer \(kept) stays FP32 in the table (the first convolution does unless --fp32 says otherwise; any whose effect is over --max-effect does)")
+            }
+            table = try Int8Calibrator.round(table, layers: gptq, model: fp32Model, inputs: images.count, threads: threads, fill: fill,
+                                             progress: { n in
+                if n == images.count - 1 { printError("yolo: calibrate: GPTQ rounding of layer\(gptq.count == 1 ? "" : "s") \(gptq.sorted().map { "\($0)" }.joined(separator: ", "))") }
+            })
+        }
         table.weightsFingerprint = try Int8Calibration.weightsFingerprint(path: weightsPath)
         removeTemporaryFilesOnSignals()
         try writeOutputFile(Array(table.text.utf8), to: out)

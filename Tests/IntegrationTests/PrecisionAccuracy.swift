@@ -69,6 +69,10 @@ enum PrecisionAccuracy {
         return union > 0 ? w * h / union : 0
     }
 
+    /// How far under the threshold the other precision's confidence of a box may be for a box
+    /// found in one precision only to count as borderline: about the matched boxes' largest drift.
+    static let borderlineMargin: Float = 0.02
+
     /// Greedy matching, most confident reference first: (matched pairs).
     static func match(_ reference: [Detection], _ other: [Detection]) -> [(Detection, Detection)] {
         var used = Set<Int>(), pairs: [(Detection, Detection)] = []
@@ -88,11 +92,14 @@ enum PrecisionAccuracy {
     struct Figures: CustomStringConvertible {
         var reference = 0, found = 0, matched = 0
         var driftSum: Float = 0, maxDrift: Float = 0
+        /// Detections above the threshold in one precision only, and those of them the other
+        /// precision finds just under it (same class, IoU >= 0.5, within `borderlineMargin`).
+        var oneSided = 0, borderline = 0
         var recall: Double { Double(matched) / Double(max(1, reference)) }
         var precision: Double { Double(matched) / Double(max(1, found)) }
         var meanDrift: Float { matched > 0 ? driftSum / Float(matched) : 0 }
         var description: String {
-            "FP32 \(reference), other \(found), matched \(matched): recall \(String(format: "%.3f", recall)), precision \(String(format: "%.3f", precision)), confidence drift mean \(String(format: "%.4f", meanDrift)) max \(String(format: "%.4f", maxDrift))"
+            "FP32 \(reference), other \(found), matched \(matched) (one precision only: \(oneSided), \(borderline) of them borderline): recall \(String(format: "%.3f", recall)), precision \(String(format: "%.3f", precision)), confidence drift mean \(String(format: "%.4f", meanDrift)) max \(String(format: "%.4f", maxDrift))"
         }
     }
 
@@ -104,6 +111,15 @@ enum PrecisionAccuracy {
             let (a, b) = (all32.filter { $0.confidence > threshold }, other.filter { $0.confidence > threshold })
             let pairs = match(a, b)
             (f.reference, f.found, f.matched) = (f.reference + a.count, f.found + b.count, f.matched + pairs.count)
+            // A box above the threshold in one precision only is borderline where the other finds it just under.
+            for (mine, theirs, all) in [(a, pairs.map { $0.0 }, other), (b, pairs.map { $0.1 }, all32)] {
+                for d in mine where !theirs.contains(where: { $0 == d }) {
+                    f.oneSided += 1
+                    if all.contains(where: { $0.classIndex == d.classIndex && iou($0, d) >= 0.5 && $0.confidence >= threshold - borderlineMargin }) {
+                        f.borderline += 1
+                    }
+                }
+            }
             for (x, y) in pairs {
                 let d = abs(x.confidence - y.confidence)
                 f.driftSum += d

@@ -218,8 +218,8 @@ final class Int8PlanTests: XCTestCase {
             XCTAssertEqual(Float(Int8Calibration.decimal(v)), v, Int8Calibration.decimal(v))
         }
         let good = t.text
-        for (text, message) in [("", "line 1: expected 'yolo-swift int8 1'"),
-                                ("yolo-swift int8 2\n", "line 1: expected 'yolo-swift int8 1'"),
+        for (text, message) in [("", "line 1: expected 'yolo-swift int8 N', N from 1 to 2"),
+                                ("yolo-swift int8 3\n", "line 1: expected 'yolo-swift int8 N', N from 1 to 2"),
                                 (good.replacingOccurrences(of: "max 1.00000000e+00", with: "max x"), "layer 0: min 0 and max x must be finite"),
                                 (good.replacingOccurrences(of: "layer 0 min 0", with: "layer 0 min 0.5"), "min <= 0 <= max"),
                                 (good + "layer 2 min -1 max 1\n", "'2' is not a new layer index"),

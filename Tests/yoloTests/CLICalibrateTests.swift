@@ -49,4 +49,32 @@ final class CLICalibrateTests: XCTestCase {
         XCTAssertEqual(foreign.exitStatus, 1, foreign.stderr)
         XCTAssertTrue(foreign.stderr.contains("t.int8: this INT8 calibration table was made for other weights"), foreign.stderr)
     }
+
+    /// `--gptq` writes the layers' rounding into the table (format 2), which detect takes; a
+    /// layer that is no convolution, or that stays FP32, is refused before any image runs.
+    func testGPTQRoundingGoesIntoTheTable() throws {
+        let dir = try temporaryDirectory()
+        let model = try Fixtures.tinyModel(in: dir)
+        try Fixtures.png(width: 40, height: 30, Fixtures.noise).write(to: URL(fileURLWithPath: dir + "/p.png"))
+        let made = try yolo(["calibrate", dir + "/p.png", "--out", dir + "/t.int8", "--fp32", "none", "--gptq", "0"] + model.prefix(4), in: dir)
+        XCTAssertEqual(made.exitStatus, 0, made.stderr)
+        XCTAssertTrue(made.stderr.contains("yolo: calibrate: GPTQ rounding of layer 0\n"), made.stderr)
+        let table = try String(contentsOfFile: dir + "/t.int8", encoding: .utf8)
+        XCTAssertTrue(table.hasPrefix("yolo-swift int8 2\n") && table.contains("\nrounding 0 0 21 "), table)
+        let detect = try yolo(["detect", dir + "/p.png", "--no-draw", "--precision", "int8", "--int8-table", dir + "/t.int8"] + model, in: dir)
+        XCTAssertEqual(detect.exitStatus, 0, detect.stderr)
+        for (args, message) in [(["--gptq", "1"], "--gptq: layer 1 is not a convolution of"),
+                                (["--gptq", "0", "--fp32", "0"], "--gptq: layer 0 is also in --fp32"),
+                                (["--gptq", "x"], "--gptq x: expected layer indices")] {
+            let r = try yolo(["calibrate", dir + "/p.png", "--out", dir + "/u.int8"] + args + model.prefix(4), in: dir)
+            XCTAssertEqual(r.exitStatus, 64, r.stderr)
+            XCTAssertTrue(r.stderr.contains(message), "\(r.stderr) should say \(message)")
+            XCTAssertFalse(r.stderr.contains("image 1/1"), "refused before the images run: \(r.stderr)")
+        }
+        // The first convolution stays FP32 unless --fp32 says otherwise: nothing to round.
+        let first = try yolo(["calibrate", dir + "/p.png", "--out", dir + "/v.int8", "--gptq", "0"] + model.prefix(4), in: dir)
+        XCTAssertEqual(first.exitStatus, 64, first.stderr)
+        XCTAssertTrue(first.stderr.contains("--gptq: layer 0 stays FP32 in the table"), first.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/v.int8"))
+    }
 }

@@ -94,13 +94,21 @@ struct PlanBuilder {
         let (kernelSet, gemm, loadPool, int8Input, halves) = (context.kernelSet, context.gemm, loadPool, context.int8Inputs[i],
                                                               context.kernels.halves)
         let tenBitInput = context.tenBitInputs[i]
+        // The INT8 forms take the weights as the table rounds them, where it does (GPTQ).
+        let rounded = try context.int8Rounding[i]?.apply(to: weights, filters: conv.filters, columns: conv.columns, layer: i)
         let prepare = { (a: ConvAlgorithm) throws(YOLOError) -> any ConvKernel in
             if let refusal = checkDataSizeLimit(a.loadBytes(conv), for: "preparing layer \(i) (\(a.rawValue))") {
                 throw .invalidArgument(refusal)
             }
             let input = a.readsTenBitInput ? tenBitInput ?? int8Input : int8Input
-            return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: input,
-                             half: halves[a.precision])
+            guard a.precision == .int8, let rounded else {
+                return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: input,
+                                 half: halves[a.precision])
+            }
+            return rounded.withUnsafeBufferPointer {
+                a.prepare(conv, weights: $0.baseAddress!, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: input,
+                          half: halves[a.precision])
+            }
         }
         guard let node = inferenceNode[i] else { return }
         let options = planner.options

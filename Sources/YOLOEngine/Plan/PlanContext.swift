@@ -15,6 +15,8 @@ struct PlanContext {
     let int8Inputs: [Int: Int8Quantization]
     /// The 10-bit quantization of the inputs the calibration table marks `a10`.
     let tenBitInputs: [Int: Int8Quantization]
+    /// The calibration table's rounding of INT8 weights (GPTQ), by layer, where the layer may run in INT8.
+    let int8Rounding: [Int: Int8Rounding]
     /// Floats of GEMM scratch one thread of a session needs.
     let gemmScratchPerThread: Int
 
@@ -28,6 +30,8 @@ struct PlanContext {
         (int8Inputs, tenBitInputs) = try PlanContext.int8Inputs(options, layers: layers, fingerprint: fingerprint, cfg: cfg,
                                                                 kernels: kernelSet.int8, warnings: &warnings)
         if options.precision == .int8 { try options.calibration?.check(weights: weights, name: weightsName) }
+        let inputs = int8Inputs
+        int8Rounding = options.precision == .int8 ? (options.calibration?.rounding ?? [:]).filter { inputs[$0.key] != nil } : [:]
         let int8Scratch = int8Inputs.isEmpty ? 0 : [kernelSet.int8, kernelSet.int16Pairs].map {
             $0.map { ($0.scratchSize(m: 1, n: 1 << 30, k: 1 << 30) + 3) / 4 } ?? 0
         }.max()!

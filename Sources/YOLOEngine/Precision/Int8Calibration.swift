@@ -10,6 +10,7 @@
 //   images 9
 //   layer 0 min 0 max 9.99511719e-01 effect 1.21e-02 fp32
 //   layer 2 min -2.62817955e+00 max 5.80167847e+01 effect 4.60e-03 a10
+//   rounding 2 0 4096 VVUAAQ...
 //
 // The cfg line is the fingerprint of the cfg the table was made for (its sections, keys and
 // values): a table made for another cfg is refused, as is anything that does not parse. The
@@ -23,13 +24,16 @@
 // quantized to 10 bits (0...1023) instead of 8 where it runs as INT8 Winograd F(2x2), whose int16
 // transform holds them (the planner then offers no other INT8 form for it where the level has that
 // form; elsewhere, e.g. `--conv im2col`, it runs INT8 im2col on 8 bits of the same range).
+// `rounding LAYER FIRST COUNT CODES` lines (format 2; `yolo calibrate --gptq`) give that layer's
+// INT8 weights FIRST..<FIRST+COUNT another rounding than to the nearest step (Int8Rounding.swift).
 import YOLOCore
 import YOLOKernels
 
 /// An INT8 calibration table: per convolution, the range its input is quantized over, its measured effect and whether it stays in FP32.
 public struct Int8Calibration: Sendable, Equatable {
-    /// The version of the table's file format that this build writes and reads.
-    public static let formatVersion = 1
+    /// The newest version of the table's file format, which this build reads with the first:
+    /// 2 has `rounding` lines, and is written only where there are some.
+    public static let formatVersion = 2
     /// Per convolution (layer index): the range its input is clipped to (min <= 0 <= max).
     public var ranges: [Int: ClosedRange<Float>]
     /// How the ranges were chosen ("minmax", "percentile 99.99").
@@ -47,6 +51,8 @@ public struct Int8Calibration: Sendable, Equatable {
     public var fp32Layers: Set<Int>
     /// The convolutions whose input is quantized to 10 bits where INT8 Winograd F(2x2) runs them.
     public var tenBitLayers: Set<Int>
+    /// Per convolution: its INT8 weights' rounding, where it is not to the nearest step.
+    public var rounding: [Int: Int8Rounding] = [:]
     /// Where the table came from (its file), for messages.
     public var source = "the INT8 calibration table"
 
@@ -87,7 +93,7 @@ public struct Int8Calibration: Sendable, Equatable {
 
     /// The table's text.
     public var text: String {
-        var lines = ["yolo-swift int8 \(Int8Calibration.formatVersion)", "cfg \(cfgFingerprint)"]
+        var lines = ["yolo-swift int8 \(rounding.isEmpty ? 1 : Int8Calibration.formatVersion)", "cfg \(cfgFingerprint)"]
         if let weightsFingerprint { lines.append("weights \(weightsFingerprint)") }
         lines += ["method \(method)", "images \(imageCount)"]
         for (layer, range) in ranges.sorted(by: { $0.key < $1.key }) {
@@ -97,6 +103,7 @@ public struct Int8Calibration: Sendable, Equatable {
             if tenBitLayers.contains(layer) { line += " a10" }
             lines.append(line)
         }
+        for (layer, r) in rounding.sorted(by: { $0.key < $1.key }) { lines += r.lines(layer: layer) }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -113,9 +120,11 @@ public struct Int8Calibration: Sendable, Equatable {
             .invalidArgument("\(name): line \(line): \(message) (not an INT8 calibration table of format \(Int8Calibration.formatVersion); make one with 'yolo calibrate')")
         }
         let lines = textLines(text).map { $0.split(separator: " ").map(String.init) }
-        guard lines.first == ["yolo-swift", "int8", "\(Int8Calibration.formatVersion)"] else {
-            throw bad(1, "expected 'yolo-swift int8 \(Int8Calibration.formatVersion)'")
+        guard let head = lines.first, head.count == 3, head[0] == "yolo-swift", head[1] == "int8",
+              let version = Int(head[2]), (1...Int8Calibration.formatVersion).contains(version) else {
+            throw bad(1, "expected 'yolo-swift int8 N', N from 1 to \(Int8Calibration.formatVersion)")
         }
+        var roundingSteps: [Int: [Int8]] = [:]
         var (ranges, method, images, cfg, weights): ([Int: ClosedRange<Float>], String?, Int?, String?, String?) = ([:], nil, nil, nil, nil)
         var (effects, fp32, tenBit): ([Int: Float], Set<Int>, Set<Int>) = ([:], [], [])
         for (i, words) in lines.enumerated().dropFirst() where !words.isEmpty {
@@ -145,6 +154,18 @@ public struct Int8Calibration: Sendable, Equatable {
                 if rest.first == "fp32" { fp32.insert(layer); rest = rest.dropFirst() }
                 if rest.first == "a10" { tenBit.insert(layer); rest = rest.dropFirst() }
                 guard rest.isEmpty else { throw bad(i + 1, "layer \(layer): unexpected '\(rest.joined(separator: " "))'") }
+            case "rounding" where words.count == 5 && version >= 2:
+                guard let layer = Int(words[1]), layer >= 0, let first = Int(words[2]), let count = Int(words[3]),
+                      count > 0, count <= Int8Rounding.perLine else {
+                    throw bad(i + 1, "rounding: expected LAYER FIRST COUNT CODES, COUNT from 1 to \(Int8Rounding.perLine)")
+                }
+                guard first == roundingSteps[layer]?.count ?? 0 else {
+                    throw bad(i + 1, "rounding \(layer): starts at weight \(first); the lines before end at \(roundingSteps[layer]?.count ?? 0)")
+                }
+                switch Int8Rounding.steps(codes: words[4], count: count) {
+                case .success(let steps): roundingSteps[layer, default: []] += steps
+                case .failure(let e): throw bad(i + 1, "rounding \(layer): \(e.reason)")
+                }
             default:
                 throw bad(i + 1, "unexpected '\(words.joined(separator: " "))'")
             }
@@ -153,13 +174,14 @@ public struct Int8Calibration: Sendable, Equatable {
         self.init(ranges: ranges, method: method, imageCount: images, cfgFingerprint: cfg, effects: effects, fp32Layers: fp32,
                   tenBitLayers: tenBit)
         weightsFingerprint = weights
+        rounding = roundingSteps.mapValues { Int8Rounding(steps: $0) }
         source = name
     }
 
     /// Reads a table file.
     public init(path: String) throws(YOLOError) {
         let bytes: [UInt8]
-        switch readRegularFile(path, maxBytes: 1 << 20) {
+        switch readRegularFile(path, maxBytes: 16 << 20) {
         case .success(let b): bytes = b
         case .failure(let failure): throw .file(path: path, reason: failure.reason)
         }
@@ -174,6 +196,9 @@ public struct Int8Calibration: Sendable, Equatable {
         }
         if let layer = ranges.keys.sorted().first(where: { !convolutions.contains($0) }) {
             throw .invalidArgument("\(source): layer \(layer) is not a convolution of \(cfg)")
+        }
+        if let layer = rounding.keys.sorted().first(where: { ranges[$0] == nil }) {
+            throw .invalidArgument("\(source): layer \(layer) has a rounding but no range")
         }
     }
 

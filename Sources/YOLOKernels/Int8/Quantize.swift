@@ -101,15 +101,15 @@ public func quantizeWeights(_ w: UnsafePointer<Float>, filters: Int, channels: I
 }
 
 /// A filter's INT8 weight scale: max |w| / 127 over its `count` weights (1 for a filter of zeros).
-func int8WeightScale(_ w: UnsafePointer<Float>, count: Int) -> Float {
+public func int8WeightScale(_ w: UnsafePointer<Float>, count: Int) -> Float {
     var largest: Float = 0
     for i in 0..<count { largest = max(largest, abs(w[i])) }
     return largest > 0 ? largest / 127 : 1
 }
 
 /// One weight quantized with its filter's scale: round(x / scale), to nearest even, in -127...127.
-@inline(__always)
-func int8Weight(_ x: Float, scale: Float) -> Float { max(-127, min(127, (x / scale).rounded(.toNearestOrEven))) }
+@inlinable @inline(__always)
+public func int8Weight(_ x: Float, scale: Float) -> Float { max(-127, min(127, (x / scale).rounded(.toNearestOrEven))) }
 
 /// Groups of 4 channels of a tensor in the grouped layout (see above).
 @inlinable @inline(__always)
