@@ -8,7 +8,7 @@ weights' fingerprint and the marks given. docs/int8-eval.md has what it measured
 
 GPTQ, per layer: H = sum over the calib photos of X X^T, X the layer's im2col columns of its input
 quantized as the table says (u8, or 10 bits for the --a10 layers), from a float32 numpy forward of
-the FP32 model; the filters' weights are rounded one column (input channel x tap) at a time, the
+the FP32 model (Benchmarks/peers/darknet.py); the filters' weights are rounded one column (input channel x tap) at a time, the
 rounding error of each spread over the columns not yet rounded through the Cholesky factor of
 H^-1 (damping --damp x mean(diag H)), in blocks of 128 columns.
 
@@ -47,41 +47,6 @@ def quantized(x, lo, hi, levels):
     s = (hi - lo) / levels
     z = np.clip(np.round(-lo / s), 0, levels)
     return ((np.clip(np.round(x / s) + z, 0, levels) - z) * s).astype(np.float32)
-
-
-def forward(model, x, visit):
-    """The FP32 network on x (leaky convolutions, max pools, upsample, route), calling
-    visit(index, input) before each convolution."""
-    outs = []
-    for layer in model.layers:
-        ins = [outs[i] if i >= 0 else x for i in layer.inputs]
-        if layer.kind == "conv":
-            a, k = ins[0], layer.params["size"]
-            if layer.params["stride"] != 1 or layer.params["groups"] != 1:
-                sys.exit(f"conv {layer.index}: only stride 1, ungrouped convolutions")
-            visit(layer.index, a)
-            y = layer.weight.reshape(layer.weight.shape[0], -1) @ im2col(a, k, layer.params["pad"])
-            y = y.reshape(-1, a.shape[1], a.shape[2]) + layer.bias[:, None, None]
-            outs.append(np.where(y > 0, y, np.float32(0.1) * y) if layer.params["activation"] == "leaky" else y)
-        elif layer.kind == "maxpool":
-            a, (top, left, bottom, right) = ins[0], layer.params["pads"]
-            size, stride = layer.params["size"], layer.params["stride"]
-            ap = np.pad(a, ((0, 0), (top, bottom), (left, right)), constant_values=-np.inf)
-            c, oh, ow = layer.shape
-            out = np.full((c, oh, ow), -np.inf, np.float32)
-            for i in range(size):
-                for j in range(size):
-                    out = np.maximum(out, ap[:, i:i + stride * oh:stride, j:j + stride * ow:stride])
-            outs.append(out)
-        elif layer.kind == "upsample":
-            outs.append(ins[0].repeat(2, axis=1).repeat(2, axis=2))
-        elif layer.kind == "route":
-            if layer.params.get("groups", 1) != 1:
-                sys.exit(f"route {layer.index}: grouped routes are not handled here")
-            outs.append(np.concatenate(ins, axis=0))
-        else:
-            outs.append(ins[0])
-    return outs
 
 
 def gptq(weight, h, damp, block=128):
@@ -123,7 +88,7 @@ def fingerprint(data):
 
 def errors(model, convs, layers, ranges, shots, hs, visit):
     for path in shots[:16]:
-        forward(model, photos.load(str(path))[0].astype(np.float32), visit)
+        darknet.forward(model, photos.load(str(path))[0].astype(np.float32), visit)
     rounded = {}
     for i in sorted(layers):
         q, scale, _ = gptq(convs[i].weight.astype(np.float64), hs[i], 0.01)
@@ -145,7 +110,7 @@ def errors(model, convs, layers, ranges, shots, hs, visit):
             s[0] += float(((y - ref) ** 2).sum())
             s[1] += float((ref ** 2).sum())
     for path in shots[16:32]:
-        forward(model, photos.load(str(path))[0].astype(np.float32), measure)
+        darknet.forward(model, photos.load(str(path))[0].astype(np.float32), measure)
     names = ["Wq", "Wg", "X8", "X8+Wq", "X8+Wg", "X10", "X10+Wq", "X10+Wg"]
     print("layer " + " ".join(f"{n:>8}" for n in names))
     for i in sorted(layers):
@@ -195,7 +160,7 @@ def main():
     if not a.out:
         sys.exit("--out DIR is required (or --errors)")
     for path in shots:
-        forward(model, photos.load(str(path))[0].astype(np.float32), visit)
+        darknet.forward(model, photos.load(str(path))[0].astype(np.float32), visit)
     rounded = {}
     for i in sorted(layers):
         q, scale, changed = gptq(convs[i].weight.astype(np.float64), hs[i], a.damp)

@@ -31,31 +31,9 @@ def im2col_conv(x, w, pad):
     return np.einsum("chwij,ncij->nhw", cols, w, optimize=True)
 
 def forward(x):
-    outs, inputs = [], {}
-    for L in m.layers:
-        src = outs[L.inputs[0]] if L.inputs[0] >= 0 else x
-        if L.kind == "conv":
-            inputs[L.index] = src
-            y = im2col_conv(src.astype(np.float64), L.weight.astype(np.float64), L.params["pad"]) + L.bias[:, None, None]
-            if L.params["activation"] == "leaky":
-                y = np.where(y > 0, y, 0.1 * y)
-            outs.append(y.astype(np.float32))
-        elif L.kind == "maxpool":
-            s, st = L.params["size"], L.params["stride"]
-            c, h, w = src.shape
-            oh, ow = L.shape[1:]
-            xp = np.pad(src, ((0, 0), (0, s), (0, s)), constant_values=-np.inf)
-            y = np.full((c, oh, ow), -np.inf, np.float32)
-            for i in range(s):
-                for j in range(s):
-                    y = np.maximum(y, xp[:, i:i + st * oh:st, j:j + st * ow:st])
-            outs.append(y)
-        elif L.kind == "upsample":
-            outs.append(src.repeat(2, 1).repeat(2, 2))
-        elif L.kind == "route":
-            outs.append(np.concatenate([outs[i] for i in L.inputs], 0))
-        else:
-            outs.append(src)
+    inputs = {}
+    conv = lambda a, L: im2col_conv(a.astype(np.float64), L.weight.astype(np.float64), L.params["pad"]) + L.bias[:, None, None]
+    darknet.forward(m, x, visit=inputs.__setitem__, conv=conv)
     return inputs
 
 F = {

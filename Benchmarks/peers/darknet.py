@@ -1,4 +1,5 @@
-"""Darknet cfg + weights reader shared by the ONNX and ncnn converters.
+"""Darknet cfg + weights reader shared by the ONNX and ncnn converters, and a numpy forward of
+the layers they read (for the INT8 experiments in scripts/).
 
 `load(cfg, weights)` returns a `Model`: the input shape and a list of layers in cfg
 order, each with the indices of the layers it reads (-1 = network input), its output
@@ -206,3 +207,50 @@ def _maxpool(index, prev, in_shape, opt):
     end_w = max(0, (out_w - 1) * stride + size - begin - w)
     return Layer(index, "maxpool", [prev], (c, out_h, out_w),
                  {"size": size, "stride": stride, "pads": (begin, begin, end_h, end_w)})
+
+
+def forward(model, x, visit=None, conv=None):
+    """Each layer's output (float32) of the network on x ((c, h, w) float32): convolutions with a
+    linear or leaky activation, max pools, upsample, plain routes. visit(index, input) is called
+    before each convolution; conv(input, layer) gives its output before the activation (default:
+    float32 im2col GEMM + bias; the activation is applied in conv's dtype, then cast to float32)."""
+    def gemm(a, layer):
+        k, pad = layer.params["size"], layer.params["pad"]
+        ap = np.pad(a, ((0, 0), (pad, pad), (pad, pad)))
+        cols = np.lib.stride_tricks.sliding_window_view(ap, (k, k), axis=(1, 2))  # c, h, w, k, k
+        cols = cols.transpose(0, 3, 4, 1, 2).reshape(a.shape[0] * k * k, -1)
+        y = layer.weight.reshape(layer.weight.shape[0], -1) @ cols
+        return y.reshape(-1, a.shape[1], a.shape[2]) + layer.bias[:, None, None]
+    conv = conv or gemm
+    outs = []
+    for layer in model.layers:
+        ins = [outs[i] if i >= 0 else x for i in layer.inputs]
+        if layer.kind == "conv":
+            if layer.params["stride"] != 1 or layer.params["groups"] != 1:
+                raise NotImplementedError(f"conv {layer.index}: only stride 1, ungrouped")
+            if visit:
+                visit(layer.index, ins[0])
+            y = conv(ins[0], layer)
+            if layer.params["activation"] == "leaky":
+                y = np.where(y > 0, y, 0.1 * y)
+            elif layer.params["activation"] != "linear":
+                raise NotImplementedError(f"conv {layer.index}: activation {layer.params['activation']}")
+            outs.append(y.astype(np.float32))
+        elif layer.kind == "maxpool":
+            (top, left, bottom, right), size, stride = layer.params["pads"], layer.params["size"], layer.params["stride"]
+            ap = np.pad(ins[0], ((0, 0), (top, bottom), (left, right)), constant_values=-np.inf)
+            c, oh, ow = layer.shape
+            y = np.full((c, oh, ow), -np.inf, np.float32)
+            for i in range(size):
+                for j in range(size):
+                    y = np.maximum(y, ap[:, i:i + stride * oh:stride, j:j + stride * ow:stride])
+            outs.append(y)
+        elif layer.kind == "upsample":
+            outs.append(ins[0].repeat(2, axis=1).repeat(2, axis=2))
+        elif layer.kind == "route" and layer.params.get("groups", 1) == 1:
+            outs.append(np.concatenate(ins, axis=0))
+        elif layer.kind == "yolo":
+            outs.append(ins[0])
+        else:
+            raise NotImplementedError(f"layer {layer.index}: {layer.kind}")
+    return outs

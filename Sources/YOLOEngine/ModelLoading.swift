@@ -127,13 +127,12 @@ extension Model {
         var out: [Int: [Float]] = [:]
         let storage = ModelStorage()
         for (i, layer) in impl.enumerated() where counts[i] > 0 && i <= (wanted.max() ?? -1) {
-            var buffer = [Float](repeating: 0, count: counts[i])
-            try buffer.withUnsafeMutableBufferPointer { (b: inout UnsafeMutableBufferPointer<Float>) throws(YOLOError) in
-                try reader.next(counts[i], into: b.baseAddress!)
-                guard let conv = layer.convolution, wanted.contains(conv.index) else { return }
-                let (_, weights) = try conv.fold(b.baseAddress!, weightsName: weightsFile, storage: storage)
-                out[conv.index] = Array(UnsafeBufferPointer(start: weights, count: conv.filters * conv.columns))
-            }
+            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: counts[i])
+            defer { buffer.deallocate() }
+            try reader.next(counts[i], into: buffer)
+            guard let conv = layer.convolution, wanted.contains(conv.index) else { continue }
+            let (_, weights) = try conv.fold(buffer, weightsName: weightsFile, storage: storage)
+            out[conv.index] = Array(UnsafeBufferPointer(start: weights, count: conv.filters * conv.columns))
         }
         return out
     }

@@ -9,6 +9,14 @@ import YOLOKernels
 /// references, the table's `rounding` lines (round trip, bad lines refused), and the rounding
 /// taken by the INT8 forms at load.
 final class Int8RoundingTests: XCTestCase {
+    /// The sum of term(0..<n), in order.
+    static func sum(_ n: Int, _ term: (Int) -> Double) -> Double {
+        var s = 0.0
+        for i in 0..<n { s += term(i) }
+        return s
+    }
+    func sum(_ n: Int, _ term: (Int) -> Double) -> Double { Int8RoundingTests.sum(n, term) }
+
     /// GPTQ's steps give a smaller output error on the inputs H was made of than rounding each
     /// weight to its nearest step, stay within one step, and keep each filter's largest weight.
     func testGPTQLowersTheOutputErrorOfRoundToNearest() {
@@ -18,25 +26,26 @@ final class Int8RoundingTests: XCTestCase {
         // Correlated columns (as image patches are): each a mix of a few shared sources.
         let sources = (0..<4 * n).map { _ in rng.float(-1, 1) }
         let mix = (0..<k * 4).map { _ in rng.float(-1, 1) }
-        let x = (0..<k).flatMap { i in (0..<n).map { j in (0..<4).reduce(Float(0)) { $0 + mix[i * 4 + $1] * sources[$1 * n + j] } } }
+        var x = [Float](repeating: 0, count: k * n)
+        for i in 0..<k { for j in 0..<n { for s in 0..<4 { x[i * n + j] += mix[i * 4 + s] * sources[s * n + j] } } }
         var h = [Double](repeating: 0, count: k * k)
-        for i in 0..<k { for j in i..<k { h[i * k + j] = (0..<n).reduce(0.0) { $0 + Double(x[i * n + $1]) * Double(x[j * n + $1]) } } }
+        for i in 0..<k { for j in i..<k { h[i * k + j] = sum(n) { Double(x[i * n + $0]) * Double(x[j * n + $0]) } } }
         let steps = w.withUnsafeBufferPointer { GPTQ.steps(weights: $0.baseAddress!, filters: filters, k: k, h: h) }
         XCTAssertTrue(steps.allSatisfy { (-1...1).contains($0) })
         XCTAssertGreaterThan(steps.filter { $0 != 0 }.count, 0, "GPTQ moved some weights off their nearest step")
         func error(_ steps: [Int8]) -> Double {
-            var sum = 0.0
+            var total = 0.0
             for f in 0..<filters {
                 let row = Array(w[f * k..<(f + 1) * k])
                 let scale = row.withUnsafeBufferPointer { int8WeightScale($0.baseAddress!, count: k) }
                 let q = (0..<k).map { (int8Weight(row[$0], scale: scale) + Float(steps[f * k + $0])) * scale }
                 XCTAssertEqual(q.map(abs).max(), scale * 127, "filter \(f) keeps its largest weight at 127 steps")
                 for j in 0..<n {
-                    let d = (0..<k).reduce(0.0) { $0 + Double(q[$1] - row[$1]) * Double(x[$1 * n + j]) }
-                    sum += d * d
+                    let d = Int8RoundingTests.sum(k) { Double(q[$0] - row[$0]) * Double(x[$0 * n + j]) }
+                    total += d * d
                 }
             }
-            return sum
+            return total
         }
         let (gptq, nearest) = (error(steps), error([Int8](repeating: 0, count: filters * k)))
         XCTAssertLessThan(gptq, 0.8 * nearest, "output error: GPTQ \(gptq), nearest \(nearest)")
@@ -48,14 +57,14 @@ final class Int8RoundingTests: XCTestCase {
         let k = 7
         let a = (0..<k * k).map { _ in Double(rng.float(-1, 1)) }
         var h = [Double](repeating: 0, count: k * k)
-        for i in 0..<k { for j in 0..<k { h[i * k + j] = (0..<k).reduce(0.0) { $0 + a[i * k + $1] * a[j * k + $1] } + (i == j ? 0.5 : 0) } }
+        for i in 0..<k { for j in 0..<k { h[i * k + j] = sum(k) { a[i * k + $0] * a[j * k + $0] } + (i == j ? 0.5 : 0) } }
         let u = GPTQ.upperFactorOfInverse(h, k: k)
         for i in 0..<k { for j in 0..<i { XCTAssertEqual(u[i * k + j], 0) } }
         // (U^T U) H = I.
         for i in 0..<k {
             for j in 0..<k {
                 var v = 0.0
-                for p in 0..<k { v += (0..<k).reduce(0.0) { $0 + u[$1 * k + i] * u[$1 * k + p] } * h[p * k + j] }
+                for p in 0..<k { v += sum(k) { u[$0 * k + i] * u[$0 * k + p] } * h[p * k + j] }
                 XCTAssertEqual(v, i == j ? 1 : 0, accuracy: 1e-9, "(\(i), \(j))")
             }
         }
