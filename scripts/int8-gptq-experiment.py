@@ -4,13 +4,13 @@ experiment, not a part of the engine: it writes a copy of the Darknet weights wh
 of the layers given already sit on the engine's INT8 grid (each filter's scale max|w| / 127 kept,
 its largest weight at +-127), rounded by GPTQ instead of to the nearest step, so that the engine's
 own round-to-nearest reproduces the chosen integers; and a copy of the shipped table with those
-weights' fingerprint and the marks given. docs/int8-eval.md has what it measured.
+weights' fingerprint and the marks given. docs/int8-rounding.md has what it measured.
 
 GPTQ, per layer: H = sum over the calib photos of X X^T, X the layer's im2col columns of its input
 quantized as the table says (u8, or 10 bits for the --a10 layers), from a float32 numpy forward of
-the FP32 model (Benchmarks/peers/darknet.py); the filters' weights are rounded one column (input channel x tap) at a time, the
-rounding error of each spread over the columns not yet rounded through the Cholesky factor of
-H^-1 (damping --damp x mean(diag H)), in blocks of 128 columns.
+the FP32 model (Benchmarks/peers/darknet.py); the filters' weights are rounded one column (input
+channel x tap) at a time, the rounding error of each spread over the columns not yet rounded
+through the Cholesky factor of H^-1 (damping --damp x mean(diag H)), in blocks of 128 columns.
 
   Benchmarks/peers/.venv/bin/python scripts/int8-gptq-experiment.py --layers 2,6,8 --out /tmp/gptq
   Benchmarks/peers/.venv/bin/python scripts/int8-gptq-experiment.py --layers 0,2,4,6,8 --errors
@@ -29,16 +29,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "Benchmarks/peers"))
 import darknet, photos  # noqa: E402
-
-
-def im2col(x, k, pad):
-    c, h, w = x.shape
-    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
-    cols = np.empty((c, k, k, h, w), np.float32)
-    for i in range(k):
-        for j in range(k):
-            cols[:, i, j] = xp[:, i:i + h, j:j + w]
-    return cols.reshape(c * k * k, h * w)
 
 
 def quantized(x, lo, hi, levels):
@@ -101,7 +91,7 @@ def errors(model, convs, layers, ranges, shots, hs, visit):
         w, b, k = convs[i].weight, convs[i].bias, convs[i].params["size"]
         nearest = np.abs(w.reshape(w.shape[0], -1)).max(1) / 127
         wq = (np.clip(np.round(w / nearest[:, None, None, None]), -127, 127) * nearest[:, None, None, None]).astype(np.float32)
-        out = lambda x_, w_: leaky_out(w_.reshape(w_.shape[0], -1) @ im2col(x_, k, k // 2), b, x.shape)
+        out = lambda x_, w_: leaky_out(w_.reshape(w_.shape[0], -1) @ darknet.im2col(x_, k, k // 2), b, x.shape)
         x8, x10 = quantized(x, *ranges[i], 255), quantized(x, *ranges[i], 1023)
         ref = out(x, w)
         for name, y in [("Wq", out(x, wq)), ("Wg", out(x, rounded[i])), ("X8", out(x8, w)), ("X8+Wq", out(x8, wq)),
@@ -152,7 +142,7 @@ def main():
     def visit(i, x):
         if i in layers:
             k = convs[i].params["size"]
-            cols = im2col(quantized(x, *ranges[i], 1023 if i in a10 else 255), k, k // 2).astype(np.float64)
+            cols = darknet.im2col(quantized(x, *ranges[i], 1023 if i in a10 else 255), k, k // 2).astype(np.float64)
             hs[i] = hs.get(i, 0) + cols @ cols.T
     shots = photos.photos_in(a.photos)
     if a.errors:

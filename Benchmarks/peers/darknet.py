@@ -209,16 +209,20 @@ def _maxpool(index, prev, in_shape, opt):
                  {"size": size, "stride": stride, "pads": (begin, begin, end_h, end_w)})
 
 
+def im2col(x, k, pad):
+    """The (c*k*k, h*w) column matrix of a stride-1 k x k convolution on x (c, h, w), zero padding."""
+    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
+    cols = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(1, 2))  # c, h, w, k, k
+    return cols.transpose(0, 3, 4, 1, 2).reshape(x.shape[0] * k * k, -1)
+
+
 def forward(model, x, visit=None, conv=None):
     """Each layer's output (float32) of the network on x ((c, h, w) float32): convolutions with a
     linear or leaky activation, max pools, upsample, plain routes. visit(index, input) is called
     before each convolution; conv(input, layer) gives its output before the activation (default:
     float32 im2col GEMM + bias; the activation is applied in conv's dtype, then cast to float32)."""
     def gemm(a, layer):
-        k, pad = layer.params["size"], layer.params["pad"]
-        ap = np.pad(a, ((0, 0), (pad, pad), (pad, pad)))
-        cols = np.lib.stride_tricks.sliding_window_view(ap, (k, k), axis=(1, 2))  # c, h, w, k, k
-        cols = cols.transpose(0, 3, 4, 1, 2).reshape(a.shape[0] * k * k, -1)
+        cols = im2col(a, layer.params["size"], layer.params["pad"])
         y = layer.weight.reshape(layer.weight.shape[0], -1) @ cols
         return y.reshape(-1, a.shape[1], a.shape[2]) + layer.bias[:, None, None]
     conv = conv or gemm

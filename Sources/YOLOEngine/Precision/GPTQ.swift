@@ -1,7 +1,7 @@
 // GPTQ-style rounding of a convolution's INT8 weights (`yolo calibrate --gptq`): instead of each
 // weight to its nearest step, the filter's weights one column at a time, each rounding error
 // spread over the columns not yet rounded so that the layer's output on the calibration inputs
-// moves least (H = sum of x x^T of its im2col columns). docs/int8-eval.md has the measurements.
+// moves least (H = sum of x x^T of its im2col columns). docs/int8-rounding.md has the measurements.
 // Every sum here runs in Double in a fixed order: the same table run to run and at any thread count.
 import YOLOCore
 import YOLOKernels
@@ -15,6 +15,8 @@ struct ColumnMoments {
     var k: Int { conv.columns }
     /// k x k, row-major; the upper triangle (j >= i) holds the sums.
     private(set) var h: [Double]
+    /// The rows of X of one input (k x n padded to a multiple of 4), kept from one input to the next.
+    private var x: [Double] = []
 
     init(_ conv: ConvolutionalLayer, quantization: Int8Quantization) {
         (self.conv, self.quantization) = (conv, quantization)
@@ -27,7 +29,7 @@ struct ColumnMoments {
         let (oh, ow, s, p, size) = (conv.outputShape.h, conv.outputShape.w, conv.stride, conv.pad, conv.size)
         let n = oh * ow, padded = (n + 3) & ~3, zero = Double(quantization.zeroPoint)
         // Rows of X (one per channel x tap), each n values long, padded with zeros to a multiple of 4.
-        var x = [Double](repeating: 0, count: k * padded)
+        if x.count == k * padded { x.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } } else { x = [Double](repeating: 0, count: k * padded) }
         for ch in 0..<c {
             for ky in 0..<size {
                 for kx in 0..<size {
