@@ -3,6 +3,8 @@
 // queries) are wrapped here with fixed arguments; and a peer's address as a short key.
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -12,6 +14,22 @@
 
 /// MHD_OPTION_URI_LOG_CALLBACK's callback: its result becomes the request's `*req_cls`.
 typedef void *(*yolo_uri_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
+
+/// A line libmicrohttpd logs (an error it met: a request it could not parse, a connection it
+/// refused at its limit), formatted, without its newline.
+typedef void (*yolo_log_callback)(void *cls, const char *line);
+
+/// Where libmicrohttpd's log goes: the callback and its `cls`, for the daemon's lifetime.
+typedef struct { yolo_log_callback log; void *cls; } yolo_mhd_log_sink;
+
+static inline void yolo_mhd_logger(void *cls, const char *format, va_list arguments) {
+    const yolo_mhd_log_sink *sink = (const yolo_mhd_log_sink *)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, format, arguments);
+    size_t n = strlen(line);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+    if (sink && sink->log) sink->log(sink->cls, line);
+}
 
 /// Limits and callbacks of one daemon, passed to yolo_mhd_start.
 typedef struct {
@@ -28,6 +46,7 @@ typedef struct {
     unsigned int idle_timeout;                 // MHD_OPTION_CONNECTION_TIMEOUT, seconds
     size_t connection_memory;                  // MHD_OPTION_CONNECTION_MEMORY_LIMIT, bytes
     unsigned int listen_backlog;               // MHD_OPTION_LISTEN_BACKLOG_SIZE
+    const yolo_mhd_log_sink *log_sink;         // MHD_OPTION_EXTERNAL_LOGGER's (with MHD_USE_ERROR_LOG); must outlive the daemon
 } yolo_mhd_config;
 
 /// Starts a daemon as `config` says; NULL on failure (errno may say why, e.g. EADDRINUSE).
@@ -42,6 +61,7 @@ static inline struct MHD_Daemon *yolo_mhd_start(const yolo_mhd_config *config) {
                             MHD_OPTION_CONNECTION_TIMEOUT, config->idle_timeout,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, config->connection_memory,
                             MHD_OPTION_LISTEN_BACKLOG_SIZE, config->listen_backlog,
+                            MHD_OPTION_EXTERNAL_LOGGER, yolo_mhd_logger, (void *)config->log_sink,
                             MHD_OPTION_END);
 }
 

@@ -65,6 +65,11 @@ func onHeader(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: Uns
     return .YES
 }
 
+func onLibraryLog(_ cls: UnsafeMutableRawPointer?, _ line: UnsafePointer<CChar>?) {
+    guard let cls, let line else { return }
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().libraryLogged(String(cString: line))
+}
+
 /// libmicrohttpd's accept policy: ConnectionGuard's per-address cap.
 func onAcceptPolicy(_ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> MHD_Result {
     guard let cls else { return .YES }

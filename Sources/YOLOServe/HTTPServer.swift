@@ -36,6 +36,10 @@ final class HTTPServer: @unchecked Sendable {
     let connections: ConnectionGuard
     private var daemon: OpaquePointer?
     private var listenSocket: Int32 = -1
+    /// libmicrohttpd's log callback and its context, for as long as this server lives.
+    private let logSink = UnsafeMutablePointer<yolo_mhd_log_sink>.allocate(capacity: 1)
+    /// Off while the daemon starts: a failure to start is said once, by `start`'s error.
+    private let logging = Locked(false)
     /// The port listened on (known after `start`).
     private(set) var port = 0
     /// Form fields other than files are short: api_key, min_confidence, thresholds.
@@ -49,6 +53,22 @@ final class HTTPServer: @unchecked Sendable {
         self.limits = limits
         budget = ByteBudget(limit: limits.maxBufferedBytes)
         connections = ConnectionGuard(limits: limits) { [weak application] reason in application?.dropped(reason: reason) }
+        logSink.initialize(to: yolo_mhd_log_sink(log: onLibraryLog, cls: nil))
+        logSink.pointee.cls = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    deinit { logSink.deallocate() }
+
+    /// A line of libmicrohttpd's log, after the daemon started.
+    func libraryLogged(_ line: String) {
+        if logging.withLock({ $0 }) { application.libraryLogged(Self.withoutPage(line)) }
+    }
+
+    /// libmicrohttpd quotes the HTML page of an error it answers: the log keeps its status.
+    static func withoutPage(_ line: String) -> String {
+        guard let open = line.range(of: " ('<html>"), let close = line.range(of: "</html>')", range: open.upperBound..<line.endIndex)
+        else { return line }
+        return String(line[..<open.lowerBound] + line[close.upperBound...])
     }
 
     /// Listens on `host` (a numeric IPv4 or IPv6 address, or localhost) and `port` (0: any).
@@ -68,7 +88,7 @@ final class HTTPServer: @unchecked Sendable {
                 throw ServeError("\(host): not an IP address (give a numeric address such as 127.0.0.1, ::1 or 0.0.0.0)")
             }
         }
-        var flags = MHD_USE_AUTO_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        var flags = MHD_USE_AUTO_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         if ipv6 { flags |= MHD_USE_IPv6.rawValue }
         let context = Unmanaged.passUnretained(self).toOpaque()
         func startDaemon(_ address: UnsafePointer<sockaddr>) -> OpaquePointer? {
@@ -79,7 +99,7 @@ final class HTTPServer: @unchecked Sendable {
                 accept_policy: onAcceptPolicy, uri_log: onURI,
                 context: context, connection_limit: UInt32(limits.maxConnections),
                 per_ip_limit: 0, idle_timeout: UInt32(limits.headerTimeout),
-                connection_memory: 64 * 1024, listen_backlog: 1024)
+                connection_memory: 64 * 1024, listen_backlog: 1024, log_sink: logSink)
             return yolo_mhd_start(&config)
         }
         connections.start()
@@ -99,6 +119,7 @@ final class HTTPServer: @unchecked Sendable {
         }
         daemon = started
         self.port = Int(yolo_mhd_port(started))
+        logging.withLock { $0 = true }
     }
 
     /// The errno of binding a TCP socket of our own to `address` (SO_REUSEADDR, as libmicrohttpd

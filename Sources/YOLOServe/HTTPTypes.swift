@@ -154,4 +154,6 @@ protocol HTTPApplication: AnyObject, Sendable {
     func finished(_ request: HTTPRequest, status: Int?)
     /// A reason a connection was dropped without an answer (a timeout, a body over the limit).
     func dropped(reason: String)
+    /// A line of libmicrohttpd's error log.
+    func libraryLogged(_ line: String)
 }

@@ -32,6 +32,7 @@ final class Metrics: Sendable {
         "yolo_http_errors_total": Family(help: "HTTP requests answered with a 4xx or 5xx status, or ended without an answer, by endpoint.", type: "counter"),
         "yolo_http_rejected_total": Family(help: "Requests refused with 503 to keep the queue bounded, by reason.", type: "counter"),
         "yolo_connections_dropped_total": Family(help: "Connections closed without an answer, by reason.", type: "counter"),
+        "yolo_http_library_errors_total": Family(help: "Lines of libmicrohttpd's error log (malformed requests, connections refused at its limit).", type: "counter"),
         "yolo_stage_seconds": Family(help: "Latency of each stage, for requests (path=request) and live frames (path=live).", type: "histogram"),
         "yolo_live_frames_total": Family(help: "Live frames detected and published.", type: "counter"),
         "yolo_live_frames_dropped_total": Family(help: "Live frames the source delivered while the detector was busy (newest wins).", type: "counter"),

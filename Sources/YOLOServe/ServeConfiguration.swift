@@ -56,6 +56,9 @@ public struct ServeConfiguration: Sendable {
     /// Turn uploaded photos upright per their EXIF orientation (as `yolo detect` does).
     public var applyEXIFOrientation = true
     public var limits = ServeLimits()
+    /// Where the server's log lines go (libmicrohttpd's errors, at most 10 lines each 10 s);
+    /// nil: nowhere. Each is also counted in /metrics (yolo_http_library_errors_total).
+    public var log: (@Sendable (String) -> Void)?
     public init() {}
 }
 

@@ -16,6 +16,7 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
     let metrics = Metrics()
     let live: LiveView?
     let hosts: HostPolicy
+    private let libraryLog: RateLimitedLog?
     private var http: HTTPServer!
     private let started = monotonicNanoseconds()
     /// Requests routed and not yet finished (a stream counts until it ends).
@@ -39,6 +40,7 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
         var liveSettings = configuration.detectorOptions
         liveSettings.maxDetections = min(liveSettings.maxDetections ?? limits.maxDetections, limits.maxDetections)
         hosts = HostPolicy(listen: configuration.host, allowed: configuration.allowedHosts)
+        libraryLog = configuration.log.map { RateLimitedLog(sink: $0) }
         let (names, count, pool, metrics) = (classNames, classCount, pool, metrics)
         self.live = live.map { LiveView(source: $0, pool: pool, metrics: metrics, settings: liveSettings, limits: limits,
                                         classNames: names, classCount: count) }
@@ -101,6 +103,11 @@ public final class DetectionServer: HTTPApplication, @unchecked Sendable {
 
     func dropped(reason: String) {
         metrics.count("yolo_connections_dropped_total", "reason=\"\(reason)\"")
+    }
+
+    func libraryLogged(_ line: String) {
+        metrics.count("yolo_http_library_errors_total", "")
+        libraryLog?.log(line)
     }
 
     // MARK: - /health and /metrics

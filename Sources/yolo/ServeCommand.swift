@@ -105,6 +105,7 @@ enum ServeCommand {
         c.limits.maxConnectionsPerIP = try a.int("max-connections-per-ip", default: 64, range: 1...100_000)
         c.limits.headerTimeout = try a.int("timeout", default: 10, range: 1...3600)
         c.limits.bodyTimeout = try a.int("body-timeout", default: 30, range: 1...3600)
+        c.log = { printError("yolo: serve: libmicrohttpd: \($0)") }
         c.limits.decodeSeconds = try seconds(a, "decode-timeout", default: 10, range: 0.000001...3600)
         c.limits.minThreshold = try a.float("min-thresh", default: 0.01, range: 0...1)
         c.limits.maxDetections = detection.detector.maxDetections ?? 300
