@@ -7,9 +7,11 @@ usage: yolo-bench [options]
        yolo-bench serve --input F.f32 [--threads N] [--cfg F] [--weights F]
        yolo-bench gemm [--runs N] [--levels LIST] [--int8]   (GEMM kernel levels vs OpenBLAS, or INT8 vs FP32, one thread)
        yolo-bench uneven [--cpu N] [--busy-ms B] [--idle-ms I]  (1 vs N threads with one core slowed: --help there)
+       yolo-bench peak   (each kernel instruction's peak GOP/s on one core, measured)
 
 Measures the engine on this machine: forward latency (min/median/max after warm-up) per
-thread count, a per-layer profile (with the share spent in sgemm), throughput with several
+thread count, a per-layer profile (with the share spent in sgemm, and each layer's rate as a
+share of its precision's measured peak on that many cores), throughput with several
 frames in flight, peak memory, and the time from process start to the first detection.
 
 options:

@@ -10,11 +10,15 @@ if CommandLine.arguments.dropFirst().first == "gemm" {  // yolo-bench gemm: Gemm
     GemmBench.run(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
+if CommandLine.arguments.dropFirst().first == "peak" {  // yolo-bench peak: Peak.swift
+    PeakBench.run(Array(CommandLine.arguments.dropFirst(2)))
+}
 if CommandLine.arguments.dropFirst().first == "uneven" {  // yolo-bench uneven: Uneven.swift
     UnevenBench.run(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
 let options = parse(Array(CommandLine.arguments.dropFirst()))
+let peaks = PeakRates()
 
 /// The report for people: stdout, or with --json stderr (stdout then holds the JSON alone).
 func say(_ text: String) {
@@ -187,7 +191,14 @@ do {
             let medians = perStep.map { Stats($0).median }
             let gemmMedians = perGemm.map { Stats($0).median }
             let total = medians.reduce(0, +)
-            say("  \(pad("layers", 20)) \(pad("algorithm", 17)) \(pad("input", 13)) \(pad("output", 13)) \(lpad("GFLOP", 6)) \(lpad("ms", 7)) \(lpad("gemm", 8)) \(lpad("GFLOP/s", 8)) \(lpad("share", 6))")
+            // A step's rate as a share of its precision's peak on `threads` cores (Peak.swift).
+            func peakShare(_ algorithm: String, gflop: Double, ms: Double) -> String {
+                guard gflop > 0, ms > 0, let precision = PeakProbe.precision(ofStep: algorithm),
+                      let level = KernelLevel(rawValue: convModel.gemmKernels),
+                      let peak = peaks.rate(precision, level: level) else { return "" }
+                return fmt(100 * gflop / ms * 1000 / (peak * Double(threads)), 0) + "%"
+            }
+            say("  \(pad("layers", 20)) \(pad("algorithm", 17)) \(pad("input", 13)) \(pad("output", 13)) \(lpad("GFLOP", 6)) \(lpad("ms", 7)) \(lpad("gemm", 8)) \(lpad("GFLOP/s", 8)) \(lpad("peak", 5)) \(lpad("share", 6))")
             for (i, step) in steps.enumerated() {
                 let first = layers[step.layers.lowerBound], last = layers[step.layers.upperBound]
                 let gflop = Double(step.layers.map { layers[$0].flops }.reduce(0, +)) / 1e9
@@ -196,7 +207,7 @@ do {
                     let l = layers[j]
                     return "\(j) \(l.kind.rawValue.prefix(7))" + (l.size > 0 ? " \(l.size)x\(l.size)/\(l.stride)" : "")
                 }.joined(separator: " + ")
-                say("  \(pad(names, 20)) \(pad(step.algorithm, 17)) \(pad(first.input.description, 13)) \(pad(last.output.description, 13)) \(lpad(gflop > 0 ? fmt(gflop, 3) : "", 6)) \(lpad(fmt(medians[i], 3), 7)) \(lpad(gemmMedians[i] > 0 ? fmt(gemmMedians[i], 3) : "", 8)) \(lpad(rate, 8)) \(lpad(fmt(100 * medians[i] / max(total, 1e-9), 1) + "%", 6))")
+                say("  \(pad(names, 20)) \(pad(step.algorithm, 17)) \(pad(first.input.description, 13)) \(pad(last.output.description, 13)) \(lpad(gflop > 0 ? fmt(gflop, 3) : "", 6)) \(lpad(fmt(medians[i], 3), 7)) \(lpad(gemmMedians[i] > 0 ? fmt(gemmMedians[i], 3) : "", 8)) \(lpad(rate, 8)) \(lpad(peakShare(step.algorithm, gflop: gflop, ms: medians[i]), 5)) \(lpad(fmt(100 * medians[i] / max(total, 1e-9), 1) + "%", 6))")
             }
             let forward = Stats(totals).median, gemmInForward = Stats(gemmTotals).median
             say("  profiled forward median \(fmt(forward)) ms (GEMMs inside it, thread 0: \(fmt(gemmInForward)) ms)")

@@ -136,6 +136,41 @@ final class BenchTests: XCTestCase {
         XCTAssertTrue(bad.stderr.contains("gemm: --shapes: no shape 'conv99' (the shapes: conv0, "), bad.stderr)
     }
 
+    /// `yolo-bench peak`: a line per kernel level and precision this CPU runs, each loop's count of
+    /// products checked against its accumulators, each rate positive; the per-layer table gives
+    /// every convolution's share of its precision's peak (a `%` in the `peak` column).
+    func testPeakLoopsCountTheirProductsAndTheLayerTableShowsTheShare() throws {
+        let r = try bench(["peak"], environment: [:])
+        XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+        XCTAssertFalse(r.stdout.contains("CHECK FAILED"), r.stdout)
+        let rows = r.stdout.split(separator: "\n").dropFirst()
+        XCTAssertFalse(rows.isEmpty, r.stdout)
+        for row in rows {
+            let cells = row.split(separator: " ")
+            XCTAssertEqual(cells.last, "GOP/s", r.stdout)
+            XCTAssertGreaterThan(Double(cells.dropLast().last ?? "") ?? 0, 0, r.stdout)
+        }
+        let flags = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        #if arch(x86_64)
+        if flags.contains(" avx2 ") { XCTAssertTrue(r.stdout.contains("avx2 fp32: vfmadd231ps ymm "), r.stdout) }
+        if flags.contains(" avx512_vnni ") { XCTAssertTrue(r.stdout.contains("avx512vnni int8: vpdpbusd zmm "), r.stdout) }
+        #elseif arch(arm64)
+        XCTAssertTrue(r.stdout.contains("neon fp32: fmla .4s "), r.stdout)
+        #endif
+        _ = flags
+
+        let weights = try weightsDirectory()
+        let t = try bench(["--threads", "1", "--runs", "1", "--warmup", "0", "--conv", "winograd", "--inflight", "0"],
+                          environment: ["YOLO_WEIGHTS": weights])
+        XCTAssertEqual(t.status, 0, t.stderr)
+        let lines = t.stdout.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines.contains { $0.contains(" GFLOP/s  peak  share") }, t.stdout)
+        let first = try XCTUnwrap(lines.first { $0.hasPrefix("  0 convolu") }, t.stdout)
+        XCTAssertEqual(first.split(separator: " ").filter { $0.hasSuffix("%") }.count, 2, "peak and share: \(first)")
+        let pool = try XCTUnwrap(lines.first { $0.contains(" maxpool ") && !$0.contains("convolu") }, t.stdout)
+        XCTAssertEqual(pool.split(separator: " ").filter { $0.hasSuffix("%") }.count, 1, "a pool has no peak: \(pool)")
+    }
+
     /// `yolo-bench uneven`: 1 and 2 threads, idle and with the last CPU slowed (an ordinary
     /// thread here: SCHED_FIFO needs root), a row per condition with each count's ratio to 1
     /// thread; bad values are named.

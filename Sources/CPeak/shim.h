@@ -1,0 +1,207 @@
+// The peak rate of each arithmetic instruction the kernel levels compute with, measured on the
+// running CPU (yolo-bench's per-layer table gives each layer's share of it: docs/performance.md,
+// "Share of the peak"). Header only, each function with its own target attribute (the module that
+// imports it needs no -target-cpu; the caller runs only what the CPU has). Each loop keeps 8-12
+// independent accumulators, more than latency x throughput, so that the instruction's throughput
+// alone bounds it, and returns the sum of its accumulators as a checksum: with inputs a and b it is
+// exactly accumulators x lanes x iterations x (products per lane) x a x b, which tests check.
+#ifndef YOLO_CPEAK_SHIM_H
+#define YOLO_CPEAK_SHIM_H
+
+#include <stdint.h>
+#include <string.h>
+
+// Makes the compiler forget what v holds: a loop cannot be folded into one multiply.
+#define YOLO_PEAK_OPAQUE(v, constraint) __asm__ volatile("" : "+" constraint(v))
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define YOLO_PEAK_SUM(type, lanes, accs, count)                                          \
+    double sum = 0;                                                                      \
+    for (int j = 0; j < (count); j++) {                                                  \
+        type out[lanes];                                                                 \
+        memcpy(out, &(accs)[j], sizeof out);                                             \
+        for (int l = 0; l < (lanes); l++) sum += (double)out[l];                         \
+    }                                                                                    \
+    return sum;
+
+/// vfmadd231ps ymm, 12 accumulators: 8 lanes, one product each.
+static inline __attribute__((target("avx2,fma"))) double yolo_peak_fma256(long n, float a, float b) {
+    __m256 acc[12], va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+    for (int j = 0; j < 12; j++) acc[j] = _mm256_setzero_ps();
+    for (long i = 0; i < n; i++) {
+        YOLO_PEAK_OPAQUE(va, "x");
+        for (int j = 0; j < 12; j++) acc[j] = _mm256_fmadd_ps(va, vb, acc[j]);
+    }
+    YOLO_PEAK_SUM(float, 8, acc, 12)
+}
+
+/// vfmadd231ps zmm, 12 accumulators: 16 lanes, one product each.
+static inline __attribute__((target("avx512f"))) double yolo_peak_fma512(long n, float a, float b) {
+    __m512 acc[12], va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+    for (int j = 0; j < 12; j++) acc[j] = _mm512_setzero_ps();
+    for (long i = 0; i < n; i++) {
+        YOLO_PEAK_OPAQUE(va, "v");
+        for (int j = 0; j < 12; j++) acc[j] = _mm512_fmadd_ps(va, vb, acc[j]);
+    }
+    YOLO_PEAK_SUM(float, 16, acc, 12)
+}
+
+/// vpmaddwd + vpaddd ymm (the AVX2 INT8 kernels' pair), 8 accumulators: 8 lanes, two products each.
+static inline __attribute__((target("avx2"))) double yolo_peak_maddwd256(long n, int16_t a, int16_t b) {
+    __m256i acc[8], va = _mm256_set1_epi16(a), vb = _mm256_set1_epi16(b);
+    for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_si256();
+    for (long i = 0; i < n; i++) {
+        YOLO_PEAK_OPAQUE(va, "x");
+        for (int j = 0; j < 8; j++) acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(va, vb));
+    }
+    YOLO_PEAK_SUM(int32_t, 8, acc, 8)
+}
+
+/// vpmaddwd + vpaddd zmm, 8 accumulators: 16 lanes, two products each.
+static inline __attribute__((target("avx512f,avx512bw"))) double yolo_peak_maddwd512(long n, int16_t a, int16_t b) {
+    __m512i acc[8], va = _mm512_set1_epi16(a), vb = _mm512_set1_epi16(b);
+    for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_si512();
+    for (long i = 0; i < n; i++) {
+        YOLO_PEAK_OPAQUE(va, "v");
+        for (int j = 0; j < 8; j++) acc[j] = _mm512_add_epi32(acc[j], _mm512_madd_epi16(va, vb));
+    }
+    YOLO_PEAK_SUM(int32_t, 16, acc, 8)
+}
+
+/// vpdpbusd ymm (AVX-VNNI), 12 accumulators: 8 lanes, four u8 x s8 products each.
+static inline __attribute__((target("avx2,avxvnni"))) double yolo_peak_dpbusd256(long n, uint8_t a, int8_t b) {
+    __m256i acc[12], va = _mm256_set1_epi8((char)a), vb = _mm256_set1_epi8(b);
+    for (int j = 0; j < 12; j++) acc[j] = _mm256_setzero_si256();
+    for (long i = 0; i < n; i++) {
+        YOLO_PEAK_OPAQUE(va, "x");
+        for (int j = 0; j < 12; j++) acc[j] = _mm256_dpbusd_avx_epi32(acc[j], va, vb);
+    }
+    YOLO_PEAK_SUM(int32_t, 8, acc, 12)
+}
+
+/// vpdpbusd zmm (AVX-512 VNNI), 12 accumulators: 16 lanes, four u8 x s8 products each.
+static inline __attribute__((target("avx512f,avx512vnni"))) double yolo_peak_dpbusd512(long n, uint8_t a, int8_t b) {
+    __m512i acc[12], va = _mm512_set1_epi8((char)a), vb = _mm512_set1_epi8(b);
+    for (int j = 0; j < 12; j++) acc[j] = _mm512_setzero_si512();
+    for (long i = 0; i < n; i++) {
+        YOLO_PEAK_OPAQUE(va, "v");
+        for (int j = 0; j < 12; j++) acc[j] = _mm512_dpbusd_epi32(acc[j], va, vb);
+    }
+    YOLO_PEAK_SUM(int32_t, 16, acc, 12)
+}
+
+/// vdpbf16ps zmm, 12 accumulators: 16 FP32 lanes, two bfloat16 products each (a, b: bfloat16 bits).
+static inline __attribute__((target("avx512f,avx512bf16"))) double yolo_peak_dpbf16(long n, uint16_t a, uint16_t b) {
+    __m512 acc[12];
+    __m512i va = _mm512_set1_epi16((short)a), vb = _mm512_set1_epi16((short)b);
+    for (int j = 0; j < 12; j++) acc[j] = _mm512_setzero_ps();
+    for (long i = 0; i < n; i++) {
+        YOLO_PEAK_OPAQUE(va, "v");
+        for (int j = 0; j < 12; j++) acc[j] = _mm512_dpbf16_ps(acc[j], (__m512bh)va, (__m512bh)vb);
+    }
+    YOLO_PEAK_SUM(float, 16, acc, 12)
+}
+
+/// vfmadd231ph zmm, 12 accumulators: 32 FP16 lanes, one product each (a, b: FP16 bits; the sums
+/// are FP16: exact up to 2048).
+static inline __attribute__((target("avx512f,avx512fp16"))) double yolo_peak_fma_ph512(long n, uint16_t a, uint16_t b) {
+    __m512h acc[12];
+    __m512h va = _mm512_castsi512_ph(_mm512_set1_epi16((short)a)), vb = _mm512_castsi512_ph(_mm512_set1_epi16((short)b));
+    for (int j = 0; j < 12; j++) acc[j] = _mm512_castsi512_ph(_mm512_setzero_si512());
+    for (long i = 0; i < n; i++) {
+        YOLO_PEAK_OPAQUE(va, "v");
+        for (int j = 0; j < 12; j++) acc[j] = _mm512_fmadd_ph(va, vb, acc[j]);
+    }
+    double sum = 0;
+    for (int j = 0; j < 12; j++) {
+        float out[16];
+        _mm512_storeu_ps(out, _mm512_cvtxph_ps(_mm512_castph512_ph256(acc[j])));
+        for (int l = 0; l < 16; l++) sum += out[l];
+        _mm512_storeu_ps(out, _mm512_cvtxph_ps(_mm256_castsi256_ph(_mm512_extracti64x4_epi64(_mm512_castph_si512(acc[j]), 1))));
+        for (int l = 0; l < 16; l++) sum += out[l];
+    }
+    return sum;
+}
+
+#define YOLO_PEAK_AMX_FN static inline __attribute__((target("amx-tile,amx-int8,amx-bf16")))
+
+/// Tiles 0-7 of 16 rows x 64 bytes; A in 4-5 and B in 6-7 filled with the 16-bit `pattern`
+/// (repeated bytes for INT8), the accumulators 0-3 zeroed. The caller must hold Linux's
+/// permission for tile state (the amx kernel level asks for it).
+YOLO_PEAK_AMX_FN void yolo_peak_amx_start(uint16_t aPattern, uint16_t bPattern) {
+    struct __attribute__((aligned(64))) {
+        uint8_t palette, startRow, reserved[14];
+        uint16_t colsb[16];
+        uint8_t rows[16];
+    } config;
+    memset(&config, 0, sizeof config);
+    config.palette = 1;
+    for (int t = 0; t < 8; t++) { config.colsb[t] = 64; config.rows[t] = 16; }
+    _tile_loadconfig(&config);
+    uint16_t a[512] __attribute__((aligned(64))), b[512] __attribute__((aligned(64)));
+    for (int i = 0; i < 512; i++) { a[i] = aPattern; b[i] = bPattern; }
+    _tile_loadd(4, a, 64); _tile_loadd(5, a, 64);
+    _tile_loadd(6, b, 64); _tile_loadd(7, b, 64);
+    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+}
+
+/// The four accumulators' sum (int32 or FP32 elements), tiles released.
+YOLO_PEAK_AMX_FN double yolo_peak_amx_finish(int isFloat) {
+    int32_t c[4][256] __attribute__((aligned(64)));
+    _tile_stored(0, c[0], 64); _tile_stored(1, c[1], 64); _tile_stored(2, c[2], 64); _tile_stored(3, c[3], 64);
+    _tile_release();
+    double sum = 0;
+    for (int t = 0; t < 4; t++)
+        for (int i = 0; i < 256; i++) {
+            float f;
+            memcpy(&f, &c[t][i], 4);
+            sum += isFloat ? (double)f : (double)c[t][i];
+        }
+    return sum;
+}
+
+/// tdpbsud (s8 x u8, as the INT8 tile GEMM), 4 accumulator tiles: 256 int32 each, 64 products
+/// per element per instruction (a: s8, b: u8).
+YOLO_PEAK_AMX_FN double yolo_peak_amx_int8(long n, int8_t a, uint8_t b) {
+    yolo_peak_amx_start((uint16_t)((uint8_t)a * 0x0101u), (uint16_t)(b * 0x0101u));
+    for (long i = 0; i < n; i++) {
+        _tile_dpbsud(0, 4, 6); _tile_dpbsud(1, 4, 7); _tile_dpbsud(2, 5, 6); _tile_dpbsud(3, 5, 7);
+    }
+    return yolo_peak_amx_finish(0);
+}
+
+/// tdpbf16ps, 4 accumulator tiles: 256 FP32 each, 32 bfloat16 products per element per
+/// instruction (a, b: bfloat16 bits).
+YOLO_PEAK_AMX_FN double yolo_peak_amx_bf16(long n, uint16_t a, uint16_t b) {
+    yolo_peak_amx_start(a, b);
+    for (long i = 0; i < n; i++) {
+        _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+    }
+    return yolo_peak_amx_finish(1);
+}
+#endif  // __x86_64__
+
+#if defined(__aarch64__)
+#include <arm_neon.h>
+
+/// fmla .4s (NEON), 16 accumulators: 4 lanes, one product each.
+static inline double yolo_peak_fmla4s(long n, float a, float b) {
+    float32x4_t acc[16], va = vdupq_n_f32(a), vb = vdupq_n_f32(b);
+    for (int j = 0; j < 16; j++) acc[j] = vdupq_n_f32(0);
+    for (long i = 0; i < n; i++) {
+        YOLO_PEAK_OPAQUE(va, "w");
+        for (int j = 0; j < 16; j++) acc[j] = vfmaq_f32(acc[j], va, vb);
+    }
+    double sum = 0;
+    for (int j = 0; j < 16; j++) {
+        float out[4];
+        vst1q_f32(out, acc[j]);
+        for (int l = 0; l < 4; l++) sum += out[l];
+    }
+    return sum;
+}
+#endif  // __aarch64__
+
+#endif
