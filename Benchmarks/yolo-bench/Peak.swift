@@ -58,7 +58,7 @@ struct PeakProbe: Sendable {
     static let amxInt8 = PeakProbe(name: "tdpbsud", products: 4 * 16 * 16 * 64) { yolo_peak_amx_int8($0, Int8($1), UInt8($2)) }
     static let amxBF16 = PeakProbe(name: "tdpbf16ps", products: 4 * 16 * 16 * 32) { yolo_peak_amx_bf16($0, bf16Bits($1), bf16Bits($2)) }
     #elseif arch(arm64)
-    static let fmla4s = PeakProbe(name: "fmla .4s", products: 16 * 4) { yolo_peak_fmla4s($0, Float($1), Float($2)) }
+    static let fmla4s = PeakProbe(name: "fmla .4s", products: 12 * 4) { yolo_peak_fmla4s($0, Float($1), Float($2)) }
     #endif
 
     /// The instruction `level` computes `precision` with, where CPeak has a loop for it.

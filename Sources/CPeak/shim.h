@@ -17,111 +17,173 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#define YOLO_PEAK_SUM(type, lanes, accs, count)                                          \
-    double sum = 0;                                                                      \
-    for (int j = 0; j < (count); j++) {                                                  \
+// Accumulators as named variables (an array is not always kept in registers): X(i) for each.
+#define YOLO_PEAK_8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define YOLO_PEAK_12(X) YOLO_PEAK_8(X) X(8) X(9) X(10) X(11)
+
+// The sum of accumulator acc<i>'s lanes (of `type`) into `sum`.
+#define YOLO_PEAK_ADD(type, lanes, i)                                                    \
+    {                                                                                    \
         type out[lanes];                                                                 \
-        memcpy(out, &(accs)[j], sizeof out);                                             \
+        memcpy(out, &acc##i, sizeof out);                                                \
         for (int l = 0; l < (lanes); l++) sum += (double)out[l];                         \
-    }                                                                                    \
-    return sum;
+    }
 
 /// vfmadd231ps ymm, 12 accumulators: 8 lanes, one product each.
 static inline __attribute__((target("avx2,fma"))) double yolo_peak_fma256(long n, float a, float b) {
-    __m256 acc[12], va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
-    for (int j = 0; j < 12; j++) acc[j] = _mm256_setzero_ps();
+    __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+#define X(i) __m256 acc##i = _mm256_setzero_ps();
+    YOLO_PEAK_12(X)
+#undef X
     for (long i = 0; i < n; i++) {
         YOLO_PEAK_OPAQUE(va, "x");
-        for (int j = 0; j < 12; j++) acc[j] = _mm256_fmadd_ps(va, vb, acc[j]);
+#define X(i) acc##i = _mm256_fmadd_ps(va, vb, acc##i);
+        YOLO_PEAK_12(X)
+#undef X
     }
-    YOLO_PEAK_SUM(float, 8, acc, 12)
+    double sum = 0;
+#define X(i) YOLO_PEAK_ADD(float, 8, i)
+    YOLO_PEAK_12(X)
+#undef X
+    return sum;
 }
 
 /// vfmadd231ps zmm, 12 accumulators: 16 lanes, one product each.
 static inline __attribute__((target("avx512f"))) double yolo_peak_fma512(long n, float a, float b) {
-    __m512 acc[12], va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
-    for (int j = 0; j < 12; j++) acc[j] = _mm512_setzero_ps();
+    __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+#define X(i) __m512 acc##i = _mm512_setzero_ps();
+    YOLO_PEAK_12(X)
+#undef X
     for (long i = 0; i < n; i++) {
         YOLO_PEAK_OPAQUE(va, "v");
-        for (int j = 0; j < 12; j++) acc[j] = _mm512_fmadd_ps(va, vb, acc[j]);
+#define X(i) acc##i = _mm512_fmadd_ps(va, vb, acc##i);
+        YOLO_PEAK_12(X)
+#undef X
     }
-    YOLO_PEAK_SUM(float, 16, acc, 12)
+    double sum = 0;
+#define X(i) YOLO_PEAK_ADD(float, 16, i)
+    YOLO_PEAK_12(X)
+#undef X
+    return sum;
 }
 
 /// vpmaddwd + vpaddd ymm (the AVX2 INT8 kernels' pair), 8 accumulators: 8 lanes, two products each.
 static inline __attribute__((target("avx2"))) double yolo_peak_maddwd256(long n, int16_t a, int16_t b) {
-    __m256i acc[8], va = _mm256_set1_epi16(a), vb = _mm256_set1_epi16(b);
-    for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_si256();
+    __m256i va = _mm256_set1_epi16(a), vb = _mm256_set1_epi16(b);
+#define X(i) __m256i acc##i = _mm256_setzero_si256();
+    YOLO_PEAK_8(X)
+#undef X
     for (long i = 0; i < n; i++) {
         YOLO_PEAK_OPAQUE(va, "x");
-        for (int j = 0; j < 8; j++) acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(va, vb));
+#define X(i) acc##i = _mm256_add_epi32(acc##i, _mm256_madd_epi16(va, vb));
+        YOLO_PEAK_8(X)
+#undef X
     }
-    YOLO_PEAK_SUM(int32_t, 8, acc, 8)
+    double sum = 0;
+#define X(i) YOLO_PEAK_ADD(int32_t, 8, i)
+    YOLO_PEAK_8(X)
+#undef X
+    return sum;
 }
 
 /// vpmaddwd + vpaddd zmm, 8 accumulators: 16 lanes, two products each.
 static inline __attribute__((target("avx512f,avx512bw"))) double yolo_peak_maddwd512(long n, int16_t a, int16_t b) {
-    __m512i acc[8], va = _mm512_set1_epi16(a), vb = _mm512_set1_epi16(b);
-    for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_si512();
+    __m512i va = _mm512_set1_epi16(a), vb = _mm512_set1_epi16(b);
+#define X(i) __m512i acc##i = _mm512_setzero_si512();
+    YOLO_PEAK_8(X)
+#undef X
     for (long i = 0; i < n; i++) {
         YOLO_PEAK_OPAQUE(va, "v");
-        for (int j = 0; j < 8; j++) acc[j] = _mm512_add_epi32(acc[j], _mm512_madd_epi16(va, vb));
+#define X(i) acc##i = _mm512_add_epi32(acc##i, _mm512_madd_epi16(va, vb));
+        YOLO_PEAK_8(X)
+#undef X
     }
-    YOLO_PEAK_SUM(int32_t, 16, acc, 8)
+    double sum = 0;
+#define X(i) YOLO_PEAK_ADD(int32_t, 16, i)
+    YOLO_PEAK_8(X)
+#undef X
+    return sum;
 }
 
 /// vpdpbusd ymm (AVX-VNNI), 12 accumulators: 8 lanes, four u8 x s8 products each.
 static inline __attribute__((target("avx2,avxvnni"))) double yolo_peak_dpbusd256(long n, uint8_t a, int8_t b) {
-    __m256i acc[12], va = _mm256_set1_epi8((char)a), vb = _mm256_set1_epi8(b);
-    for (int j = 0; j < 12; j++) acc[j] = _mm256_setzero_si256();
+    __m256i va = _mm256_set1_epi8((char)a), vb = _mm256_set1_epi8(b);
+#define X(i) __m256i acc##i = _mm256_setzero_si256();
+    YOLO_PEAK_12(X)
+#undef X
     for (long i = 0; i < n; i++) {
         YOLO_PEAK_OPAQUE(va, "x");
-        for (int j = 0; j < 12; j++) acc[j] = _mm256_dpbusd_avx_epi32(acc[j], va, vb);
+#define X(i) acc##i = _mm256_dpbusd_avx_epi32(acc##i, va, vb);
+        YOLO_PEAK_12(X)
+#undef X
     }
-    YOLO_PEAK_SUM(int32_t, 8, acc, 12)
+    double sum = 0;
+#define X(i) YOLO_PEAK_ADD(int32_t, 8, i)
+    YOLO_PEAK_12(X)
+#undef X
+    return sum;
 }
 
 /// vpdpbusd zmm (AVX-512 VNNI), 12 accumulators: 16 lanes, four u8 x s8 products each.
 static inline __attribute__((target("avx512f,avx512vnni"))) double yolo_peak_dpbusd512(long n, uint8_t a, int8_t b) {
-    __m512i acc[12], va = _mm512_set1_epi8((char)a), vb = _mm512_set1_epi8(b);
-    for (int j = 0; j < 12; j++) acc[j] = _mm512_setzero_si512();
+    __m512i va = _mm512_set1_epi8((char)a), vb = _mm512_set1_epi8(b);
+#define X(i) __m512i acc##i = _mm512_setzero_si512();
+    YOLO_PEAK_12(X)
+#undef X
     for (long i = 0; i < n; i++) {
         YOLO_PEAK_OPAQUE(va, "v");
-        for (int j = 0; j < 12; j++) acc[j] = _mm512_dpbusd_epi32(acc[j], va, vb);
+#define X(i) acc##i = _mm512_dpbusd_epi32(acc##i, va, vb);
+        YOLO_PEAK_12(X)
+#undef X
     }
-    YOLO_PEAK_SUM(int32_t, 16, acc, 12)
+    double sum = 0;
+#define X(i) YOLO_PEAK_ADD(int32_t, 16, i)
+    YOLO_PEAK_12(X)
+#undef X
+    return sum;
 }
 
 /// vdpbf16ps zmm, 12 accumulators: 16 FP32 lanes, two bfloat16 products each (a, b: bfloat16 bits).
 static inline __attribute__((target("avx512f,avx512bf16"))) double yolo_peak_dpbf16(long n, uint16_t a, uint16_t b) {
-    __m512 acc[12];
     __m512i va = _mm512_set1_epi16((short)a), vb = _mm512_set1_epi16((short)b);
-    for (int j = 0; j < 12; j++) acc[j] = _mm512_setzero_ps();
+#define X(i) __m512 acc##i = _mm512_setzero_ps();
+    YOLO_PEAK_12(X)
+#undef X
     for (long i = 0; i < n; i++) {
         YOLO_PEAK_OPAQUE(va, "v");
-        for (int j = 0; j < 12; j++) acc[j] = _mm512_dpbf16_ps(acc[j], (__m512bh)va, (__m512bh)vb);
+#define X(i) acc##i = _mm512_dpbf16_ps(acc##i, (__m512bh)va, (__m512bh)vb);
+        YOLO_PEAK_12(X)
+#undef X
     }
-    YOLO_PEAK_SUM(float, 16, acc, 12)
+    double sum = 0;
+#define X(i) YOLO_PEAK_ADD(float, 16, i)
+    YOLO_PEAK_12(X)
+#undef X
+    return sum;
 }
 
 /// vfmadd231ph zmm, 12 accumulators: 32 FP16 lanes, one product each (a, b: FP16 bits; the sums
 /// are FP16: exact up to 2048).
 static inline __attribute__((target("avx512f,avx512fp16"))) double yolo_peak_fma_ph512(long n, uint16_t a, uint16_t b) {
-    __m512h acc[12];
     __m512h va = _mm512_castsi512_ph(_mm512_set1_epi16((short)a)), vb = _mm512_castsi512_ph(_mm512_set1_epi16((short)b));
-    for (int j = 0; j < 12; j++) acc[j] = _mm512_castsi512_ph(_mm512_setzero_si512());
+#define X(i) __m512h acc##i = _mm512_castsi512_ph(_mm512_setzero_si512());
+    YOLO_PEAK_12(X)
+#undef X
     for (long i = 0; i < n; i++) {
         YOLO_PEAK_OPAQUE(va, "v");
-        for (int j = 0; j < 12; j++) acc[j] = _mm512_fmadd_ph(va, vb, acc[j]);
+#define X(i) acc##i = _mm512_fmadd_ph(va, vb, acc##i);
+        YOLO_PEAK_12(X)
+#undef X
     }
     double sum = 0;
-    for (int j = 0; j < 12; j++) {
-        float out[16];
-        _mm512_storeu_ps(out, _mm512_cvtxph_ps(_mm512_castph512_ph256(acc[j])));
-        for (int l = 0; l < 16; l++) sum += out[l];
-        _mm512_storeu_ps(out, _mm512_cvtxph_ps(_mm256_castsi256_ph(_mm512_extracti64x4_epi64(_mm512_castph_si512(acc[j]), 1))));
-        for (int l = 0; l < 16; l++) sum += out[l];
-    }
+    float out[16];
+#define X(i)                                                                                              \
+    _mm512_storeu_ps(out, _mm512_cvtxph_ps(_mm512_castph512_ph256(acc##i)));                              \
+    for (int l = 0; l < 16; l++) sum += out[l];                                                           \
+    _mm512_storeu_ps(out, _mm512_cvtxph_ps(_mm256_castsi256_ph(_mm512_extracti64x4_epi64(_mm512_castph_si512(acc##i), 1)))); \
+    for (int l = 0; l < 16; l++) sum += out[l];
+    YOLO_PEAK_12(X)
+#undef X
     return sum;
 }
 
@@ -186,20 +248,22 @@ YOLO_PEAK_AMX_FN double yolo_peak_amx_bf16(long n, uint16_t a, uint16_t b) {
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
-/// fmla .4s (NEON), 16 accumulators: 4 lanes, one product each.
+/// fmla .4s (NEON), 12 accumulators: 4 lanes, one product each.
 static inline double yolo_peak_fmla4s(long n, float a, float b) {
-    float32x4_t acc[16], va = vdupq_n_f32(a), vb = vdupq_n_f32(b);
-    for (int j = 0; j < 16; j++) acc[j] = vdupq_n_f32(0);
+    float32x4_t va = vdupq_n_f32(a), vb = vdupq_n_f32(b);
+#define X(i) float32x4_t acc##i = vdupq_n_f32(0);
+    YOLO_PEAK_12(X)
+#undef X
     for (long i = 0; i < n; i++) {
         YOLO_PEAK_OPAQUE(va, "w");
-        for (int j = 0; j < 16; j++) acc[j] = vfmaq_f32(acc[j], va, vb);
+#define X(i) acc##i = vfmaq_f32(acc##i, va, vb);
+        YOLO_PEAK_12(X)
+#undef X
     }
     double sum = 0;
-    for (int j = 0; j < 16; j++) {
-        float out[4];
-        vst1q_f32(out, acc[j]);
-        for (int l = 0; l < 4; l++) sum += out[l];
-    }
+#define X(i) YOLO_PEAK_ADD(float, 4, i)
+    YOLO_PEAK_12(X)
+#undef X
     return sum;
 }
 #endif  // __aarch64__

@@ -9,8 +9,9 @@
 import YOLOKernels
 
 public enum KernelsAMX {
-    /// INT8 blocking: 256 groups (1024 steps of k) x 256 columns of B a block (256 KiB packed).
-    static let int8KC = 256, int8NC = 256
+    /// INT8 blocking: 2048 groups (8192 k, 128 steps) x 256 columns of B a block: every k of yolov3-tiny
+    /// in one block, its sums kept in the tiles (docs/performance-low-precision.md, "AMX, Emerald Rapids").
+    static let int8KC = 2048, int8NC = 256
     /// BF16 blocking: 1024 steps of k x 256 columns (512 KiB packed).
     static let bf16KC = 1024, bf16NC = 256
 
@@ -24,7 +25,8 @@ public enum KernelsAMX {
         return set
     }
 
-    /// `base`'s INT8 kernels (quantization, 10-bit split) with the tile GEMM.
+    /// `base`'s INT8 kernels (quantization, 10-bit split) with the tile GEMM, which the fixed table
+    /// prefers for 10-bit inputs to INT8 F(2x2) too (docs/performance-low-precision.md, "AMX, Emerald Rapids").
     static func int8Kernels(replacing base: Int8Functions) -> Int8Functions {
         precondition(base.activationShift == 0, "KernelsAMX: tdpbsud takes B as u8, unshifted")
         let (kc, nc) = (int8KC, int8NC)
@@ -40,7 +42,7 @@ public enum KernelsAMX {
             tenBitGemm: { m, n, k, a, hi, lo, ldb, c, ldc, comp, scale, scratch, rows in
                 AMXInt8Gemm.tenBitGemm(m: m, n: n, k: k, packedA: a, hi: hi, lo: lo, ldb: ldb, c: c, ldc: ldc, comp: comp,
                                        scale: scale, scratch: scratch, kc: kc, nc: nc, rows: rows)
-            })
+            }).preferringTenBit(over: .winograd)
     }
 
     #if compiler(>=6.1)

@@ -59,14 +59,16 @@ final class AMXKernelTests: XCTestCase {
         #endif
     }
 
-    /// The same kernels as avx512vnni but for the two tile GEMMs.
+    /// The same kernels as avx512vnni but for the two tile GEMMs and the 10-bit preference they bring.
     func testTheVNNILevelsKernelsButTheTileGemms() throws {
         #if arch(x86_64)
         let amx = try XCTUnwrap(KernelRegistry.all.first { $0.name == "amx" })
         let vnni = try XCTUnwrap(KernelRegistry.all.first { $0.name == "avx512vnni" })
         XCTAssertEqual(amx.requires, vnni.requires.union([.avx512BF16, .amx]))
         XCTAssertEqual(amx.int8?.dot, "tdpbsud")
-        XCTAssertEqual(amx.int8?.tenBitPreferred, vnni.int8?.tenBitPreferred)
+        // The tile product outruns the pair GEMM: two passes for a 10-bit input rather than INT8 F(2x2).
+        XCTAssertEqual(amx.int8?.tenBitPreferred, .winograd)
+        XCTAssertEqual(vnni.int8?.tenBitPreferred, .fp32)
         XCTAssertEqual(amx.int8?.activationShift, 0)
         XCTAssertEqual(amx.int16Pairs?.dot, vnni.int16Pairs?.dot)
         XCTAssertEqual(amx.int16Direct?.dot, vnni.int16Direct?.dot)
@@ -84,11 +86,12 @@ final class AMXKernelTests: XCTestCase {
     }
 
     /// yolov3-tiny's INT8 im2col and 1x1 GEMMs (filters x n x channel groups x 9 x 4), and shapes
-    /// around the tile (16 x 16 x 64), the block (32 x 32) and the blocking (kc 256 groups, nc 256).
+    /// around the tile (16 x 16 x 64), the block (32 x 32) and the blocking (kc 2048 groups, nc 256:
+    /// k past 8192 splits into blocks whose partial sums stay in C).
     static let shapes: [(m: Int, n: Int, k: Int)] = [
         (1, 1, 1), (1, 1, 4), (1, 1, 64), (1, 1, 65), (1, 17, 3), (17, 1, 129), (16, 16, 64), (32, 32, 64), (15, 17, 63),
         (17, 15, 65), (31, 33, 127), (33, 31, 129), (2, 100, 3), (100, 2, 300), (48, 49, 192), (32, 16, 1028),
-        (5, 600, 7), (40, 520, 2100), (64, 257, 1025), (47, 255, 4100),
+        (5, 600, 7), (40, 520, 2100), (64, 257, 1025), (47, 255, 4100), (1, 17, 8193), (47, 40, 8200), (33, 300, 9000),
     ]
     static let yoloShapes: [(m: Int, n: Int, k: Int)] = [
         (32, 43264, 144), (64, 10816, 288), (128, 2704, 576), (256, 676, 1152), (512, 169, 2304), (1024, 169, 4608),
@@ -126,7 +129,7 @@ final class AMXKernelTests: XCTestCase {
         let amx = try XCTUnwrap(set.int8)
         let shapes: [(m: Int, n: Int, k: Int, ldb: Int)] = [
             (16, 16, 64, 16), (1, 16, 3, 16), (33, 40, 100, 48), (17, 300, 27, 304), (32, 16, 1028, 16),
-            (64, 520, 1025, 528), (33, 600, 2100, 608), (100, 272, 4100, 272), (32, 43264, 144, 43264),
+            (64, 520, 1025, 528), (33, 600, 2100, 608), (100, 272, 4100, 272), (32, 43264, 144, 43264), (33, 48, 8260, 48),
         ]
         for (i, s) in shapes.enumerated() {
             var rng = SeededRandom(seed: UInt64(3000 + i))

@@ -55,9 +55,11 @@ struct ChoicePolicy {
         let pairForms = candidates.contains {
             ($0 == ConvAlgorithm(.directPool, .int8) && directInt8) || $0 == ConvAlgorithm(.winograd2, .int8)
         }
+        let directPair = directInt8 && candidates.contains(ConvAlgorithm(.directPool, .int8))
         // INT8 im2col on a 10-bit input only where the level ranks its two passes above what is left.
         let rank = kernelSet.int8?.tenBitPreferred
-        let tenBitIm2col = context.tenBitInputs[conv.index] == nil || rank == .pairForms || (rank == .fp32 && !pairForms)
+        let tenBitIm2col = context.tenBitInputs[conv.index] == nil || rank == .pairForms || (rank == .winograd && !directPair)
+            || (rank == .fp32 && !pairForms)
         let kept = candidates.filter {
             !leavingOut.contains($0.precision) && ($0 != ConvAlgorithm(.directPool, .int8) || directInt8)
                 && ($0 != ConvAlgorithm(.im2col, .int8) || tenBitIm2col)

@@ -33,12 +33,14 @@ public struct Int8Functions: Sendable {
     /// What the fixed table prefers `tenBitGemm` (INT8 im2col in two passes) to, for 10-bit inputs
     /// (`preferringTenBit(over:)` sets it): nothing (nil: the FP32 forms where no pair form is a
     /// candidate; two passes of an 8-bit dot no faster than FP32 lose to it at the avx2 and avx512
-    /// levels), FP32 (VNNI, where two passes beat it), or the pair forms too (INT8 F(2x2) and the
-    /// direct conv + pool: where the 8-bit dot is 4x the pair product or more, sdot against smlal).
+    /// levels), FP32 (VNNI, where two passes beat it), FP32 and INT8 F(2x2) but not the direct
+    /// conv + pool (AMX: the tile product outruns the pair GEMM, not the direct form's fused pass),
+    /// or the pair forms too (INT8 F(2x2) and the direct conv + pool: where the 8-bit dot is 4x
+    /// the pair product or more, sdot against smlal).
     /// Figures: docs/performance.md, "Figures from code comments".
     public private(set) var tenBitPreferred: TenBitPreference? = nil
 
-    public enum TenBitPreference: Sendable { case fp32, pairForms }
+    public enum TenBitPreference: Sendable { case fp32, winograd, pairForms }
 
     /// The same kernels, the fixed table preferring the two-pass 10-bit product to `what`.
     public func preferringTenBit(over what: TenBitPreference) -> Int8Functions {
