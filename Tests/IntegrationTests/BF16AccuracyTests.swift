@@ -24,17 +24,18 @@ final class BF16AccuracyTests: XCTestCase {
             throw XCTSkip("this CPU has no AVX-512 BF16: --precision bf16 is refused (\(text)); BF16 accuracy not tested")
         }
         // Every convolution in BF16 but the two direct conv + pool steps (layers 0-1 and 2-3), which
-        // have no BF16 form: layer 0 FP16 where the CPU computes in FP16, else FP32; layer 2 the
-        // tile GEMM's im2col on AMX, else FP32.
+        // have no BF16 form: both FP16 where the CPU computes in FP16; else layer 0 FP32 and layer 2
+        // the tile GEMM's im2col on AMX, else FP32.
         let plan = bf16.model.plan
         let convs = plan.entries.filter { $0.source != nil }
         let set = KernelLevel.selected.kernelSet
         let fp16 = KernelLevel.selected.fp16Kernels.map { HostCPU.features.isSuperset(of: $0.requires) } == true
         let tiles = set?.bf16?.requires.contains(.amx) == true
-        XCTAssertEqual(convs.filter { $0.precision == .bf16 }.count, tiles ? 12 : 11, plan.description)
-        XCTAssertEqual(convs.filter { $0.precision == .fp16 }.map(\.algorithm), fp16 ? ["direct+pool-fp16"] : [], plan.description)
+        XCTAssertEqual(convs.filter { $0.precision == .bf16 }.count, tiles && !fp16 ? 12 : 11, plan.description)
+        XCTAssertEqual(convs.filter { $0.precision == .fp16 }.map(\.algorithm), fp16 ? ["direct+pool-fp16", "direct+pool-fp16"] : [],
+                       plan.description)
         XCTAssertEqual(convs.filter { $0.precision == .fp32 }.map(\.algorithm),
-                       Array(repeating: "direct+pool", count: (fp16 ? 0 : 1) + (tiles ? 0 : 1)), plan.description)
+                       Array(repeating: "direct+pool", count: fp16 ? 0 : tiles ? 1 : 2), plan.description)
         XCTAssertTrue(plan.description.contains(": winograd2-bf16 (table)"), plan.description)
         let results = try photos.map { p in
             (try fp32.detect(rgb: p.pixels, width: p.width, height: p.height), try bf16.detect(rgb: p.pixels, width: p.width, height: p.height))

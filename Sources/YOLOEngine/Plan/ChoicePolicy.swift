@@ -10,7 +10,11 @@ struct ChoicePolicy {
 
     /// Whether the options let `algorithm` compute `conv` (its kernels aside).
     func allows(_ algorithm: ConvAlgorithm, for conv: ConvolutionalLayer) -> Bool {
-        allowed(algorithm.method, by: options.convolution) && offers(algorithm.precision, for: conv)
+        allowed(algorithm.method, by: options.convolution)
+            && (offers(algorithm.precision, for: conv)
+                // A BF16 model's FP16 direct conv + pool wherever it fits: BF16 has no direct form, and
+                // FP16's finer rounding beats BF16 im2col + pool there (docs/precision.md, "BF16").
+                || options.precision == .bf16 && algorithm == ConvAlgorithm(.directPool, .fp16))
     }
 
     /// Whether `ModelOptions.convolution` allows `method`.
