@@ -109,6 +109,8 @@ let package = Package(
         .systemLibrary(name: "CDot"),
         // Intel AMX tile instructions for the amx level (header only, per-function target attributes).
         .systemLibrary(name: "CAMX"),
+        // Each kernel instruction's peak rate, measured by yolo-bench (header only, per-function target attributes).
+        .systemLibrary(name: "CPeak"),
         // CPUID/XGETBV for picking the kernel level (header only).
         .systemLibrary(name: "CCPUID"),
         // Shared types and the platform: detections, pixel formats, hardened file access, locks,
@@ -132,7 +134,7 @@ let package = Package(
         .target(name: "YOLOStream", dependencies: ["YOLO"], swiftSettings: cpuFlags),
         .executableTarget(name: "yolo", dependencies: ["YOLO", "YOLOImage", "YOLOText", "YOLOServe", "YOLOStream"],
                           swiftSettings: cpuFlags),
-        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOKernels", "YOLOImage", "YOLOText", "COpenBLAS"], path: "Benchmarks/yolo-bench",
+        .executableTarget(name: "yolo-bench", dependencies: ["YOLO", "YOLOKernels", "YOLOImage", "YOLOText", "COpenBLAS", "CPeak"], path: "Benchmarks/yolo-bench",
                           swiftSettings: cpuFlags),
 
         // Tests

@@ -14,178 +14,73 @@
 // Makes the compiler forget what v holds: a loop cannot be folded into one multiply.
 #define YOLO_PEAK_OPAQUE(v, constraint) __asm__ volatile("" : "+" constraint(v))
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-
 // Accumulators as named variables (an array is not always kept in registers): X(i) for each.
 #define YOLO_PEAK_8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define YOLO_PEAK_12(X) YOLO_PEAK_8(X) X(8) X(9) X(10) X(11)
-
-// The sum of accumulator acc<i>'s lanes (of `type`) into `sum`.
-#define YOLO_PEAK_ADD(type, lanes, i)                                                    \
+#define YOLO_PEAK_DECLARE(i) vector_t acc##i = zero;
+#define YOLO_PEAK_STEP(i) acc##i = step(acc##i, va, vb);
+#define YOLO_PEAK_ADD(i)                                                                 \
     {                                                                                    \
-        type out[lanes];                                                                 \
+        lane_t out[sizeof(vector_t) / sizeof(lane_t)];                                   \
         memcpy(out, &acc##i, sizeof out);                                                \
-        for (int l = 0; l < (lanes); l++) sum += (double)out[l];                         \
+        for (unsigned l = 0; l < sizeof out / sizeof out[0]; l++) sum += (double)out[l];  \
     }
+
+// A probe: NAME(n, a, b) runs n iterations of STEP(acc, va, vb) on each of the accumulators
+// REPEAT names (vectors VECTOR of lanes LANE: va and vb from a and b by SET_A and SET_B, the
+// accumulators from ZERO), in a function with the attributes TARGET (YOLO_PEAK_TARGET(...) or
+// nothing); returns the lanes' sum.
+#define YOLO_PEAK_TARGET(features) __attribute__((target(features)))
+#define YOLO_PEAK_PROBE(NAME, TARGET, REPEAT, A, B, VECTOR, LANE, SET_A, SET_B, ZERO, STEP, CONSTRAINT) \
+    static inline TARGET __attribute__((always_inline))                                  \
+    VECTOR NAME##_step(VECTOR acc, VECTOR va, VECTOR vb) { return STEP; }                \
+    static inline TARGET double NAME(long n, A a, B b) {                                 \
+        typedef VECTOR vector_t;                                                         \
+        typedef LANE lane_t;                                                             \
+        vector_t (*const step)(vector_t, vector_t, vector_t) = NAME##_step;              \
+        vector_t va = SET_A, vb = SET_B, zero = ZERO;                                    \
+        REPEAT(YOLO_PEAK_DECLARE)                                                        \
+        for (long i = 0; i < n; i++) {                                                   \
+            YOLO_PEAK_OPAQUE(va, CONSTRAINT);                                            \
+            REPEAT(YOLO_PEAK_STEP)                                                       \
+        }                                                                                \
+        double sum = 0;                                                                  \
+        REPEAT(YOLO_PEAK_ADD)                                                            \
+        return sum;                                                                      \
+    }
+
+#if defined(__x86_64__)
+#include <immintrin.h>
 
 /// vfmadd231ps ymm, 12 accumulators: 8 lanes, one product each.
-static inline __attribute__((target("avx2,fma"))) double yolo_peak_fma256(long n, float a, float b) {
-    __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
-#define X(i) __m256 acc##i = _mm256_setzero_ps();
-    YOLO_PEAK_12(X)
-#undef X
-    for (long i = 0; i < n; i++) {
-        YOLO_PEAK_OPAQUE(va, "x");
-#define X(i) acc##i = _mm256_fmadd_ps(va, vb, acc##i);
-        YOLO_PEAK_12(X)
-#undef X
-    }
-    double sum = 0;
-#define X(i) YOLO_PEAK_ADD(float, 8, i)
-    YOLO_PEAK_12(X)
-#undef X
-    return sum;
-}
-
+YOLO_PEAK_PROBE(yolo_peak_fma256, YOLO_PEAK_TARGET("avx2,fma"), YOLO_PEAK_12, float, float, __m256, float, _mm256_set1_ps(a),
+                _mm256_set1_ps(b), _mm256_setzero_ps(), _mm256_fmadd_ps(va, vb, acc), "x")
 /// vfmadd231ps zmm, 12 accumulators: 16 lanes, one product each.
-static inline __attribute__((target("avx512f"))) double yolo_peak_fma512(long n, float a, float b) {
-    __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
-#define X(i) __m512 acc##i = _mm512_setzero_ps();
-    YOLO_PEAK_12(X)
-#undef X
-    for (long i = 0; i < n; i++) {
-        YOLO_PEAK_OPAQUE(va, "v");
-#define X(i) acc##i = _mm512_fmadd_ps(va, vb, acc##i);
-        YOLO_PEAK_12(X)
-#undef X
-    }
-    double sum = 0;
-#define X(i) YOLO_PEAK_ADD(float, 16, i)
-    YOLO_PEAK_12(X)
-#undef X
-    return sum;
-}
-
+YOLO_PEAK_PROBE(yolo_peak_fma512, YOLO_PEAK_TARGET("avx512f"), YOLO_PEAK_12, float, float, __m512, float, _mm512_set1_ps(a),
+                _mm512_set1_ps(b), _mm512_setzero_ps(), _mm512_fmadd_ps(va, vb, acc), "v")
 /// vpmaddwd + vpaddd ymm (the AVX2 INT8 kernels' pair), 8 accumulators: 8 lanes, two products each.
-static inline __attribute__((target("avx2"))) double yolo_peak_maddwd256(long n, int16_t a, int16_t b) {
-    __m256i va = _mm256_set1_epi16(a), vb = _mm256_set1_epi16(b);
-#define X(i) __m256i acc##i = _mm256_setzero_si256();
-    YOLO_PEAK_8(X)
-#undef X
-    for (long i = 0; i < n; i++) {
-        YOLO_PEAK_OPAQUE(va, "x");
-#define X(i) acc##i = _mm256_add_epi32(acc##i, _mm256_madd_epi16(va, vb));
-        YOLO_PEAK_8(X)
-#undef X
-    }
-    double sum = 0;
-#define X(i) YOLO_PEAK_ADD(int32_t, 8, i)
-    YOLO_PEAK_8(X)
-#undef X
-    return sum;
-}
-
+YOLO_PEAK_PROBE(yolo_peak_maddwd256, YOLO_PEAK_TARGET("avx2"), YOLO_PEAK_8, int16_t, int16_t, __m256i, int32_t, _mm256_set1_epi16(a),
+                _mm256_set1_epi16(b), _mm256_setzero_si256(), _mm256_add_epi32(acc, _mm256_madd_epi16(va, vb)), "x")
 /// vpmaddwd + vpaddd zmm, 8 accumulators: 16 lanes, two products each.
-static inline __attribute__((target("avx512f,avx512bw"))) double yolo_peak_maddwd512(long n, int16_t a, int16_t b) {
-    __m512i va = _mm512_set1_epi16(a), vb = _mm512_set1_epi16(b);
-#define X(i) __m512i acc##i = _mm512_setzero_si512();
-    YOLO_PEAK_8(X)
-#undef X
-    for (long i = 0; i < n; i++) {
-        YOLO_PEAK_OPAQUE(va, "v");
-#define X(i) acc##i = _mm512_add_epi32(acc##i, _mm512_madd_epi16(va, vb));
-        YOLO_PEAK_8(X)
-#undef X
-    }
-    double sum = 0;
-#define X(i) YOLO_PEAK_ADD(int32_t, 16, i)
-    YOLO_PEAK_8(X)
-#undef X
-    return sum;
-}
-
+YOLO_PEAK_PROBE(yolo_peak_maddwd512, YOLO_PEAK_TARGET("avx512f,avx512bw"), YOLO_PEAK_8, int16_t, int16_t, __m512i, int32_t,
+                _mm512_set1_epi16(a), _mm512_set1_epi16(b), _mm512_setzero_si512(),
+                _mm512_add_epi32(acc, _mm512_madd_epi16(va, vb)), "v")
 /// vpdpbusd ymm (AVX-VNNI), 12 accumulators: 8 lanes, four u8 x s8 products each.
-static inline __attribute__((target("avx2,avxvnni"))) double yolo_peak_dpbusd256(long n, uint8_t a, int8_t b) {
-    __m256i va = _mm256_set1_epi8((char)a), vb = _mm256_set1_epi8(b);
-#define X(i) __m256i acc##i = _mm256_setzero_si256();
-    YOLO_PEAK_12(X)
-#undef X
-    for (long i = 0; i < n; i++) {
-        YOLO_PEAK_OPAQUE(va, "x");
-#define X(i) acc##i = _mm256_dpbusd_avx_epi32(acc##i, va, vb);
-        YOLO_PEAK_12(X)
-#undef X
-    }
-    double sum = 0;
-#define X(i) YOLO_PEAK_ADD(int32_t, 8, i)
-    YOLO_PEAK_12(X)
-#undef X
-    return sum;
-}
-
+YOLO_PEAK_PROBE(yolo_peak_dpbusd256, YOLO_PEAK_TARGET("avx2,avxvnni"), YOLO_PEAK_12, uint8_t, int8_t, __m256i, int32_t,
+                _mm256_set1_epi8((char)a), _mm256_set1_epi8(b), _mm256_setzero_si256(), _mm256_dpbusd_avx_epi32(acc, va, vb), "x")
 /// vpdpbusd zmm (AVX-512 VNNI), 12 accumulators: 16 lanes, four u8 x s8 products each.
-static inline __attribute__((target("avx512f,avx512vnni"))) double yolo_peak_dpbusd512(long n, uint8_t a, int8_t b) {
-    __m512i va = _mm512_set1_epi8((char)a), vb = _mm512_set1_epi8(b);
-#define X(i) __m512i acc##i = _mm512_setzero_si512();
-    YOLO_PEAK_12(X)
-#undef X
-    for (long i = 0; i < n; i++) {
-        YOLO_PEAK_OPAQUE(va, "v");
-#define X(i) acc##i = _mm512_dpbusd_epi32(acc##i, va, vb);
-        YOLO_PEAK_12(X)
-#undef X
-    }
-    double sum = 0;
-#define X(i) YOLO_PEAK_ADD(int32_t, 16, i)
-    YOLO_PEAK_12(X)
-#undef X
-    return sum;
-}
-
-/// vdpbf16ps zmm, 12 accumulators: 16 FP32 lanes, two bfloat16 products each (a, b: bfloat16 bits).
-static inline __attribute__((target("avx512f,avx512bf16"))) double yolo_peak_dpbf16(long n, uint16_t a, uint16_t b) {
-    __m512i va = _mm512_set1_epi16((short)a), vb = _mm512_set1_epi16((short)b);
-#define X(i) __m512 acc##i = _mm512_setzero_ps();
-    YOLO_PEAK_12(X)
-#undef X
-    for (long i = 0; i < n; i++) {
-        YOLO_PEAK_OPAQUE(va, "v");
-#define X(i) acc##i = _mm512_dpbf16_ps(acc##i, (__m512bh)va, (__m512bh)vb);
-        YOLO_PEAK_12(X)
-#undef X
-    }
-    double sum = 0;
-#define X(i) YOLO_PEAK_ADD(float, 16, i)
-    YOLO_PEAK_12(X)
-#undef X
-    return sum;
-}
-
+YOLO_PEAK_PROBE(yolo_peak_dpbusd512, YOLO_PEAK_TARGET("avx512f,avx512vnni"), YOLO_PEAK_12, uint8_t, int8_t, __m512i, int32_t,
+                _mm512_set1_epi8((char)a), _mm512_set1_epi8(b), _mm512_setzero_si512(), _mm512_dpbusd_epi32(acc, va, vb), "v")
+/// vdpbf16ps zmm, 12 accumulators: 16 FP32 lanes, two bfloat16 products each (a, b: bfloat16 bits;
+/// the operands travel as FP32 vectors of the same bits).
+YOLO_PEAK_PROBE(yolo_peak_dpbf16, YOLO_PEAK_TARGET("avx512f,avx512bf16"), YOLO_PEAK_12, uint16_t, uint16_t, __m512, float,
+                _mm512_castsi512_ps(_mm512_set1_epi16((short)a)), _mm512_castsi512_ps(_mm512_set1_epi16((short)b)),
+                _mm512_setzero_ps(), _mm512_dpbf16_ps(acc, (__m512bh)va, (__m512bh)vb), "v")
 /// vfmadd231ph zmm, 12 accumulators: 32 FP16 lanes, one product each (a, b: FP16 bits; the sums
 /// are FP16: exact up to 2048).
-static inline __attribute__((target("avx512f,avx512fp16"))) double yolo_peak_fma_ph512(long n, uint16_t a, uint16_t b) {
-    __m512h va = _mm512_castsi512_ph(_mm512_set1_epi16((short)a)), vb = _mm512_castsi512_ph(_mm512_set1_epi16((short)b));
-#define X(i) __m512h acc##i = _mm512_castsi512_ph(_mm512_setzero_si512());
-    YOLO_PEAK_12(X)
-#undef X
-    for (long i = 0; i < n; i++) {
-        YOLO_PEAK_OPAQUE(va, "v");
-#define X(i) acc##i = _mm512_fmadd_ph(va, vb, acc##i);
-        YOLO_PEAK_12(X)
-#undef X
-    }
-    double sum = 0;
-    float out[16];
-#define X(i)                                                                                              \
-    _mm512_storeu_ps(out, _mm512_cvtxph_ps(_mm512_castph512_ph256(acc##i)));                              \
-    for (int l = 0; l < 16; l++) sum += out[l];                                                           \
-    _mm512_storeu_ps(out, _mm512_cvtxph_ps(_mm256_castsi256_ph(_mm512_extracti64x4_epi64(_mm512_castph_si512(acc##i), 1)))); \
-    for (int l = 0; l < 16; l++) sum += out[l];
-    YOLO_PEAK_12(X)
-#undef X
-    return sum;
-}
+YOLO_PEAK_PROBE(yolo_peak_fma_ph512, YOLO_PEAK_TARGET("avx512f,avx512fp16"), YOLO_PEAK_12, uint16_t, uint16_t, __m512h, _Float16,
+                _mm512_castsi512_ph(_mm512_set1_epi16((short)a)), _mm512_castsi512_ph(_mm512_set1_epi16((short)b)),
+                _mm512_castsi512_ph(_mm512_setzero_si512()), _mm512_fmadd_ph(va, vb, acc), "v")
 
 #define YOLO_PEAK_AMX_FN static inline __attribute__((target("amx-tile,amx-int8,amx-bf16")))
 
@@ -249,23 +144,8 @@ YOLO_PEAK_AMX_FN double yolo_peak_amx_bf16(long n, uint16_t a, uint16_t b) {
 #include <arm_neon.h>
 
 /// fmla .4s (NEON), 12 accumulators: 4 lanes, one product each.
-static inline double yolo_peak_fmla4s(long n, float a, float b) {
-    float32x4_t va = vdupq_n_f32(a), vb = vdupq_n_f32(b);
-#define X(i) float32x4_t acc##i = vdupq_n_f32(0);
-    YOLO_PEAK_12(X)
-#undef X
-    for (long i = 0; i < n; i++) {
-        YOLO_PEAK_OPAQUE(va, "w");
-#define X(i) acc##i = vfmaq_f32(acc##i, va, vb);
-        YOLO_PEAK_12(X)
-#undef X
-    }
-    double sum = 0;
-#define X(i) YOLO_PEAK_ADD(float, 4, i)
-    YOLO_PEAK_12(X)
-#undef X
-    return sum;
-}
+YOLO_PEAK_PROBE(yolo_peak_fmla4s, , YOLO_PEAK_12, float, float, float32x4_t, float, vdupq_n_f32(a), vdupq_n_f32(b),
+                vdupq_n_f32(0), vfmaq_f32(acc, va, vb), "w")
 #endif  // __aarch64__
 
 #endif
