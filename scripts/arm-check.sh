@@ -180,11 +180,14 @@ sed -E '/^layer 0 /!s/ fp32$//' weights/yolov3-tiny.int8 > "$out/int8-weights/yo
 # The A76's dotprod level takes the 10-bit layers (`a10`) as INT8 im2col in two sdot passes
 # (Int8TenBit.swift), where this host's table takes F(2x2) or the direct conv + pool on pairs:
 # its heads are compared with this host's INT8 im2col ones (--conv im2col, which gives those
-# layers INT8 im2col here too), the A72's with the default plan's.
+# layers INT8 im2col here too), the A72's with the default plan's. The amx level's table takes
+# INT8 im2col for 10-bit layers without a pool (Int8Functions.TenBitPreference.winograd): same
+# sums, another float output; so on an AMX host the default plan's heads come from avx512vnni.
 rm -rf "$out/int8-x86" "$out/int8-x86-im2col"
+below_amx=(); grep -qw amx_int8 /proc/cpuinfo && below_amx=(env YOLO_KERNEL_LEVEL=avx512vnni)
 for conv in winograd im2col; do
     dir="$out/int8-x86"; [ "$conv" = im2col ] && dir="$out/int8-x86-im2col"
-    .build/debug/yolo heads "$out/dog_input_416.f32" --out "$dir" --weights "$out/int8-weights/yolov3-tiny.weights" \
+    "${below_amx[@]}" .build/debug/yolo heads "$out/dog_input_416.f32" --out "$dir" --weights "$out/int8-weights/yolov3-tiny.weights" \
         --precision int8 --int8-fallback fp32 --threads 2 --conv "$conv" || fail "yolo heads --precision int8 --conv $conv on this host"
 done
 "$out/host/kernel-check" -v | grep '^digest ' | sed 's/ max abs diff [^ ]*//' > "$out/digests-host.txt" \
