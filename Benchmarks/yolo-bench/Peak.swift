@@ -95,16 +95,6 @@ struct PeakProbe: Sendable {
         return nil
         #endif
     }
-
-    /// The precision a plan step's algorithm computes in ("int8", "im2col-fp16", "gemm1x1-bf16",
-    /// "winograd2-fp16+pool"; nil for steps without multiplications).
-    static func precision(ofStep algorithm: String) -> Precision? {
-        if algorithm.hasPrefix("maxpool") || ["route", "upsample", "shortcut", "yolo", "reorg", "region"].contains(algorithm) { return nil }
-        if algorithm.contains("int8") { return .int8 }
-        if algorithm.contains("bf16") { return .bf16 }
-        if algorithm.contains("fp16") { return .fp16 }
-        return .fp32
-    }
 }
 
 /// `yolo-bench peak`: each instruction's peak on one core, for every level this CPU runs.
@@ -119,6 +109,10 @@ enum PeakBench {
             checks that each loop does the products it counts. Exit status 1 when a check fails.
             """)
             exit(0)
+        }
+        if let stray = args.first {
+            FileHandle.standardError.write(Data("yolo-bench peak: unexpected '\(stray)' (it takes no options; --help says what it does)\n".utf8))
+            exit(64)
         }
         print("yolo-bench peak: \(Machine.cpuModel), one core")
         var seen: Set<String> = [], failed = false

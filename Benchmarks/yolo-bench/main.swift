@@ -192,8 +192,8 @@ do {
             let gemmMedians = perGemm.map { Stats($0).median }
             let total = medians.reduce(0, +)
             // A step's rate as a share of its precision's peak on `threads` cores (Peak.swift).
-            func peakShare(_ algorithm: String, gflop: Double, ms: Double) -> String {
-                guard gflop > 0, ms > 0, let precision = PeakProbe.precision(ofStep: algorithm),
+            func peakShare(_ layers: ClosedRange<Int>, gflop: Double, ms: Double) -> String {
+                guard gflop > 0, ms > 0, let precision = convModel.plan.entries.first(where: { $0.layers == layers })?.precision,
                       let level = KernelLevel(rawValue: convModel.gemmKernels),
                       let peak = peaks.rate(precision, level: level) else { return "" }
                 return fmt(100 * gflop / ms * 1000 / (peak * Double(threads)), 0) + "%"
@@ -207,7 +207,7 @@ do {
                     let l = layers[j]
                     return "\(j) \(l.kind.rawValue.prefix(7))" + (l.size > 0 ? " \(l.size)x\(l.size)/\(l.stride)" : "")
                 }.joined(separator: " + ")
-                say("  \(pad(names, 20)) \(pad(step.algorithm, 17)) \(pad(first.input.description, 13)) \(pad(last.output.description, 13)) \(lpad(gflop > 0 ? fmt(gflop, 3) : "", 6)) \(lpad(fmt(medians[i], 3), 7)) \(lpad(gemmMedians[i] > 0 ? fmt(gemmMedians[i], 3) : "", 8)) \(lpad(rate, 8)) \(lpad(peakShare(step.algorithm, gflop: gflop, ms: medians[i]), 5)) \(lpad(fmt(100 * medians[i] / max(total, 1e-9), 1) + "%", 6))")
+                say("  \(pad(names, 20)) \(pad(step.algorithm, 17)) \(pad(first.input.description, 13)) \(pad(last.output.description, 13)) \(lpad(gflop > 0 ? fmt(gflop, 3) : "", 6)) \(lpad(fmt(medians[i], 3), 7)) \(lpad(gemmMedians[i] > 0 ? fmt(gemmMedians[i], 3) : "", 8)) \(lpad(rate, 8)) \(lpad(peakShare(step.layers, gflop: gflop, ms: medians[i]), 5)) \(lpad(fmt(100 * medians[i] / max(total, 1e-9), 1) + "%", 6))")
             }
             let forward = Stats(totals).median, gemmInForward = Stats(gemmTotals).median
             say("  profiled forward median \(fmt(forward)) ms (GEMMs inside it, thread 0: \(fmt(gemmInForward)) ms)")

@@ -138,7 +138,8 @@ final class BenchTests: XCTestCase {
 
     /// `yolo-bench peak`: a line per kernel level and precision this CPU runs, each loop's count of
     /// products checked against its accumulators, each rate positive; the per-layer table gives
-    /// every convolution's share of its precision's peak (a `%` in the `peak` column).
+    /// every convolution's share of its precision's peak (a `%` in the `peak` column); an option it
+    /// does not take is named.
     func testPeakLoopsCountTheirProductsAndTheLayerTableShowsTheShare() throws {
         let r = try bench(["peak"], environment: [:])
         XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
@@ -158,6 +159,9 @@ final class BenchTests: XCTestCase {
         XCTAssertTrue(r.stdout.contains("neon fp32: fmla .4s "), r.stdout)
         #endif
         _ = flags
+        let stray = try bench(["peak", "--levels", "amx"], environment: [:])
+        XCTAssertEqual(stray.status, 64)
+        XCTAssertTrue(stray.stderr.contains("yolo-bench peak: unexpected '--levels' (it takes no options"), stray.stderr)
 
         let weights = try weightsDirectory()
         let t = try bench(["--threads", "1", "--runs", "1", "--warmup", "0", "--conv", "winograd", "--inflight", "0"],

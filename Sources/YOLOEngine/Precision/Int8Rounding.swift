@@ -1,6 +1,6 @@
 // Weights rounded another way than to the nearest INT8 step (GPTQ, `yolo calibrate --gptq`): per
 // convolution, each weight's step relative to round-to-nearest (-1, 0 or +1), stored in the
-// calibration table and applied when the INT8 forms are prepared. docs/int8-eval.md has why and
+// calibration table and applied when the INT8 forms are prepared. docs/int8-rounding.md has why and
 // what it measured; docs/precision.md the table's lines.
 import YOLOKernels
 
