@@ -178,6 +178,85 @@ YOLO_AMX_FN void yolo_amx_int8_block_direct(int rt, int ct, long steps, const vo
     }
 }
 
+/// A 3x3 stride-1 convolution's tile products straight from padded grouped planes (Int8TapConv,
+/// AMXTapConv.swift): C (32 filters, two A panels `aPanel` bytes apart, x 2 tiles of 16 pixels)
+/// over `steps` steps, step s's first B tile at b + offsets[s] (16 planes `ldb` bytes apart, 16
+/// pixels of each), its second `second` bytes further (the next 16 pixels, or a 10-bit input's
+/// lo planes). Stored from zero into `out` (row stride 128 bytes: the first tile's 16 sums, then
+/// the second's); rt 1: the first 16 filters only.
+YOLO_AMX_FN void yolo_amx_int8_taps_block(int rt, long steps, const void *a, long aPanel, const void *b, long second, long ldb,
+                                          const long *offsets, void *out) {
+    _tile_zero(0);
+    _tile_zero(1);
+    if (rt > 1) {
+        _tile_zero(2);
+        _tile_zero(3);
+        for (long s = 0; s < steps; s++) {
+            const char *pa = (const char *)a + 1024 * s, *pb = (const char *)b + offsets[s];
+            _tile_loadd(4, pa, 64);
+            _tile_loadd(6, pb, ldb);
+            _tile_loadd(5, pa + aPanel, 64);
+            _tile_loadd(7, pb + second, ldb);
+            _tile_dpbsud(0, 4, 6);
+            _tile_dpbsud(1, 4, 7);
+            _tile_dpbsud(2, 5, 6);
+            _tile_dpbsud(3, 5, 7);
+        }
+        _tile_stored(2, (char *)out + 16 * 128, 128);
+        _tile_stored(3, (char *)out + 16 * 128 + 64, 128);
+    } else {
+        for (long s = 0; s < steps; s++) {
+            const char *pb = (const char *)b + offsets[s];
+            _tile_loadd(4, (const char *)a + 1024 * s, 64);
+            _tile_loadd(6, pb, ldb);
+            _tile_loadd(7, pb + second, ldb);
+            _tile_dpbsud(0, 4, 6);
+            _tile_dpbsud(1, 4, 7);
+        }
+    }
+    _tile_stored(0, (char *)out, 128);
+    _tile_stored(1, (char *)out + 64, 128);
+}
+
+/// The dequantizing store of `yolo_amx_int8_taps_block`'s tile into a plane-major output (each
+/// filter `plane` floats, rows of `w`): Float(sum - comp[r]) * scale[r] for `rows` filters and
+/// the pixels from padded index p0 (rows `wp` wide, columns past w and rows past h skipped);
+/// 32 pixels, or with `tenBit` 16 whose sum is 32 x the first tile's + the second's. Rounded as
+/// AMXStores.finish rounds (one conversion, one multiply).
+static inline __attribute__((target("avx512f"))) void yolo_amx_taps_store(const void *t, int rows, int tenBit, long p0, long wp,
+                                                                          long w, long h, float *out, long plane,
+                                                                          const int32_t *comp, const float *scale) {
+    // The runs of lanes that land in one output row, the same for every filter: at most 3 a vector
+    // while rows are 14 or more pixels wide, 16 in all.
+    __mmask16 masks[2][16];
+    long offsets[2][16];
+    int runs[2] = {0, 0};
+    for (int v = 0; v < (tenBit ? 1 : 2); v++) {
+        long q0 = p0 + 16 * v;
+        for (long j = 0; j < 16;) {
+            long p = q0 + j, y = p / wp, x = p - y * wp;
+            if (y >= h) break;
+            if (x >= w) { j += wp - x; continue; }
+            long run = 16 - j < w - x ? 16 - j : w - x;
+            masks[v][runs[v]] = (__mmask16)((((1u << run) - 1)) << j);
+            offsets[v][runs[v]++] = y * w + x - j;
+            j += run;
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        const char *row = (const char *)t + 128 * r;
+        __m512i k = _mm512_set1_epi32(comp[r]);
+        __m512 sc = _mm512_set1_ps(scale[r]);
+        float *dst = out + r * plane;
+        for (int v = 0; v < (tenBit ? 1 : 2); v++) {
+            __m512i sum = _mm512_loadu_si512(row + 64 * v);
+            if (tenBit) sum = _mm512_add_epi32(_mm512_slli_epi32(sum, 5), _mm512_loadu_si512(row + 64));
+            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, k)), sc);
+            for (int q = 0; q < runs[v]; q++) _mm512_mask_storeu_ps(dst + offsets[v][q], masks[v][q], f);
+        }
+    }
+}
+
 #undef YOLO_AMX_DIRECT_STEPS
 #undef YOLO_AMX_START
 #undef YOLO_AMX_STORE

@@ -18,8 +18,12 @@ final class ModelStorage: @unchecked Sendable {
     }
 
     /// `count` bytes (rounded up to whole floats), for parameters of other types.
+    /// 64-byte aligned: a tile or vector row of packed weights then spans one cache line, not two.
     func allocateBytes(_ count: Int) -> UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(allocate((count + 3) / 4))
+        let p = UnsafeMutableRawPointer.allocate(byteCount: max(count, 4), alignment: 64)
+        blocks.append(p.bindMemory(to: Float.self, capacity: max(count, 4) / 4))
+        floats += (count + 3) / 4
+        return p
     }
 
     deinit { for b in blocks { b.deallocate() } }

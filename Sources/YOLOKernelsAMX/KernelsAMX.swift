@@ -43,6 +43,9 @@ public enum KernelsAMX {
                 AMXInt8Gemm.tenBitGemm(m: m, n: n, k: k, packedA: a, hi: hi, lo: lo, ldb: ldb, c: c, ldc: ldc, comp: comp,
                                        scale: scale, scratch: scratch, kc: kc, nc: nc, rows: rows)
             }).preferringTenBit(over: .winograd)
+            .withTaps(Int8TapConv { g, a, planes, lo, out, comp, scale, items in
+                AMXTapConv.run(g, packedA: a, planes: planes, lo: lo, out: out, comp: comp, scale: scale, items: items)
+            })
     }
 
     #if compiler(>=6.1)

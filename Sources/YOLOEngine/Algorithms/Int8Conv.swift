@@ -7,6 +7,8 @@
 // A 10-bit input (the table's `a10`, at a level with `Int8Functions.tenBitGemm`) is quantized into
 // two sets of planes, hi and lo, each with its own column matrix, and multiplied in two passes
 // (Int8TenBit.swift): the exact sums of the 10-bit input.
+// At a level with tap products (`Int8Functions.taps`: amx), a 3x3 stride-1 layer runs them
+// instead, from padded planes with no column matrix (Int8TapConv.swift): the same sums.
 import YOLOCore
 import YOLOKernels
 
@@ -18,13 +20,16 @@ final class Int8Conv: ConvKernel {
     /// Output rows per block of columns: about `blockWords` UInt32s, at least 512 pixels wide.
     let blockRows: Int
     static let blockWords = 64 * 1024
+    /// The level's tap products where this layer takes them (then its weights are in tap order).
+    let taps: Int8TapConv?
 
     init(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, input: Int8Quantization, kernels: Int8Functions) {
         self.conv = conv
         let storage = ModelStorage()
         self.storage = storage
+        taps = conv.is3x3Same ? kernels.taps : nil
         self.weights = Int8Weights(weights, filters: conv.filters, channels: conv.inputShape.c, kernel: conv.size,
-                                   input: input, kernels: kernels, storage: storage)
+                                   input: input, kernels: kernels, storage: storage, tapOrder: taps != nil)
         let w = conv.outputShape.w, rows = self.weights.columns / 4
         blockRows = conv.isPointwise ? conv.outputShape.h
             : max(1, min(conv.outputShape.h, max(Int8Conv.blockWords / max(1, rows * w), (512 + w - 1) / w)))
@@ -39,7 +44,12 @@ final class Int8Conv: ConvKernel {
     var planeWords: Int { passes * planeSetWords }
     var blockCount: Int { (conv.outputShape.h + blockRows - 1) / blockRows }
     /// UInt32s of one column matrix.
-    var columnSetWords: Int { conv.isPointwise ? 0 : weights.columns / 4 * blockRows * conv.outputShape.w }
+    var columnSetWords: Int {
+        taps != nil ? paddedStride * tapLayout.planes : conv.isPointwise ? 0 : weights.columns / 4 * blockRows * conv.outputShape.w
+    }
+    var tapLayout: Int8TapConv.Layout { Int8TapConv.Layout(groups: groups) }
+    /// Words a padded plane takes (with `taps`).
+    var paddedStride: Int { Int8TapConv.planeStride(height: conv.inputShape.h, width: conv.inputShape.w) }
     var columnWords: Int { passes * columnSetWords }
     var workspaceFloats: Int { planeWords + columnWords }
     var parameterBytes: Int { 4 * storage.floats }
@@ -60,6 +70,28 @@ final class Int8Conv: ConvKernel {
             }
         }
         let (oh, ow) = (conv.outputShape.h, conv.outputShape.w)
+        if let taps {
+            // The padded planes where the im2col path's columns go (hi, then lo), the zero point round them.
+            let padded = planes + planeWords, stride = paddedStride, halves = tenBitPadding(zeroPoint: input.zeroPoint)
+            let pads = weights.tenBit ? [halves.hi, halves.lo] : [UInt32(truncatingIfNeeded: input.zeroPoint) &* 0x0101_0101]
+            let (groups, setWords, copies) = (groups, columnSetWords, tapLayout.shifted ? 3 : 1)
+            pool.parallelFor(passes * copies * groups) { r in
+                for i in r {
+                    let (set, kx, g) = (i / (copies * groups), i / groups % copies, i % groups)
+                    Int8TapConv.pad(planes + set * planeSetWords, groups: g..<g + 1, height: h, width: w, planeStride: stride,
+                                    padding: pads[set], shift: kx, into: padded + set * setWords + kx * groups * stride)
+                }
+            }
+            let geometry = Int8TapConv.Geometry(filters: conv.filters, groups: groups, height: h, width: w, planeStride: stride)
+            let (packed, comp, scale) = (weights.packed, weights.comp, weights.scale)
+            let elapsed = timed(context.timesGemm) {
+                pool.parallelFor(Int8TapConv.items(geometry)) { items in
+                    taps.run(geometry, packed, padded, weights.tenBit ? padded + setWords : nil, out, comp, scale, items)
+                }
+            }
+            applyEpilogue(epilogue, out, shape: conv.outputShape, rows: 0..<oh, pool: pool)
+            return elapsed
+        }
         if conv.isPointwise {
             let n = oh * ow
             let elapsed = timed(context.timesGemm) {

@@ -31,22 +31,28 @@ struct Int8Weights: Sendable {
     /// exists while packing (yolov3-tiny's layer 12: 64 KiB of 4.5 MiB).
     static let bandBytes = 64 << 10
 
-    /// Quantizes and packs the folded weights of a convolution (filters x channels x k x k).
+    /// Quantizes and packs the folded weights of a convolution (filters x channels x k x k), their
+    /// columns in the grouped order, or with `tapOrder` in `Int8TapConv`'s.
     init(_ weights: UnsafePointer<Float>, filters: Int, channels: Int, kernel k: Int, input: Int8Quantization,
-         kernels: Int8Functions, storage: ModelStorage) {
+         kernels: Int8Functions, storage: ModelStorage, tapOrder: Bool = false) {
         let columns = int8ChannelGroups(channels) * k * k * 4
         (rows, self.columns, self.input, self.kernels) = (filters, columns, input, kernels)
         let band = min(filters, max(1, Int8Weights.bandBytes / columns / kernels.mr) * kernels.mr)
+        // (Tap order: `Int8TapConv.Layout.depth` columns packed, of 3x3 weights.)
+        let layout = Int8TapConv.Layout(groups: int8ChannelGroups(channels)), depth = tapOrder ? layout.depth : columns
+        precondition(!tapOrder || k == 3, "Int8Weights: tap order is for 3x3 weights")
         let q = UnsafeMutablePointer<Int8>.allocate(capacity: band * columns)
+        let taps = UnsafeMutablePointer<Int8>.allocate(capacity: tapOrder ? band * depth : 0)
         let sums = UnsafeMutablePointer<Int32>.allocate(capacity: filters)
-        defer { q.deallocate(); sums.deallocate() }
+        defer { q.deallocate(); taps.deallocate(); sums.deallocate() }
         let scale = storage.allocate(filters)
-        let packed = storage.allocateBytes(kernels.packedASize(m: filters, k: columns))
+        let packed = storage.allocateBytes(kernels.packedASize(m: filters, k: depth))
         for f0 in stride(from: 0, to: filters, by: band) {
             let f1 = min(filters, f0 + band)
             quantizeWeights(weights + f0 * channels * k * k, filters: f1 - f0, channels: channels, kernel: k, into: q,
                             scales: scale + f0, sums: sums + f0)
-            kernels.packA(q, lda: columns, m: filters, k: columns, rows: f0..<f1, into: packed)
+            if tapOrder { Int8TapConv.tapOrder(q, rows: f1 - f0, layout: layout, into: taps) }
+            kernels.packA(tapOrder ? taps : q, lda: depth, m: filters, k: depth, rows: f0..<f1, into: packed)
         }
         let comp = storage.allocateBytes(4 * filters).bindMemory(to: Int32.self, capacity: filters)
         precondition(input.levels == 255 || kernels.tenBitGemm != nil, "Int8Weights: a 10-bit input at the \(kernels.dot) level")

@@ -42,6 +42,17 @@ public struct Int8Functions: Sendable {
 
     public enum TenBitPreference: Sendable { case fp32, winograd, pairForms }
 
+    /// 3x3 stride-1 convolutions from padded planes with no column matrix (Int8TapConv.swift), at
+    /// a level that has them (`withTaps`); INT8 im2col runs them with the same sums.
+    public private(set) var taps: Int8TapConv? = nil
+
+    /// The same kernels with `taps`.
+    public func withTaps(_ taps: Int8TapConv) -> Int8Functions {
+        var copy = self
+        copy.taps = taps
+        return copy
+    }
+
     /// The same kernels, the fixed table preferring the two-pass 10-bit product to `what`.
     public func preferringTenBit(over what: TenBitPreference) -> Int8Functions {
         precondition(tenBitGemm != nil, "Int8Functions: the \(dot) level has no 10-bit product to prefer")

@@ -1,0 +1,71 @@
+import XCTest
+import YOLOReference
+@testable @_spi(Kernels) import YOLOEngine
+@testable import YOLOCore
+import YOLOKernels
+
+/// The amx level's INT8 3x3 convolutions straight from padded planes (Int8TapConv, AMXTapConv):
+/// taken by INT8 im2col's 3x3 stride-1 layers, with the floats of the avx512vnni level's im2col
+/// + GEMM bit for bit (the same exact sums), 8-bit and 10-bit inputs, at 1-3 threads; shapes
+/// around its blocks (32 filters, 32 or 16 pixels of padded rows, 256-pixel work items) and both
+/// layouts (`Int8TapConv.Layout`: a multiple of 16 groups, or the planes shifted).
+final class AMXTapConvTests: XCTestCase {
+    func config(_ s: Shape, filters: Int, activation: Activation) throws -> DarknetConfig {
+        let cfg = "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n[convolutional]\nfilters=\(filters)\nsize=3\n"
+            + "stride=1\npad=1\nactivation=\(activation.rawValue)\n"
+        return try DarknetConfig(text: cfg, file: "<cfg>")
+    }
+
+    func testTapProductsGiveTheIm2colFloats() throws {
+        _ = try AMXKernelTests.amxSet()
+        var rng = SeededRandom(seed: 83)
+        let cases: [(Shape, Int, Activation, Bool)] = [
+            (Shape(c: 64, h: 7, w: 9), 48, .leaky, false), (Shape(c: 128, h: 13, w: 13), 64, .linear, true),
+            (Shape(c: 64, h: 5, w: 30), 32, .leaky, true), (Shape(c: 192, h: 3, w: 17), 16, .linear, false),
+            (Shape(c: 64, h: 20, w: 26), 40, .leaky, false), (Shape(c: 64, h: 1, w: 1), 33, .leaky, true),
+            // Shifted planes (groups not a multiple of 16): 4, 8, 1, 5 and 20 groups.
+            (Shape(c: 16, h: 12, w: 40), 32, .leaky, true), (Shape(c: 32, h: 9, w: 11), 64, .leaky, false),
+            (Shape(c: 3, h: 6, w: 17), 16, .linear, false), (Shape(c: 18, h: 4, w: 5), 17, .leaky, true),
+            (Shape(c: 80, h: 7, w: 7), 32, .leaky, false),
+        ]
+        for (s, filters, act, tenBit) in cases {
+            let bias = rng.floats(filters), w = rng.floats(filters * s.c * 9), input = rng.floats(s.count, -1, 3)
+            let config = try config(s, filters: filters, activation: act)
+            let table = Int8Calibration(ranges: [0: -0.5...2.0], method: "test", imageCount: 1, cfgFingerprint: config.fingerprint,
+                                        tenBitLayers: tenBit ? [0] : [])
+            func run(_ level: KernelLevel, threads: Int) throws -> [Float] {
+                let model = try Model(config: config, weights: weightsFile(bias + w),
+                                      options: ModelOptions(gemm: .kernels, kernelLevel: level, algorithms: [0: ConvAlgorithm(.im2col, .int8)],
+                                                            precision: .int8, calibration: table))
+                let conv = try XCTUnwrap(model.inference.steps.first?.convKernel as? Int8Conv)
+                XCTAssertEqual(conv.taps != nil, level == .amx, "\(s) \(level): tap products at the amx level only")
+                let session = try Session(model: model, threads: threads)
+                try session.forward(input)
+                return Array(try session.output(ofLayer: 0))
+            }
+            let want = try run(.avx512VNNI, threads: 1)
+            for threads in [1, 2, 3] {
+                let got = try run(.amx, threads: threads)
+                let bad = zip(got, want).filter { $0.bitPattern != $1.bitPattern }.count
+                XCTAssertEqual(bad, 0, "\(s) \(filters) filters \(tenBit ? "10" : "8")-bit, \(threads) threads: \(bad) floats unlike im2col's")
+            }
+        }
+    }
+
+    /// Only 3x3 stride-1 padded layers take them.
+    func testOtherLayersKeepTheColumnMatrix() throws {
+        _ = try AMXKernelTests.amxSet()
+        var rng = SeededRandom(seed: 89)
+        for (s, size, stride) in [(Shape(c: 64, h: 8, w: 8), 3, 2), (Shape(c: 64, h: 8, w: 8), 1, 1)] {
+            let cfg = "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n[convolutional]\nfilters=16\nsize=\(size)\n"
+                + "stride=\(stride)\npad=1\nactivation=leaky\n"
+            let config = try DarknetConfig(text: cfg, file: "<cfg>")
+            let table = Int8Calibration(ranges: [0: -1...2], method: "test", imageCount: 1, cfgFingerprint: config.fingerprint)
+            let model = try Model(config: config, weights: weightsFile(rng.floats(16) + rng.floats(16 * s.c * size * size)),
+                                  options: ModelOptions(gemm: .kernels, kernelLevel: .amx, algorithms: [0: ConvAlgorithm(.im2col, .int8)],
+                                                        precision: .int8, calibration: table))
+            let conv = try XCTUnwrap(model.inference.steps.first?.convKernel as? Int8Conv)
+            XCTAssertNil(conv.taps, "\(s) \(size)x\(size)/\(stride)")
+        }
+    }
+}
