@@ -178,52 +178,58 @@ YOLO_AMX_FN void yolo_amx_int8_block_direct(int rt, int ct, long steps, const vo
     }
 }
 
-/// A 3x3 stride-1 convolution's tile products straight from padded grouped planes (Int8TapConv,
+/// A 3x3 stride-1 convolution's tile products straight from padded planes (TapConv.swift,
 /// AMXTapConv.swift): C (32 filters, two A panels `aPanel` bytes apart, x 2 tiles of 16 pixels)
 /// over `steps` steps, step s's first B tile at b + offsets[s] (16 planes `ldb` bytes apart, 16
 /// pixels of each), its second `second` bytes further (the next 16 pixels, or a 10-bit input's
 /// lo planes). Stored from zero into `out` (row stride 128 bytes: the first tile's 16 sums, then
-/// the second's); rt 1: the first 16 filters only.
-YOLO_AMX_FN void yolo_amx_int8_taps_block(int rt, long steps, const void *a, long aPanel, const void *b, long second, long ldb,
-                                          const long *offsets, void *out) {
-    _tile_zero(0);
-    _tile_zero(1);
-    if (rt > 1) {
-        _tile_zero(2);
-        _tile_zero(3);
-        for (long s = 0; s < steps; s++) {
-            const char *pa = (const char *)a + 1024 * s, *pb = (const char *)b + offsets[s];
-            _tile_loadd(4, pa, 64);
-            _tile_loadd(6, pb, ldb);
-            _tile_loadd(5, pa + aPanel, 64);
-            _tile_loadd(7, pb + second, ldb);
-            _tile_dpbsud(0, 4, 6);
-            _tile_dpbsud(1, 4, 7);
-            _tile_dpbsud(2, 5, 6);
-            _tile_dpbsud(3, 5, 7);
-        }
-        _tile_stored(2, (char *)out + 16 * 128, 128);
-        _tile_stored(3, (char *)out + 16 * 128 + 64, 128);
-    } else {
-        for (long s = 0; s < steps; s++) {
-            const char *pb = (const char *)b + offsets[s];
-            _tile_loadd(4, (const char *)a + 1024 * s, 64);
-            _tile_loadd(6, pb, ldb);
-            _tile_loadd(7, pb + second, ldb);
-            _tile_dpbsud(0, 4, 6);
-            _tile_dpbsud(1, 4, 7);
-        }
+/// the second's); rt 1: the first 16 filters only. INT8 (tdpbsud: int32 sums) and BF16 pairs
+/// (tdpbf16ps: FP32 sums).
+#define YOLO_AMX_TAPS_BLOCK(NAME, DOT)                                                                                     \
+    YOLO_AMX_FN void NAME(int rt, long steps, const void *a, long aPanel, const void *b, long second, long ldb,             \
+                          const long *offsets, void *out) {                                                                \
+        _tile_zero(0);                                                                                                     \
+        _tile_zero(1);                                                                                                     \
+        if (rt > 1) {                                                                                                      \
+            _tile_zero(2);                                                                                                 \
+            _tile_zero(3);                                                                                                 \
+            for (long s = 0; s < steps; s++) {                                                                             \
+                const char *pa = (const char *)a + 1024 * s, *pb = (const char *)b + offsets[s];                           \
+                _tile_loadd(4, pa, 64);                                                                                    \
+                _tile_loadd(6, pb, ldb);                                                                                   \
+                _tile_loadd(5, pa + aPanel, 64);                                                                           \
+                _tile_loadd(7, pb + second, ldb);                                                                          \
+                DOT(0, 4, 6);                                                                                              \
+                DOT(1, 4, 7);                                                                                              \
+                DOT(2, 5, 6);                                                                                              \
+                DOT(3, 5, 7);                                                                                              \
+            }                                                                                                              \
+            _tile_stored(2, (char *)out + 16 * 128, 128);                                                                  \
+            _tile_stored(3, (char *)out + 16 * 128 + 64, 128);                                                             \
+        } else {                                                                                                           \
+            for (long s = 0; s < steps; s++) {                                                                             \
+                const char *pb = (const char *)b + offsets[s];                                                             \
+                _tile_loadd(4, (const char *)a + 1024 * s, 64);                                                            \
+                _tile_loadd(6, pb, ldb);                                                                                   \
+                _tile_loadd(7, pb + second, ldb);                                                                          \
+                DOT(0, 4, 6);                                                                                              \
+                DOT(1, 4, 7);                                                                                              \
+            }                                                                                                              \
+        }                                                                                                                  \
+        _tile_stored(0, (char *)out, 128);                                                                                 \
+        _tile_stored(1, (char *)out + 64, 128);                                                                            \
     }
-    _tile_stored(0, (char *)out, 128);
-    _tile_stored(1, (char *)out + 64, 128);
-}
+YOLO_AMX_TAPS_BLOCK(yolo_amx_int8_taps_block, _tile_dpbsud)
+YOLO_AMX_TAPS_BLOCK(yolo_amx_bf16_taps_block, _tile_dpbf16ps)
+#undef YOLO_AMX_TAPS_BLOCK
 
-/// The dequantizing store of `yolo_amx_int8_taps_block`'s tile into a plane-major output (each
-/// filter `plane` floats, rows of `w`): Float(sum - comp[r]) * scale[r] for `rows` filters and
-/// the pixels from padded index p0 (rows `wp` wide, columns past w and rows past h skipped);
-/// 32 pixels, or with `tenBit` 16 whose sum is 32 x the first tile's + the second's. Rounded as
-/// AMXStores.finish rounds (one conversion, one multiply).
-static inline __attribute__((target("avx512f"))) void yolo_amx_taps_store(const void *t, int rows, int tenBit, long p0, long wp,
+/// The store of a taps block's tile into a plane-major output (each filter `plane` floats, rows of
+/// `w`), for `rows` filters and the pixels from padded index p0 (rows `wp` wide, columns past w
+/// and rows past h skipped). Kind 0: INT8, Float(sum - comp[r]) * scale[r] for 32 pixels; kind 1:
+/// the same for 16 pixels whose sum is 32 x the first tile's + the second's (10 bits); both rounded
+/// as AMXStores.finish rounds (one conversion, one multiply). Kind 2: BF16's FP32 sums as they are
+/// (comp and scale unused).
+static inline __attribute__((target("avx512f"))) void yolo_amx_taps_store(const void *t, int rows, int kind, long p0, long wp,
                                                                           long w, long h, float *out, long plane,
                                                                           const int32_t *comp, const float *scale) {
     // The runs of lanes that land in one output row, the same for every filter: at most 3 a vector
@@ -231,6 +237,7 @@ static inline __attribute__((target("avx512f"))) void yolo_amx_taps_store(const 
     __mmask16 masks[2][16];
     long offsets[2][16];
     int runs[2] = {0, 0};
+    const int tenBit = kind == 1;
     for (int v = 0; v < (tenBit ? 1 : 2); v++) {
         long q0 = p0 + 16 * v;
         for (long j = 0; j < 16;) {
@@ -245,13 +252,13 @@ static inline __attribute__((target("avx512f"))) void yolo_amx_taps_store(const 
     }
     for (int r = 0; r < rows; r++) {
         const char *row = (const char *)t + 128 * r;
-        __m512i k = _mm512_set1_epi32(comp[r]);
-        __m512 sc = _mm512_set1_ps(scale[r]);
+        __m512i k = _mm512_set1_epi32(kind == 2 ? 0 : comp[r]);
+        __m512 sc = _mm512_set1_ps(kind == 2 ? 1 : scale[r]);
         float *dst = out + r * plane;
         for (int v = 0; v < (tenBit ? 1 : 2); v++) {
             __m512i sum = _mm512_loadu_si512(row + 64 * v);
             if (tenBit) sum = _mm512_add_epi32(_mm512_slli_epi32(sum, 5), _mm512_loadu_si512(row + 64));
-            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, k)), sc);
+            __m512 f = kind == 2 ? _mm512_castsi512_ps(sum) : _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, k)), sc);
             for (int q = 0; q < runs[v]; q++) _mm512_mask_storeu_ps(dst + offsets[v][q], masks[v][q], f);
         }
     }

@@ -44,7 +44,7 @@ public enum KernelsAMX {
                                        scale: scale, scratch: scratch, kc: kc, nc: nc, rows: rows)
             }).preferringTenBit(over: .winograd)
             .withTaps(Int8TapConv { g, a, planes, lo, out, comp, scale, items in
-                AMXTapConv.run(g, packedA: a, planes: planes, lo: lo, out: out, comp: comp, scale: scale, items: items)
+                AMXTapConv.int8(g, packedA: a, planes: planes, lo: lo, out: out, comp: comp, scale: scale, items: items)
             })
     }
 
@@ -64,7 +64,9 @@ public enum KernelsAMX {
         return base.replacingGemm(dot: "tdpbf16ps", requires: base.requires.union(.amx), gemm: gemm) { m, n, k, a, b, ldb, c, ldc, scratch, rows in
             AMXBF16Gemm.gemmWords(m: m, n: n, k: k, packedA: UnsafeRawPointer(a), b: b, ldb: ldb, c: c, ldc: ldc, scratch: scratch,
                                   kc: kc, nc: nc, rows: rows)
-        }
+        }.withTaps(BF16TapConv(
+            planes: { AMXTapConv.bf16Planes($0, channels: $1, height: $2, width: $3, jobs: $4, planeStride: $5, into: $6) },
+            run: { AMXTapConv.bf16($0, packedA: $1, planes: $2, out: $3, items: $4) }))
     }
     #endif
 }

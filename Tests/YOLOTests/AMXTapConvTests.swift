@@ -8,7 +8,7 @@ import YOLOKernels
 /// taken by INT8 im2col's 3x3 stride-1 layers, with the floats of the avx512vnni level's im2col
 /// + GEMM bit for bit (the same exact sums), 8-bit and 10-bit inputs, at 1-3 threads; shapes
 /// around its blocks (32 filters, 32 or 16 pixels of padded rows, 256-pixel work items) and both
-/// layouts (`Int8TapConv.Layout`: a multiple of 16 groups, or the planes shifted).
+/// layouts (`TapConv.Layout`: a multiple of 16 groups, or the planes shifted).
 final class AMXTapConvTests: XCTestCase {
     func config(_ s: Shape, filters: Int, activation: Activation) throws -> DarknetConfig {
         let cfg = "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n[convolutional]\nfilters=\(filters)\nsize=3\n"
@@ -66,6 +66,39 @@ final class AMXTapConvTests: XCTestCase {
                                                         precision: .int8, calibration: table))
             let conv = try XCTUnwrap(model.inference.steps.first?.convKernel as? Int8Conv)
             XCTAssertNil(conv.taps, "\(s) \(size)x\(size)/\(stride)")
+        }
+    }
+}
+
+/// The BF16 tap products (BF16TapConv) in a BF16 model's `im2col-bf16` layers at the amx level:
+/// the same bfloat16 products as the avx512vnni level's vdpbf16ps GEMM over im2col, so within the
+/// rounding of their FP32 sums' other order; both layouts, shapes around the blocks.
+final class AMXBF16TapConvTests: XCTestCase {
+    func testTapProductsGiveTheGemmsSums() throws {
+        _ = try AMXKernelTests.amxSet()
+        guard KernelLevel.avx512VNNI.kernelSet?.bf16 != nil else { throw XCTSkip("no vdpbf16ps GEMM to compare with") }
+        var rng = SeededRandom(seed: 97)
+        // (A 1x1 layer first: the policy keeps a model's first layer out of BF16.)
+        for (s, filters) in [(Shape(c: 64, h: 9, w: 11), 48), (Shape(c: 32, h: 13, w: 13), 64), (Shape(c: 16, h: 12, w: 40), 32),
+                             (Shape(c: 6, h: 5, w: 7), 17), (Shape(c: 96, h: 3, w: 30), 16), (Shape(c: 33, h: 4, w: 4), 8)] {
+            let cfg = "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=3\n\n[convolutional]\nfilters=\(s.c)\nsize=1\nstride=1\npad=0\n"
+                + "activation=linear\n\n[convolutional]\nfilters=\(filters)\nsize=3\nstride=1\npad=1\nactivation=leaky\n"
+            let config = try DarknetConfig(text: cfg, file: "<cfg>")
+            let weights = rng.floats(s.c) + rng.floats(s.c * 3) + rng.floats(filters) + rng.floats(filters * s.c * 9)
+            let input = rng.floats(3 * s.h * s.w, -1, 1)
+            func run(_ level: KernelLevel) throws -> [Float] {
+                let model = try Model(config: config, weights: weightsFile(weights),
+                                      options: ModelOptions(gemm: .kernels, kernelLevel: level, algorithms: [1: ConvAlgorithm(.im2col, .bf16)],
+                                                            precision: .bf16))
+                XCTAssertEqual(model.inference.steps.last?.algorithm, "im2col-bf16", "\(level)")
+                XCTAssertEqual(model.inference.steps.last?.convKernel is BF16TapConvolution, level == .amx, "\(s) \(level)")
+                let session = try Session(model: model, threads: 2)
+                try session.forward(input)
+                return Array(try session.output(ofLayer: 1))
+            }
+            let got = try run(.amx), want = try run(.avx512VNNI)
+            let top = want.map { abs($0) }.max()!, worst = zip(got, want).map { abs($0 - $1) }.max()!
+            XCTAssertLessThanOrEqual(worst, 1e-5 * top, "\(s) \(filters) filters")
         }
     }
 }

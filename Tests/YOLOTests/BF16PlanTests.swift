@@ -29,16 +29,21 @@ final class BF16PlanTests: XCTestCase {
         // where the CPU computes in FP16.
         let fp16 = KernelLevel.selected.kernelSet?.half(.fp16, on: HostCPU.features) != nil
         let (direct, first) = fp16 ? ("direct+pool-fp16", "im2col-fp16") : ("direct+pool", "im2col")
+        // (Where BF16 has tap products, amx, they take the 3x3 layers: im2col-bf16, a pool after it.)
+        let taps = KernelLevel.selected.bf16Kernels?.taps != nil
         let bf16 = try model(ModelOptions(precision: .bf16))
         XCTAssertEqual(bf16.inference.steps.map(\.algorithm),
-                       [direct, "winograd2-bf16+pool", "winograd2-bf16", "gemm1x1-bf16"])
-        XCTAssertEqual(bf16.plan.entries.map(\.precision), [fp16 ? .fp16 : .fp32, .bf16, .bf16, .bf16])
+                       taps ? [direct, "im2col-bf16", "maxpool+epilogue", "im2col-bf16", "gemm1x1-bf16"]
+                            : [direct, "winograd2-bf16+pool", "winograd2-bf16", "gemm1x1-bf16"])
+        XCTAssertEqual(bf16.plan.entries.map(\.precision),
+                       taps ? [fp16 ? .fp16 : .fp32, .bf16, .fp32, .bf16, .bf16] : [fp16 ? .fp16 : .fp32, .bf16, .bf16, .bf16])
         XCTAssertTrue(bf16.plan.description.contains("0-1 conv 3x3/1 3x64x64 -> 32x64x64 + maxpool 2x2/2 32x64x64 -> 32x32x32: "
                                                      + (fp16 ? "direct+pool-fp16 (table)" : "direct+pool, fp32 (table)")),
                       bf16.plan.description)
         XCTAssertTrue(bf16.plan.description.contains("5 conv 1x1/1 32x16x16 -> 18x16x16: gemm1x1-bf16 (table)"), bf16.plan.description)
         // The plan that keeps every output: layer 0 alone, not in BF16 (it reads the image).
-        XCTAssertEqual(bf16.inspection.steps.map(\.algorithm), [first, "maxpool", "winograd2-bf16", "maxpool", "winograd2-bf16", "gemm1x1-bf16"])
+        let three = taps ? "im2col-bf16" : "winograd2-bf16"
+        XCTAssertEqual(bf16.inspection.steps.map(\.algorithm), [first, "maxpool", three, "maxpool", three, "gemm1x1-bf16"])
         // FP32 by default; without Winograd, im2col in BF16.
         let fp32 = try model(ModelOptions())
         XCTAssertFalse(fp32.inference.steps.contains { $0.algorithm.hasSuffix("-bf16") })

@@ -50,6 +50,28 @@ final class HalfChoiceTests: XCTestCase {
         XCTAssertEqual(table(c[3], [.gemm1x1, ConvAlgorithm(.gemm1x1, bf16)], [bf16], tile: nil), ConvAlgorithm(.gemm1x1, bf16))
     }
 
+    /// Where the tile precision has tap products: its im2col form for 3x3 stride-1 layers of up to
+    /// `tapMaxChannels` input channels (over its Winograd F(2x2)), F(2x2) deeper, and not where a
+    /// 16-bit direct conv + pool is a candidate; without taps, F(2x2) as before.
+    func testTapProductsOverTheTilePrecisionsWinogradUpToTheirDepth() throws {
+        func conv(_ channels: Int) throws -> ConvolutionalLayer {
+            let cfg = "[net]\nwidth=13\nheight=13\nchannels=\(channels)\n\n[convolutional]\nfilters=8\nsize=3\nstride=1\npad=1\nactivation=leaky\n"
+            return try XCTUnwrap(ParsedNetwork(config: DarknetConfig(text: cfg), options: ModelOptions()).layers.first?.convolution)
+        }
+        let bf16 = Precision.bf16
+        let candidates = [ConvAlgorithm.im2col, .winograd2, .winograd4, ConvAlgorithm(.im2col, bf16), ConvAlgorithm(.winograd2, bf16)]
+        func table(_ c: ConvolutionalLayer, taps: Bool, _ candidates: [ConvAlgorithm] = candidates) -> ConvAlgorithm {
+            ChoicePolicy.table(for: c, candidates: candidates, halfOrder: [bf16], tile: bf16, tileTaps: taps)
+        }
+        let shallow = try conv(ChoicePolicy.tapMaxChannels), deep = try conv(ChoicePolicy.tapMaxChannels + 1)
+        XCTAssertEqual(table(shallow, taps: true), ConvAlgorithm(.im2col, bf16))
+        XCTAssertEqual(table(deep, taps: true), ConvAlgorithm(.winograd2, bf16))
+        XCTAssertEqual(table(shallow, taps: false), ConvAlgorithm(.winograd2, bf16))
+        // With a 16-bit direct conv + pool among them, the choice is left to its rules.
+        let direct = candidates + [ConvAlgorithm(.directPool, .fp16)]
+        XCTAssertNotEqual(table(shallow, taps: true, direct), ConvAlgorithm(.im2col, bf16))
+    }
+
     /// At the amx level on a CPU with AVX-512 FP16 (Sapphire Rapids and later): a BF16 model's
     /// first layer (no BF16 there) FP16, the rest BF16 on tiles; an INT8 model's 3x3 layers left
     /// out of INT8 FP16 (the more exact), its 1x1 ones BF16 tiles; every one on tiles where asked
@@ -84,7 +106,10 @@ final class HalfChoiceTests: XCTestCase {
         XCTAssertTrue(int8.plan.halfGemm?.hasPrefix("amx") == true, int8.plan.halfGemm ?? "nil")
         let bf16 = try Model(cfgText: PlanTests.cfg, weights: Int8PlanTests.weights, options: ModelOptions(planning: .table, precision: .bf16))
         XCTAssertEqual(bf16.inference.steps.first?.algorithm, "direct+pool-fp16")
-        XCTAssertTrue(bf16.inference.steps.dropFirst().allSatisfy { $0.algorithm.contains("-bf16") }, "\(bf16.inference.steps.map(\.algorithm))")
+        // (Every convolution after the first; the 3x3 ones as tap products, each with its pool after it.)
+        XCTAssertTrue(bf16.inference.steps.dropFirst().allSatisfy { $0.algorithm.contains("-bf16") || $0.convKernel == nil },
+                      "\(bf16.inference.steps.map(\.algorithm))")
+        XCTAssertTrue(bf16.inference.steps.contains { $0.convKernel is BF16TapConvolution }, "\(bf16.inference.steps.map(\.algorithm))")
         // Their heads stay near those of the same models with FP32 for the 16-bit layers.
         var strict = ModelOptions(planning: .table, precision: .int8, calibration: table)
         strict.int8Fallback = .fp32

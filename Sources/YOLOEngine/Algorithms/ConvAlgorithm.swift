@@ -100,6 +100,8 @@ public struct ConvAlgorithm: Sendable, Hashable, CaseIterable, CustomStringConve
         case (.int8, .directPool):
             guard let input, let pairs = kernelSet.int16Direct else { fatalError("\(self) for layer \(conv.index) without its quantization or kernels") }
             return DirectConvPool(conv, algorithm: self, weights: weights, pairs: pairs, input: input)
+        case (.bf16, .im2col) where conv.is3x3Same && half?.taps != nil:
+            return BF16TapConvolution(conv, weights: weights, gemm: half!.gemm, taps: half!.taps!, algorithm: self)
         case (_, .im2col): return Im2colGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case (_, .gemm1x1): return PointwiseGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case (_, .winograd2), (_, .winograd4):

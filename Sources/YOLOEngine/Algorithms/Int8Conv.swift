@@ -8,7 +8,7 @@
 // two sets of planes, hi and lo, each with its own column matrix, and multiplied in two passes
 // (Int8TenBit.swift): the exact sums of the 10-bit input.
 // At a level with tap products (`Int8Functions.taps`: amx), a 3x3 stride-1 layer runs them
-// instead, from padded planes with no column matrix (Int8TapConv.swift): the same sums.
+// instead, from padded planes with no column matrix (TapConv.swift): the same sums.
 import YOLOCore
 import YOLOKernels
 
@@ -47,9 +47,9 @@ final class Int8Conv: ConvKernel {
     var columnSetWords: Int {
         taps != nil ? paddedStride * tapLayout.planes : conv.isPointwise ? 0 : weights.columns / 4 * blockRows * conv.outputShape.w
     }
-    var tapLayout: Int8TapConv.Layout { Int8TapConv.Layout(groups: groups) }
+    var tapLayout: TapConv.Layout { TapConv.Layout(groups: groups) }
     /// Words a padded plane takes (with `taps`).
-    var paddedStride: Int { Int8TapConv.planeStride(height: conv.inputShape.h, width: conv.inputShape.w) }
+    var paddedStride: Int { TapConv.planeStride(height: conv.inputShape.h, width: conv.inputShape.w) }
     var columnWords: Int { passes * columnSetWords }
     var workspaceFloats: Int { planeWords + columnWords }
     var parameterBytes: Int { 4 * storage.floats }
@@ -78,14 +78,14 @@ final class Int8Conv: ConvKernel {
             pool.parallelFor(passes * copies * groups) { r in
                 for i in r {
                     let (set, kx, g) = (i / (copies * groups), i / groups % copies, i % groups)
-                    Int8TapConv.pad(planes + set * planeSetWords, groups: g..<g + 1, height: h, width: w, planeStride: stride,
+                    TapConv.pad(planes + set * planeSetWords, groups: g..<g + 1, height: h, width: w, planeStride: stride,
                                     padding: pads[set], shift: kx, into: padded + set * setWords + kx * groups * stride)
                 }
             }
-            let geometry = Int8TapConv.Geometry(filters: conv.filters, groups: groups, height: h, width: w, planeStride: stride)
+            let geometry = TapConv.Geometry(filters: conv.filters, groups: groups, height: h, width: w, planeStride: stride)
             let (packed, comp, scale) = (weights.packed, weights.comp, weights.scale)
             let elapsed = timed(context.timesGemm) {
-                pool.parallelFor(Int8TapConv.items(geometry)) { items in
+                pool.parallelFor(TapConv.items(geometry)) { items in
                     taps.run(geometry, packed, padded, weights.tenBit ? padded + setWords : nil, out, comp, scale, items)
                 }
             }

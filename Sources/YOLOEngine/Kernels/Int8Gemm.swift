@@ -38,8 +38,8 @@ struct Int8Weights: Sendable {
         let columns = int8ChannelGroups(channels) * k * k * 4
         (rows, self.columns, self.input, self.kernels) = (filters, columns, input, kernels)
         let band = min(filters, max(1, Int8Weights.bandBytes / columns / kernels.mr) * kernels.mr)
-        // (Tap order: `Int8TapConv.Layout.depth` columns packed, of 3x3 weights.)
-        let layout = Int8TapConv.Layout(groups: int8ChannelGroups(channels)), depth = tapOrder ? layout.depth : columns
+        // (Tap order: `TapConv.Layout.depth` columns packed, of 3x3 weights.)
+        let layout = TapConv.Layout(groups: int8ChannelGroups(channels)), depth = tapOrder ? layout.depth : columns
         precondition(!tapOrder || k == 3, "Int8Weights: tap order is for 3x3 weights")
         let q = UnsafeMutablePointer<Int8>.allocate(capacity: band * columns)
         let taps = UnsafeMutablePointer<Int8>.allocate(capacity: tapOrder ? band * depth : 0)

@@ -68,13 +68,15 @@ struct ChoicePolicy {
             !leavingOut.contains($0.precision) && ($0 != ConvAlgorithm(.directPool, .int8) || directInt8)
                 && ($0 != ConvAlgorithm(.im2col, .int8) || tenBitIm2col)
         }
-        return ChoicePolicy.table(for: conv, candidates: kept, halfOrder: context.kernels.halfOrder, tile: context.kernels.tileHalf)
+        return ChoicePolicy.table(for: conv, candidates: kept, halfOrder: context.kernels.halfOrder, tile: context.kernels.tileHalf,
+                                  tileTaps: context.kernels.tileHalfTaps)
     }
 
     /// The table's order of preference among the algorithms that apply; `halfOrder` the 16-bit
-    /// precisions, faster GEMM first, and `tile` the one whose GEMM is a tile GEMM (AMX), if any.
+    /// precisions, faster GEMM first, `tile` the one whose GEMM is a tile GEMM (AMX), if any, and
+    /// `tileTaps` whether its im2col form runs 3x3 stride-1 layers as tap products.
     static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm], halfOrder: [Precision] = [.fp16, .bf16],
-                      tile: Precision? = nil) -> ConvAlgorithm {
+                      tile: Precision? = nil, tileTaps: Bool = false) -> ConvAlgorithm {
         let int8Im2col = ConvAlgorithm(.im2col, .int8)
         // A 10-bit input without INT8 im2col: the INT8 forms that take it, the direct one first.
         if !candidates.contains(int8Im2col) {
@@ -87,6 +89,14 @@ struct ChoicePolicy {
         // With 16-bit candidates: the 16-bit form of the FP32 choice in the fastest 16-bit GEMM
         // that has it, F(2x2) for F(4x4) where F(4x4) has none.
         let halves = halfOrder.filter { h in candidates.contains { $0.precision == h } }
+        // Tap products read the input once, with no column matrix or transforms: over the tile
+        // precision's Winograd and im2col + GEMM up to `tapMaxChannels`; deeper, F(2x2)'s fewer
+        // products win (docs/performance-low-precision.md, "AMX, Emerald Rapids").
+        if tileTaps, let tile, conv.is3x3Same, conv.inputShape.c <= ChoicePolicy.tapMaxChannels,
+           candidates.contains(ConvAlgorithm(.im2col, tile)),
+           !candidates.contains(where: { $0.method == .directPool && $0.precision != .fp32 }) {
+            return ConvAlgorithm(.im2col, tile)
+        }
         if !halves.isEmpty {
             let choice = table(for: conv, candidates: candidates.filter { $0.precision == .fp32 })
             for method in [choice.method, choice.method == .winograd4 ? .winograd2 : choice.method] {
@@ -112,6 +122,8 @@ struct ChoicePolicy {
         return .im2col
     }
 
+    /// Input channels up to which the table takes the tile precision's tap products for a 3x3 layer.
+    static let tapMaxChannels = 256
     /// Input channels from which the table takes Winograd for a 3x3 layer (with fewer, im2col won).
     static let winogradMinChannels = 32
     /// Output side from which the table takes F(4x4) over F(2x2) (below, they tie and F(4x4) needs more memory).

@@ -52,6 +52,8 @@ struct KernelCapabilities {
 
     /// The 16-bit precision whose GEMM is a tile GEMM (AMX), if any.
     var tileHalf: Precision? { halfOrder.first { halves[$0]?.requires.contains(.amx) == true } }
+    /// Whether that tile GEMM's precision has tap products (BF16TapConv: im2col without a column matrix).
+    var tileHalfTaps: Bool { tileHalf.flatMap { halves[$0]?.taps } != nil }
 
     /// The 16-bit GEMMs, for reports: "level: dot" each, in `halfOrder`.
     var halfSummary: String? {

@@ -22,6 +22,9 @@ public struct HalfKernels: Sendable {
     /// BF16 Winograd F(2x2) with the input transform in this GEMM's words (WinogradBF16.swift),
     /// where the level has it (nil: FP16, and levels without).
     public let winogradPairs: BF16WinogradPairs?
+    /// 3x3 stride-1 convolutions from padded bfloat16 pair planes, no column matrix
+    /// (BF16TapConv.swift), where the level has them (`withTaps`: amx).
+    public private(set) var taps: BF16TapConv? = nil
 
     @usableFromInline
     init(dot: String, requires: CPUFeatureSet, gemm: GemmFunctions, weightsOnly: Bool = false,
@@ -32,11 +35,23 @@ public struct HalfKernels: Sendable {
 
     /// These kernels with `direct` as their direct convolution + pool.
     @usableFromInline func adding(direct: DirectConvFunctions) -> HalfKernels {
-        HalfKernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct, winogradPairs: winogradPairs)
+        var copy = HalfKernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct,
+                               winogradPairs: winogradPairs)
+        copy.taps = taps
+        return copy
     }
 
     /// These kernels with `pairs` as their Winograd F(2x2) on bfloat16 pairs.
     public func adding(winogradPairs pairs: BF16WinogradPairs) -> HalfKernels {
-        HalfKernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct, winogradPairs: pairs)
+        var copy = HalfKernels(dot: dot, requires: requires, gemm: gemm, weightsOnly: weightsOnly, direct: direct, winogradPairs: pairs)
+        copy.taps = taps
+        return copy
+    }
+
+    /// These kernels with `taps`.
+    public func withTaps(_ taps: BF16TapConv) -> HalfKernels {
+        var copy = self
+        copy.taps = taps
+        return copy
     }
 }

@@ -42,7 +42,7 @@ public struct Int8Functions: Sendable {
 
     public enum TenBitPreference: Sendable { case fp32, winograd, pairForms }
 
-    /// 3x3 stride-1 convolutions from padded planes with no column matrix (Int8TapConv.swift), at
+    /// 3x3 stride-1 convolutions from padded planes with no column matrix (TapConv.swift), at
     /// a level that has them (`withTaps`); INT8 im2col runs them with the same sums.
     public private(set) var taps: Int8TapConv? = nil
 

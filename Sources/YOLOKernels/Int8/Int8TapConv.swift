@@ -1,67 +1,24 @@
-// A 3x3 stride-1 convolution of an INT8 input as products straight from its quantized planes, no
-// column matrix: a level with matrix tiles (amx) multiplies each tap's 16 groups of 4 channels by
-// 16 pixels read in place from planes padded by one pixel all round (the padding the zero
-// point), the pixels of a tap one word apart. The weights go in tap order (`tapOrder`); the int32
-// sums are the im2col product's (the same products, summed exactly), so the floats are too
-// (docs/performance-low-precision.md, "AMX, Emerald Rapids").
+// The INT8 tap convolution (TapConv.swift): 4 channels of u8 a word, the weights' tap order, and
+// a level's products (`Int8Functions.taps`); the int32 sums are the im2col product's, so the
+// floats are too.
 
-/// A level's tap convolution (`Int8Functions.taps`).
+/// A level's INT8 tap convolution.
 public struct Int8TapConv: Sendable {
-    /// One layer: its filters, input groups, size (the output's too) and the padded planes' stride
-    /// in words (`planeStride(height:width:)` or more).
-    public struct Geometry: Sendable {
-        public let filters: Int, groups: Int, height: Int, width: Int, planeStride: Int
-        public init(filters: Int, groups: Int, height: Int, width: Int, planeStride: Int) {
-            (self.filters, self.groups, self.height, self.width, self.planeStride) = (filters, groups, height, width, planeStride)
-        }
-        /// Pixels a product covers: the padded rows' (width + 2) of every output row.
-        public var pixels: Int { height * (width + 2) }
-        public var layout: Layout { Layout(groups: groups) }
-    }
-
-    /// Pixels of one work item per block of 32 filters (a chunk of the shared counter).
-    public static let itemPixels = 256
-
-    /// Words of one padded plane: (height + 2) x (width + 2), and the 33 past them that the last
-    /// block's taps read (pixels whose outputs are not stored), rounded up to 16.
-    public static func planeStride(height: Int, width: Int) -> Int { ((height + 2) * (width + 2) + 33 + 15) & ~15 }
-
-    /// Work items of a layer: blocks of 32 filters x `itemPixels` pixels.
-    public static func items(_ g: Geometry) -> Int { (g.filters + 31) / 32 * ((g.pixels + itemPixels - 1) / itemPixels) }
-
     /// (geometry, packedA in tap order, planes (a 10-bit input's hi), lo planes or nil, output
-    /// (filters planes of height x width floats), comp, scale, items): Float(sum - comp) * scale.
-    public let run: @Sendable (Geometry, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>?, UnsafeMutablePointer<Float>,
-                               UnsafePointer<Int32>, UnsafePointer<Float>, Range<Int>) -> Void
+    /// (filters planes of height x width floats), comp, scale, items of `TapConv.items`):
+    /// Float(sum - comp) * scale.
+    public let run: @Sendable (TapConv.Geometry, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>?,
+                               UnsafeMutablePointer<Float>, UnsafePointer<Int32>, UnsafePointer<Float>, Range<Int>) -> Void
 
-    public init(run: @escaping @Sendable (Geometry, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>?,
+    public init(run: @escaping @Sendable (TapConv.Geometry, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>?,
                                           UnsafeMutablePointer<Float>, UnsafePointer<Int32>, UnsafePointer<Float>, Range<Int>) -> Void) {
         self.run = run
     }
 
-    /// How a layer of `groups` groups of 4 channels lays out its planes and weights. With a
-    /// multiple of 16 groups: its planes, a step per tap and 16 groups. Else the planes three times,
-    /// shifted left by 0, 1 and 2 pixels (plane kx x groups + g: the kx taps of a row, one word
-    /// apart no longer), each row of taps `rowPlanes` of them (3 x groups, rounded up to 16; the
-    /// rest the next planes, times weights of zero): a step per row of taps and 16 planes.
-    public struct Layout: Sendable, Equatable {
-        public let groups: Int
-        public init(groups: Int) { self.groups = groups }
-        public var shifted: Bool { groups % 16 != 0 }
-        /// Planes of a row of taps (shifted), read 16 at a time.
-        public var rowPlanes: Int { (3 * groups + 15) / 16 * 16 }
-        /// Planes of one set (a 10-bit input has two), each `planeStride` words.
-        public var planes: Int { shifted ? rowPlanes : groups }
-        /// Tile steps of 16 planes.
-        public var steps: Int { shifted ? 3 * rowPlanes / 16 : 9 * groups / 16 }
-        /// Columns of the weights in tap order.
-        public var depth: Int { 64 * steps }
-    }
-
     /// Rows of quantized 3x3 weights in the grouped order (`quantizeWeights`: column ((g 3 + ky) 3
-    /// + kx) 4 + i) into tap order (`Layout.depth` columns): column ((ky 3 + kx) groups + g) 4 + i,
+    /// + kx) 4 + i) into tap order (`TapConv.Layout.depth` columns): column ((ky 3 + kx) groups + g) 4 + i,
     /// or shifted ((ky rowPlanes + kx groups + g) 4 + i, zero in the rest of a row of taps).
-    public static func tapOrder(_ q: UnsafePointer<Int8>, rows: Int, layout: Layout, into t: UnsafeMutablePointer<Int8>) {
+    public static func tapOrder(_ q: UnsafePointer<Int8>, rows: Int, layout: TapConv.Layout, into t: UnsafeMutablePointer<Int8>) {
         let groups = layout.groups, columns = groups * 36, depth = layout.depth
         for r in 0..<rows {
             let src = q + r * columns, dst = t + r * depth
@@ -73,26 +30,6 @@ public struct Int8TapConv: Sendable {
                     for i in 0..<4 { dst[plane * 4 + i] = src[(g * 9 + tap) * 4 + i] }
                 }
             }
-        }
-    }
-
-    /// Quantized planes (`groups` planes of height x width words, one after the other) into padded
-    /// ones (`planeStride` apart): a border of `padding` words, and `padding` past the border; with
-    /// `shift`, each padded plane's words from that one on (the plane `shift` pixels to the left).
-    public static func pad(_ planes: UnsafePointer<UInt32>, groups: Range<Int>, height: Int, width: Int, planeStride: Int,
-                           padding: UInt32, shift: Int = 0, into padded: UnsafeMutablePointer<UInt32>) {
-        let wp = width + 2
-        for g in groups {
-            // (dst: where the unshifted plane would start; nothing is written before dst + shift.)
-            let src = planes + g * height * width, dst = padded + g * planeStride - shift
-            (dst + shift).update(repeating: padding, count: wp + 1 - shift)
-            for y in 0..<height {
-                let row = dst + (y + 1) * wp + 1
-                row.update(from: src + y * width, count: width)
-                row[width] = padding
-                row[width + 1] = padding
-            }
-            (dst + (height + 1) * wp + 1).update(repeating: padding, count: planeStride + shift - (height + 1) * wp - 1)
         }
     }
 }
