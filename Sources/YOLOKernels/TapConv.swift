@@ -26,8 +26,10 @@ public enum TapConv {
     /// block's taps read (pixels whose outputs are not stored), rounded up to 16.
     public static func planeStride(height: Int, width: Int) -> Int { ((height + 2) * (width + 2) + 33 + 15) & ~15 }
 
-    /// Padded planes to write, each a job of the threads: the layout's (each shifted copy apart).
-    public static func planeJobs(_ layout: Layout) -> Int { (layout.shifted ? 3 : 1) * layout.groups }
+    /// Padded planes to write, each a job of the threads: the layout's, each shifted copy apart,
+    /// and where shifted the planes past 3 x groups that a row's last step reads (BF16 zeroes
+    /// them: NaN times a weight of zero is NaN; INT8's integers times zero need no such care).
+    public static func planeJobs(_ layout: Layout) -> Int { layout.shifted ? layout.rowPlanes : layout.groups }
 
     /// Work items of a layer: blocks of 32 filters x `itemPixels` pixels.
     public static func items(_ g: Geometry) -> Int { (g.filters + 31) / 32 * ((g.pixels + itemPixels - 1) / itemPixels) }

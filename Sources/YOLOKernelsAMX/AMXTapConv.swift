@@ -62,11 +62,16 @@ enum AMXTapConv {
 
     #if compiler(>=6.1)
     /// BF16 pair planes (`BF16TapConv.planes`): job i writes pair j = i % groups of shifted copy
-    /// kx = i / groups, rounded by vcvtne2ps2bf16 as `AMXBF16Gemm.packB` rounds.
+    /// kx = i / groups, rounded by vcvtne2ps2bf16 as `AMXBF16Gemm.packB` rounds; a job past the
+    /// copies zeroes its plane.
     static func bf16Planes(_ src: UnsafePointer<Float>, channels: Int, height: Int, width: Int, jobs: Range<Int>, planeStride: Int,
                            into dst: UnsafeMutablePointer<UInt32>) {
         let groups = (channels + 1) / 2, wp = width + 2
         for job in jobs {
+            guard job < 3 * groups else {
+                (dst + job * planeStride).update(repeating: 0, count: planeStride)
+                continue
+            }
             let (kx, j) = (job / groups, job % groups)
             // (base: where the unshifted plane would start; nothing is written before base + kx.)
             let base = dst + (kx * groups + j) * planeStride - kx

@@ -102,3 +102,35 @@ final class AMXBF16TapConvTests: XCTestCase {
         }
     }
 }
+
+extension AMXBF16TapConvTests {
+    /// The pair planes: every word of the layout's planes written (the shifted layout's planes past
+    /// 3 x groups zeroed: a NaN left there times a weight of zero would be NaN), each pixel the
+    /// bfloat16 pair of its two channels, shifted by its copy's kx, zero round it. Failed before:
+    /// the planes past 3 x groups kept what was there.
+    func testPairPlanesWriteEveryWordOfTheLayout() throws {
+        let taps = try XCTUnwrap(try AMXKernelTests.amxSet().bf16?.taps)
+        for (c, h, w) in [(16, 5, 7), (3, 4, 19), (64, 3, 3)] {
+            let layout = TapConv.Layout(groups: (c + 1) / 2), stride = TapConv.planeStride(height: h, width: w)
+            var rng = SeededRandom(seed: UInt64(c))
+            let src = rng.floats(c * h * w, -2, 2)
+            var dst = [UInt32](repeating: 0xFFFF_FFFF, count: layout.planes * stride)
+            dst.withUnsafeMutableBufferPointer { taps.planes(src, c, h, w, 0..<TapConv.planeJobs(layout), stride, $0.baseAddress!) }
+            XCTAssertFalse(dst.contains(0xFFFF_FFFF), "\(c) channels: a word left unwritten")
+            let wp = w + 2
+            for kx in 0..<(layout.shifted ? 3 : 1) {
+                for j in 0..<layout.groups {
+                    let plane = Array(dst[(kx * layout.groups + j) * stride..<(kx * layout.groups + j + 1) * stride])
+                    for y in 0..<h + 2 {
+                        for x in 0..<wp where (y * wp + x - kx) >= 0 {
+                            let inside = (1...h).contains(y) && (1...w).contains(x)
+                            func bits(_ ch: Int) -> UInt32 { ch < c ? UInt32(bfloat16Bits(src[(ch * h + y - 1) * w + x - 1])) : 0 }
+                            let want = inside ? bits(2 * j) | bits(2 * j + 1) << 16 : 0
+                            XCTAssertEqual(plane[y * wp + x - kx], want, "\(c) channels, copy \(kx), pair \(j), (\(y), \(x))")
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

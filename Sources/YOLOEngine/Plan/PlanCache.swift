@@ -36,7 +36,8 @@ public enum PlanCache {
     /// 7: BF16 candidates in INT8 models where the CPU has AVX-512 BF16 and no FP16 arithmetic; the
     /// BF16 GEMM's column kernel for the last few columns.
     /// 8: INT8 im2col on 10-bit inputs in two 8-bit passes (`a10` layers), a new candidate.
-    static let kernelRevision = 8
+    /// 9: at the amx level, INT8 and BF16 im2col of 3x3 stride-1 layers as tap products (TapConv.swift).
+    static let kernelRevision = 9
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
     /// variable is set).

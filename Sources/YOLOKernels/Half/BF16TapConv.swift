@@ -7,7 +7,7 @@
 public struct BF16TapConv: Sendable {
     /// (src: channels planes of height x width floats, channels, height, width, jobs of
     /// `TapConv.planeJobs`, planeStride, dst): padded pair planes (pair j of shifted copy kx at
-    /// dst + (kx groups + j) planeStride), zero round them.
+    /// dst + (kx groups + j) planeStride), zero round them; every word of the layout's planes.
     public let planes: @Sendable (UnsafePointer<Float>, Int, Int, Int, Range<Int>, Int, UnsafeMutablePointer<UInt32>) -> Void
     /// (geometry, packedA: the level's BF16 GEMM's `packA` of `tapOrder`, planes, output: filters
     /// planes of height x width floats, items of `TapConv.items`): the FP32 sums.
