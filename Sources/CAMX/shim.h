@@ -264,6 +264,37 @@ static inline __attribute__((target("avx512f"))) void yolo_amx_taps_store(const 
     }
 }
 
+/// The 2x2 stride-2 max pool of two conv rows' taps blocks, stored into the pooled output's row
+/// (each filter `plane` floats): kind 0, one INT8 tile with the upper row's 16 pixels then the
+/// lower row's; kind 1, 10 bits, `top` the upper row's hi and lo sums and `bottom` the lower's.
+/// Dequantized as yolo_amx_taps_store (a positive scale: the max of the floats is the float of
+/// the max), then the max of each pixel pair: `count` (at most 8) pooled values from column 0.
+static inline __attribute__((target("avx512f"))) void yolo_amx_taps_store_pooled(const void *top, const void *bottom, int rows,
+                                                                                 int kind, int count, float *out, long plane,
+                                                                                 const int32_t *comp, const float *scale) {
+    const __m512i even = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __mmask16 mask = (__mmask16)((1u << count) - 1);
+    for (int r = 0; r < rows; r++) {
+        const char *up = (const char *)top + 128 * r, *down = (const char *)bottom + 128 * r;
+        __m512i a, b;
+        if (kind == 1) {
+            a = _mm512_add_epi32(_mm512_slli_epi32(_mm512_loadu_si512(up), 5), _mm512_loadu_si512(up + 64));
+            b = _mm512_add_epi32(_mm512_slli_epi32(_mm512_loadu_si512(down), 5), _mm512_loadu_si512(down + 64));
+        } else {
+            a = _mm512_loadu_si512(up);
+            b = _mm512_loadu_si512(up + 64);
+        }
+        __m512i k = _mm512_set1_epi32(comp[r]);
+        __m512 sc = _mm512_set1_ps(scale[r]);
+        __m512 fa = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(a, k)), sc);
+        __m512 fb = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(b, k)), sc);
+        __m512 m = _mm512_max_ps(fa, fb);
+        __m512 pooled = _mm512_max_ps(_mm512_permutexvar_ps(even, m), _mm512_permutexvar_ps(odd, m));
+        _mm512_mask_storeu_ps(out + r * plane, mask, pooled);
+    }
+}
+
 #undef YOLO_AMX_DIRECT_STEPS
 #undef YOLO_AMX_START
 #undef YOLO_AMX_STORE

@@ -31,6 +31,10 @@ public enum TapConv {
     /// them: NaN times a weight of zero is NaN; INT8's integers times zero need no such care).
     public static func planeJobs(_ layout: Layout) -> Int { layout.shifted ? layout.rowPlanes : layout.groups }
 
+    /// Work items of a layer with the 2x2 stride-2 max pool after it: blocks of 32 filters x one
+    /// pooled row.
+    public static func pooledItems(_ g: Geometry) -> Int { (g.filters + 31) / 32 * (g.height / 2) }
+
     /// Work items of a layer: blocks of 32 filters x `itemPixels` pixels.
     public static func items(_ g: Geometry) -> Int { (g.filters + 31) / 32 * ((g.pixels + itemPixels - 1) / itemPixels) }
 

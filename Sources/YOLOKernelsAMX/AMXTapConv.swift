@@ -17,6 +17,43 @@ enum AMXTapConv {
             items: items, block: yolo_amx_int8_taps_block)
     }
 
+    /// INT8 with the 2x2 stride-2 max pool after it (even height and width): items of
+    /// `TapConv.pooledItems(g)`, each 32 filters x one pooled row, 16 pixels of both conv rows a
+    /// block; `out` the pooled planes (height / 2 x width / 2).
+    static func int8Pooled(_ g: TapConv.Geometry, packedA: UnsafeRawPointer, planes: UnsafePointer<UInt32>,
+                           lo: UnsafePointer<UInt32>?, out: UnsafeMutablePointer<Float>, comp: UnsafePointer<Int32>,
+                           scale: UnsafePointer<Float>, items: Range<Int>) {
+        guard !items.isEmpty else { return }
+        let wp = g.width + 2, steps = g.layout.steps, aPanel = steps * 1024, ldb = 4 * g.planeStride
+        let (ph, pw) = (g.height / 2, g.width / 2)
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: steps) { offsets in
+            stepOffsets(g, into: offsets.baseAddress!)
+            withUnsafeTemporaryAllocation(byteCount: 2 * 32 * 128, alignment: 64) { tiles in
+                let top = tiles.baseAddress!, bottom = top + 32 * 128
+                yolo_amx_configure()
+                defer { yolo_amx_release() }
+                for item in items {
+                    let f0 = 32 * (item / ph), y = 2 * (item % ph), rows = min(32, g.filters - f0), rt: Int32 = rows > 16 ? 2 : 1
+                    let a = packedA + (f0 / 16) * aPanel, offsets = UnsafePointer(offsets.baseAddress)
+                    for x0 in stride(from: 0, to: g.width, by: 16) {
+                        let p = planes + y * wp + x0
+                        if let lo {
+                            // 10 bits: a block per conv row, its hi and lo sums.
+                            let second = UnsafeRawPointer(lo) - UnsafeRawPointer(planes)
+                            yolo_amx_int8_taps_block(rt, steps, a, aPanel, p, second, ldb, offsets, top)
+                            yolo_amx_int8_taps_block(rt, steps, a, aPanel, p + wp, second, ldb, offsets, bottom)
+                        } else {
+                            // 8 bits: the lower conv row is the block's second B tile.
+                            yolo_amx_int8_taps_block(rt, steps, a, aPanel, p, 4 * wp, ldb, offsets, top)
+                        }
+                        yolo_amx_taps_store_pooled(top, lo == nil ? top : bottom, Int32(rows), lo == nil ? 0 : 1, Int32(min(8, pw - x0 / 2)),
+                                                   out + (f0 * ph + item % ph) * pw + x0 / 2, ph * pw, comp + f0, scale + f0)
+                    }
+                }
+            }
+        }
+    }
+
     /// BF16: as `int8`, FP32 sums.
     static func bf16(_ g: TapConv.Geometry, packedA: UnsafePointer<Float>, planes: UnsafePointer<UInt32>, out: UnsafeMutablePointer<Float>,
                      items: Range<Int>) {
@@ -31,16 +68,11 @@ enum AMXTapConv {
                             out: UnsafeMutablePointer<Float>, comp: UnsafePointer<Int32>?, scale: UnsafePointer<Float>?,
                             items: Range<Int>, block: Block) {
         guard !items.isEmpty else { return }
-        let layout = g.layout, wp = g.width + 2, steps = layout.steps, aPanel = steps * 1024
+        let wp = g.width + 2, steps = g.layout.steps, aPanel = steps * 1024
         let ldb = 4 * g.planeStride, pixelsPerItem = TapConv.itemPixels, plane = g.height * g.width
         let chunks = (g.pixels + pixelsPerItem - 1) / pixelsPerItem, width = kind == 1 ? 16 : 32
         withUnsafeTemporaryAllocation(of: Int.self, capacity: steps) { offsets in
-            // Step (tap, or row of taps where shifted; then 16 planes on): the pixels' shift.
-            let perTap = layout.shifted ? layout.rowPlanes / 16 : g.groups / 16
-            for s in 0..<steps {
-                let tap = s / perTap, j = s % perTap
-                offsets[s] = 4 * (layout.shifted ? tap * wp : (tap / 3) * wp + tap % 3) + 16 * j * ldb
-            }
+            stepOffsets(g, into: offsets.baseAddress!)
             withUnsafeTemporaryAllocation(byteCount: 32 * 128, alignment: 64) { tile in
                 yolo_amx_configure()
                 defer { yolo_amx_release() }
@@ -57,6 +89,17 @@ enum AMXTapConv {
                     }
                 }
             }
+        }
+    }
+
+    /// Each step's byte offset of its first B tile from a block's pixel (tap, or row of taps where
+    /// shifted; then 16 planes on).
+    private static func stepOffsets(_ g: TapConv.Geometry, into offsets: UnsafeMutablePointer<Int>) {
+        let layout = g.layout, wp = g.width + 2, ldb = 4 * g.planeStride
+        let perTap = layout.shifted ? layout.rowPlanes / 16 : g.groups / 16
+        for s in 0..<layout.steps {
+            let tap = s / perTap, j = s % perTap
+            offsets[s] = 4 * (layout.shifted ? tap * wp : (tap / 3) * wp + tap % 3) + 16 * j * ldb
         }
     }
 

@@ -43,9 +43,9 @@ public enum KernelsAMX {
                 AMXInt8Gemm.tenBitGemm(m: m, n: n, k: k, packedA: a, hi: hi, lo: lo, ldb: ldb, c: c, ldc: ldc, comp: comp,
                                        scale: scale, scratch: scratch, kc: kc, nc: nc, rows: rows)
             }).preferringTenBit(over: .winograd)
-            .withTaps(Int8TapConv { g, a, planes, lo, out, comp, scale, items in
-                AMXTapConv.int8(g, packedA: a, planes: planes, lo: lo, out: out, comp: comp, scale: scale, items: items)
-            })
+            .withTaps(Int8TapConv(
+                run: { AMXTapConv.int8($0, packedA: $1, planes: $2, lo: $3, out: $4, comp: $5, scale: $6, items: $7) },
+                runPooled: { AMXTapConv.int8Pooled($0, packedA: $1, planes: $2, lo: $3, out: $4, comp: $5, scale: $6, items: $7) }))
     }
 
     #if compiler(>=6.1)

@@ -134,3 +134,33 @@ extension AMXBF16TapConvTests {
         }
     }
 }
+
+extension AMXTapConvTests {
+    /// At the amx level `direct+pool-int8` is the tap products with the pool in their store (the
+    /// 10-bit sums and their pooled floats checked in DirectConvPairsTests at every level): the
+    /// pooled floats of INT8 im2col + max pool bit for bit, 8 and 10 bits, filters past a block of 32.
+    func testPooledTapProductsAreIm2colPooled() throws {
+        _ = try AMXKernelTests.amxSet()
+        var rng = SeededRandom(seed: 101)
+        for (s, filters, tenBit) in [(Shape(c: 16, h: 12, w: 40), 48, true), (Shape(c: 16, h: 6, w: 18), 33, false),
+                                     (Shape(c: 8, h: 4, w: 34), 7, true)] {
+            let cfg = "[net]\nwidth=\(s.w)\nheight=\(s.h)\nchannels=\(s.c)\n\n[convolutional]\nfilters=\(filters)\nsize=3\n"
+                + "stride=1\npad=1\nactivation=leaky\n\n[maxpool]\nsize=2\nstride=2\n"
+            let config = try DarknetConfig(text: cfg, file: "<cfg>")
+            let table = Int8Calibration(ranges: [0: -0.5...2.0], method: "test", imageCount: 1, cfgFingerprint: config.fingerprint,
+                                        tenBitLayers: tenBit ? [0] : [])
+            let weights = rng.floats(filters) + rng.floats(filters * s.c * 9), input = rng.floats(s.count, -1, 3)
+            func run(_ a: ConvAlgorithm) throws -> [Float] {
+                let model = try Model(config: config, weights: weightsFile(weights),
+                                      options: ModelOptions(gemm: .kernels, kernelLevel: .amx, algorithms: [0: a], precision: .int8,
+                                                            calibration: table))
+                XCTAssertEqual((model.inference.steps.first?.convKernel as? Int8Conv)?.taps != nil, true, "\(s) \(a)")
+                let session = try Session(model: model, threads: 3)
+                try session.forward(input)
+                return Array(try session.output(ofLayer: 1))
+            }
+            let pooled = try run(ConvAlgorithm(.directPool, .int8)), im2col = try run(ConvAlgorithm(.im2col, .int8))
+            XCTAssertEqual(pooled.map(\.bitPattern), im2col.map(\.bitPattern), "\(s) \(filters) filters, \(tenBit ? 10 : 8) bits")
+        }
+    }
+}

@@ -98,6 +98,10 @@ public struct ConvAlgorithm: Sendable, Hashable, CaseIterable, CustomStringConve
             guard let input else { fatalError("\(self) for layer \(conv.index) without its quantization") }
             return WinogradInt8Conv(conv, algorithm: self, weights: weights, input: input, kernelSet: kernelSet, pool: pool)
         case (.int8, .directPool):
+            // Tap products with the pool in their store where the level has them (amx), else int16 pairs.
+            if let input, let kernels = kernelSet.int8, kernels.taps != nil {
+                return Int8Conv(conv, weights: weights, input: input, kernels: kernels, pooled: true)
+            }
             guard let input, let pairs = kernelSet.int16Direct else { fatalError("\(self) for layer \(conv.index) without its quantization or kernels") }
             return DirectConvPool(conv, algorithm: self, weights: weights, pairs: pairs, input: input)
         case (.bf16, .im2col) where conv.is3x3Same && half?.taps != nil:

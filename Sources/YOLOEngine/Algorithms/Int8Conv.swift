@@ -13,7 +13,8 @@ import YOLOCore
 import YOLOKernels
 
 final class Int8Conv: ConvKernel {
-    let algorithm = ConvAlgorithm(.im2col, .int8)
+    /// `int8`, or with `pooled` (tap products only) `direct+pool-int8`.
+    let algorithm: ConvAlgorithm
     let conv: ConvolutionalLayer
     let weights: Int8Weights
     let storage: ModelStorage
@@ -23,11 +24,16 @@ final class Int8Conv: ConvKernel {
     /// The level's tap products where this layer takes them (then its weights are in tap order).
     let taps: Int8TapConv?
 
-    init(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, input: Int8Quantization, kernels: Int8Functions) {
+    /// With `pooled`, the 2x2 stride-2 max pool after the layer too (`direct+pool-int8`), from tap
+    /// products: the level must have them.
+    init(_ conv: ConvolutionalLayer, weights: UnsafePointer<Float>, input: Int8Quantization, kernels: Int8Functions,
+         pooled: Bool = false) {
         self.conv = conv
         let storage = ModelStorage()
         self.storage = storage
         taps = conv.is3x3Same ? kernels.taps : nil
+        precondition(!pooled || taps != nil, "Int8Conv: a pooled layer without tap products")
+        algorithm = ConvAlgorithm(pooled ? .directPool : .im2col, .int8)
         self.weights = Int8Weights(weights, filters: conv.filters, channels: conv.inputShape.c, kernel: conv.size,
                                    input: input, kernels: kernels, storage: storage, tapOrder: taps != nil)
         let w = conv.outputShape.w, rows = self.weights.columns / 4
@@ -84,12 +90,15 @@ final class Int8Conv: ConvKernel {
             }
             let geometry = TapConv.Geometry(filters: conv.filters, groups: groups, height: h, width: w, planeStride: stride)
             let (packed, comp, scale) = (weights.packed, weights.comp, weights.scale)
+            let lo = weights.tenBit ? UnsafePointer(padded + setWords) : nil, pooled = algorithm.fusesPool
             let elapsed = timed(context.timesGemm) {
-                pool.parallelFor(TapConv.items(geometry)) { items in
-                    taps.run(geometry, packed, padded, weights.tenBit ? padded + setWords : nil, out, comp, scale, items)
+                pool.parallelFor(pooled ? TapConv.pooledItems(geometry) : TapConv.items(geometry)) { items in
+                    (pooled ? taps.runPooled : taps.run)(geometry, packed, padded, lo, out, comp, scale, items)
                 }
             }
-            applyEpilogue(epilogue, out, shape: conv.outputShape, rows: 0..<oh, pool: pool)
+            // (Pooled: bias + activation after the max, exact for the monotonic ones the planner allows.)
+            let shape = pooled ? Shape(c: conv.filters, h: oh / 2, w: ow / 2) : conv.outputShape
+            applyEpilogue(epilogue, out, shape: shape, rows: 0..<shape.h, pool: pool)
             return elapsed
         }
         if conv.isPointwise {

@@ -10,9 +10,16 @@ public struct Int8TapConv: Sendable {
     public let run: @Sendable (TapConv.Geometry, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>?,
                                UnsafeMutablePointer<Float>, UnsafePointer<Int32>, UnsafePointer<Float>, Range<Int>) -> Void
 
+    /// The same with the 2x2 stride-2 max pool after it (even height and width): items of
+    /// `TapConv.pooledItems`, the output the pooled planes; max(Float(sum - comp) * scale).
+    public let runPooled: @Sendable (TapConv.Geometry, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>?,
+                                     UnsafeMutablePointer<Float>, UnsafePointer<Int32>, UnsafePointer<Float>, Range<Int>) -> Void
+
     public init(run: @escaping @Sendable (TapConv.Geometry, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>?,
-                                          UnsafeMutablePointer<Float>, UnsafePointer<Int32>, UnsafePointer<Float>, Range<Int>) -> Void) {
-        self.run = run
+                                          UnsafeMutablePointer<Float>, UnsafePointer<Int32>, UnsafePointer<Float>, Range<Int>) -> Void,
+                runPooled: @escaping @Sendable (TapConv.Geometry, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>?,
+                                                UnsafeMutablePointer<Float>, UnsafePointer<Int32>, UnsafePointer<Float>, Range<Int>) -> Void) {
+        (self.run, self.runPooled) = (run, runPooled)
     }
 
     /// Rows of quantized 3x3 weights in the grouped order (`quantizeWeights`: column ((g 3 + ky) 3
