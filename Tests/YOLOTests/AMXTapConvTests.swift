@@ -75,6 +75,9 @@ final class AMXTapConvTests: XCTestCase {
 /// rounding of their FP32 sums' other order; both layouts, shapes around the blocks.
 final class AMXBF16TapConvTests: XCTestCase {
     func testTapProductsGiveTheGemmsSums() throws {
+        #if !compiler(>=6.1)
+        throw XCTSkip("built by Swift 6.0, whose compiler crashes on the BF16 kernels: this build has none (KernelsAVX512BF16.swift)")
+        #endif
         _ = try AMXKernelTests.amxSet()
         guard KernelLevel.avx512VNNI.kernelSet?.bf16 != nil else { throw XCTSkip("no vdpbf16ps GEMM to compare with") }
         var rng = SeededRandom(seed: 97)
@@ -109,7 +112,11 @@ extension AMXBF16TapConvTests {
     /// bfloat16 pair of its two channels, shifted by its copy's kx, zero round it. Failed before:
     /// the planes past 3 x groups kept what was there.
     func testPairPlanesWriteEveryWordOfTheLayout() throws {
-        let taps = try XCTUnwrap(try AMXKernelTests.amxSet().bf16?.taps)
+        #if !compiler(>=6.1)
+        throw XCTSkip("built by Swift 6.0, whose compiler crashes on the BF16 kernels: this build has none (KernelsAVX512BF16.swift)")
+        #endif
+        let set = try AMXKernelTests.amxSet()
+        let taps = try XCTUnwrap(set.bf16?.taps, "the amx level's BF16 kernels have tap products")
         for (c, h, w) in [(16, 5, 7), (3, 4, 19), (64, 3, 3)] {
             let layout = TapConv.Layout(groups: (c + 1) / 2), stride = TapConv.planeStride(height: h, width: w)
             var rng = SeededRandom(seed: UInt64(c))
