@@ -10,20 +10,19 @@ final class ModelStorage: @unchecked Sendable {
     private(set) var floats = 0
 
     /// Only while the model loads (one thread).
+    /// 64-byte aligned: a tile or vector row of packed weights then spans one cache line, not two
+    /// (docs/performance-low-precision.md, "Tap products").
     func allocate(_ count: Int) -> UnsafeMutablePointer<Float> {
-        let p = UnsafeMutablePointer<Float>.allocate(capacity: max(count, 1))
+        let p = UnsafeMutableRawPointer.allocate(byteCount: 4 * max(count, 1), alignment: 64).bindMemory(to: Float.self,
+                                                                                                      capacity: max(count, 1))
         blocks.append(p)
         floats += count
         return p
     }
 
     /// `count` bytes (rounded up to whole floats), for parameters of other types.
-    /// 64-byte aligned: a tile or vector row of packed weights then spans one cache line, not two.
     func allocateBytes(_ count: Int) -> UnsafeMutableRawPointer {
-        let p = UnsafeMutableRawPointer.allocate(byteCount: max(count, 4), alignment: 64)
-        blocks.append(p.bindMemory(to: Float.self, capacity: max(count, 4) / 4))
-        floats += (count + 3) / 4
-        return p
+        UnsafeMutableRawPointer(allocate((count + 3) / 4))
     }
 
     deinit { for b in blocks { b.deallocate() } }

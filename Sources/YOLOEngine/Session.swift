@@ -80,7 +80,8 @@ public final class Session: @unchecked Sendable {
         self.keepsAllOutputs = keepsAllOutputs
         self.plan = plan
         // 64-byte aligned (a cache line): tile rows and vectors of planes and scratch then split none.
-        arena = UnsafeMutableRawPointer.allocate(byteCount: 4 * max(floats, 1), alignment: 64).bindMemory(to: Float.self, capacity: max(floats, 1))
+        arena = UnsafeMutableRawPointer.allocate(byteCount: 4 * max(floats, 1), alignment: 64)
+            .bindMemory(to: Float.self, capacity: max(floats, 1))
         arena.initialize(repeating: 0, count: floats)
         offsets = .allocate(capacity: max(1, plan.activations.offsets.count))
         offsets.initialize(from: plan.activations.offsets, count: plan.activations.offsets.count)

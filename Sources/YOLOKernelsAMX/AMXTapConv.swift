@@ -46,8 +46,9 @@ enum AMXTapConv {
                             // 8 bits: the lower conv row is the block's second B tile.
                             yolo_amx_int8_taps_block(rt, steps, a, aPanel, p, 4 * wp, ldb, offsets, top)
                         }
-                        yolo_amx_taps_store_pooled(top, lo == nil ? top : bottom, Int32(rows), lo == nil ? 0 : 1, Int32(min(8, pw - x0 / 2)),
-                                                   out + (f0 * ph + item % ph) * pw + x0 / 2, ph * pw, comp + f0, scale + f0)
+                        yolo_amx_taps_store_pooled(top, lo == nil ? top : bottom, Int32(rows), lo == nil ? 0 : 1,
+                                                   Int32(min(8, pw - x0 / 2)), out + (f0 * ph + item % ph) * pw + x0 / 2, ph * pw,
+                                                   comp + f0, scale + f0)
                     }
                 }
             }

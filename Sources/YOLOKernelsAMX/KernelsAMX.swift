@@ -1,7 +1,7 @@
 // The amx level (Intel AMX: Sapphire Rapids, Emerald Rapids, Granite Rapids): the avx512vnni
 // level's kernel set with its INT8 GEMM (8-bit and 10-bit inputs) on tdpbsud and its BF16 GEMM
-// (im2col and 1x1 layers, and BF16 Winograd F(2x2)'s products) on tdpbf16ps; every other kernel is
-// the avx512vnni level's own. Built with -target-cpu cooperlake (Package.swift) for the packing
+// (im2col and 1x1 layers, and BF16 Winograd F(2x2)'s products) on tdpbf16ps, and tap products for
+// INT8 and BF16 3x3 stride-1 layers (AMXTapConv.swift); every other kernel is the avx512vnni level's own. Built with -target-cpu cooperlake (Package.swift) for the packing
 // and stores; the tile instructions come from CAMX's functions, each with its own target
 // attribute. The engine registers it above avx512vnni and offers it only where the CPU, the OS and
 // Linux's per-process permission allow tile state (`CPUFeatureSet.amx`, HostCPU.swift).

@@ -19,7 +19,8 @@ public struct ConvAlgorithm: Sendable, Hashable, CaseIterable, CustomStringConve
         /// Winograd F(4x4, 3x3): fewer multiplications than F(2x2), more weights (the same files).
         case winograd4
         /// The direct 3x3 convolution that computes the 2x2 stride-2 max pool after it in the same
-        /// pass: the full-size output never exists (DirectConvPool.swift). Replaces two layers.
+        /// pass: the full-size output never exists (DirectConvPool.swift; INT8 at amx: Int8Conv's
+        /// pooled tap products). Replaces two layers.
         case directPool = "direct+pool"
     }
 
@@ -104,9 +105,12 @@ public struct ConvAlgorithm: Sendable, Hashable, CaseIterable, CustomStringConve
             }
             guard let input, let pairs = kernelSet.int16Direct else { fatalError("\(self) for layer \(conv.index) without its quantization or kernels") }
             return DirectConvPool(conv, algorithm: self, weights: weights, pairs: pairs, input: input)
-        case (.bf16, .im2col) where conv.is3x3Same && half?.taps != nil:
-            return BF16TapConvolution(conv, weights: weights, gemm: half!.gemm, taps: half!.taps!, algorithm: self)
-        case (_, .im2col): return Im2colGemm(conv, weights: weights, gemm: gemm, algorithm: self)
+        case (_, .im2col):
+            // BF16 3x3 stride-1 layers as tap products where the level has them (amx).
+            if precision == .bf16, conv.is3x3Same, let half, let taps = half.taps {
+                return BF16TapConvolution(conv, weights: weights, gemm: half.gemm, taps: taps, algorithm: self)
+            }
+            return Im2colGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case (_, .gemm1x1): return PointwiseGemm(conv, weights: weights, gemm: gemm, algorithm: self)
         case (_, .winograd2), (_, .winograd4):
             return WinogradConv(conv, algorithm: self, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: pool,

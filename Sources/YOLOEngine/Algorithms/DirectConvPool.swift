@@ -1,7 +1,7 @@
 // The direct 3x3 convolution that also computes the 2x2 stride-2 max pool after it, for layers
 // with few input channels (a network's first layers), with the kernel set's DirectConv3x3 (FP32),
 // the FP16 kernels' DirectConv3x3Half, or the level's DirectConv3x3Pairs (INT8-quantized input,
-// int16 pair products): each pair of conv rows is pooled as it is made, so the conv's full-size
+// int16 pair products; a level with tap products runs INT8 in Int8Conv instead): each pair of conv rows is pooled as it is made, so the conv's full-size
 // output never exists. Its output is the pool's; the conv's bias + activation are applied to the
 // pooled rows (exact for the monotonic activations the planner allows here).
 import YOLOCore

@@ -8,7 +8,8 @@
 // two sets of planes, hi and lo, each with its own column matrix, and multiplied in two passes
 // (Int8TenBit.swift): the exact sums of the 10-bit input.
 // At a level with tap products (`Int8Functions.taps`: amx), a 3x3 stride-1 layer runs them
-// instead, from padded planes with no column matrix (TapConv.swift): the same sums.
+// instead, from padded planes with no column matrix (TapConv.swift): the same sums; so does
+// `direct+pool-int8` there (`pooled`), the max pool in their store.
 import YOLOCore
 import YOLOKernels
 
@@ -79,13 +80,14 @@ final class Int8Conv: ConvKernel {
         if let taps {
             // The padded planes where the im2col path's columns go (hi, then lo), the zero point round them.
             let padded = planes + planeWords, stride = paddedStride, halves = tenBitPadding(zeroPoint: input.zeroPoint)
-            let pads = weights.tenBit ? [halves.hi, halves.lo] : [UInt32(truncatingIfNeeded: input.zeroPoint) &* 0x0101_0101]
+            let eightBit = UInt32(truncatingIfNeeded: input.zeroPoint) &* 0x0101_0101
             let (groups, setWords, copies) = (groups, columnSetWords, tapLayout.shifted ? 3 : 1)
             pool.parallelFor(passes * copies * groups) { r in
                 for i in r {
                     let (set, kx, g) = (i / (copies * groups), i / groups % copies, i % groups)
                     TapConv.pad(planes + set * planeSetWords, groups: g..<g + 1, height: h, width: w, planeStride: stride,
-                                    padding: pads[set], shift: kx, into: padded + set * setWords + kx * groups * stride)
+                                padding: !weights.tenBit ? eightBit : set == 0 ? halves.hi : halves.lo, shift: kx,
+                                into: padded + set * setWords + kx * groups * stride)
                 }
             }
             let geometry = TapConv.Geometry(filters: conv.filters, groups: groups, height: h, width: w, planeStride: stride)

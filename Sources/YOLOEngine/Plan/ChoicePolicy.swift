@@ -91,7 +91,7 @@ struct ChoicePolicy {
         let halves = halfOrder.filter { h in candidates.contains { $0.precision == h } }
         // Tap products read the input once, with no column matrix or transforms: over the tile
         // precision's Winograd and im2col + GEMM up to `tapMaxChannels`; deeper, F(2x2)'s fewer
-        // products win (docs/performance-low-precision.md, "AMX, Emerald Rapids").
+        // products win (docs/performance-low-precision.md, "Tap products").
         if tileTaps, let tile, conv.is3x3Same, conv.inputShape.c <= ChoicePolicy.tapMaxChannels,
            candidates.contains(ConvAlgorithm(.im2col, tile)),
            !candidates.contains(where: { $0.method == .directPool && $0.precision != .fp32 }) {
