@@ -115,8 +115,8 @@ def leaky_out(y, b, shape):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--layers", required=True, help="convolutions to round by GPTQ, e.g. 2,6,8")
-    p.add_argument("--a10", default="2,6,8", help="the table's 10-bit layers (default: the shipped table's)")
-    p.add_argument("--fp32", default="0,4,13,15,22", help="the table's layers out of INT8 (default: the shipped table's)")
+    p.add_argument("--a10", default="2,4,6,8,13", help="the table's 10-bit layers (default: the shipped table's)")
+    p.add_argument("--fp32", default="0,15,22", help="the table's layers out of INT8 (default: the shipped table's)")
     p.add_argument("--cfg", default=str(ROOT / "weights/yolov3-tiny.cfg"))
     p.add_argument("--weights", default=str(ROOT / "weights/yolov3-tiny.weights"))
     p.add_argument("--table", default=str(ROOT / "weights/yolov3-tiny.int8"), help="ranges from this table")

@@ -36,12 +36,12 @@ enum CalibrateCommand {
                        their effect; default: the first (it reads the image: the most sensitive
                        on the photos measured, and cheap in FP32); none: no such layer
       --a10 LIST       convolutions (layer indices) whose input is quantized to 10 bits where
-                       INT8 Winograd F(2x2) runs them (marked a10; the shipped table: 2,6,8,
-                       early layers, where 8 bits lose the most); default: none
+                       the INT8 forms that sum them exactly run them (marked a10; the shipped
+                       table: 2,4,6,8,13, where 8 bits lose the most); default: none
       --gptq LIST      convolutions (layer indices) whose INT8 weights are rounded by GPTQ
                        instead of to the nearest step: each rounding error spread over the
                        weights not yet rounded so that the layer's output on these images moves
-                       least (the shipped table: 2,6,8); at most \(Int8Calibrator.gptqMaxColumns) channels x size x size
+                       least (the shipped table: 2,4,6,8); at most \(Int8Calibrator.gptqMaxColumns) channels x size x size
                        each; default: none
       --cfg F          Darknet cfg (default: \(defaultCfg))
       --weights F      Darknet weights (default: \(defaultWeights))
