@@ -170,18 +170,63 @@ public enum DirectConv3x3Pairs<D: Int8DotISA> {
         t.storeBytes(of: e.3, toByteOffset: ev + 3 * v, as: D.Acc.self); t.storeBytes(of: o.3, toByteOffset: od + 3 * v, as: D.Acc.self)
     }
 
-    /// Sums of one output row for the block's 8 filters, column pairs j0 ..< j0 + W.
+    /// max(a, b) lane by lane, for sums within +-2^30 (b - a does not wrap): three integer ops,
+    /// where a generic SIMD comparison may go lane by lane.
     @inlinable @inline(__always)
-    static func row8(_ r0: UnsafePointer<UInt32>, _ r1: UnsafePointer<UInt32>, _ r2: UnsafePointer<UInt32>, pairs: Int,
-                     half: Int, j0: Int, weights: UnsafePointer<UInt32>, tile: UnsafeMutablePointer<Int32>) {
+    static func maximum(_ a: D.Acc, _ b: D.Acc) -> D.Acc {
+        let d = b &- a
+        return b &- (d & (d &>> 31))
+    }
+
+    /// One output row's sums for the block's 8 filters, column pairs j0 ..< j0 + W, pooled across
+    /// x in registers: max(even, odd) per filter.
+    @inlinable @inline(__always)
+    static func row8Pooled(_ r0: UnsafePointer<UInt32>, _ r1: UnsafePointer<UInt32>, _ r2: UnsafePointer<UInt32>, pairs: Int,
+                           half: Int, j0: Int, weights: UnsafePointer<UInt32>)
+        -> (D.Acc, D.Acc, D.Acc, D.Acc, D.Acc, D.Acc, D.Acc, D.Acc) {
         var e0 = (D.Acc(), D.Acc(), D.Acc(), D.Acc()), o0 = e0, e1 = e0, o1 = e0
         inputs(r0, r1, r2, pairs: pairs, half: half, j0: j0, weights: weights) { eA, oA, eB, oB, w in
             taps(&e0, &o0, w, eA, oA); taps(&e1, &o1, w + 16, eA, oA)
             taps(&e0, &o0, w + 32, oA, eB); taps(&e1, &o1, w + 48, oA, eB)
             taps(&e0, &o0, w + 64, eB, oB); taps(&e1, &o1, w + 80, eB, oB)
         }
-        store(tile, first: 0, e0, o0)
-        store(tile, first: 4, e1, o1)
+        return (maximum(e0.0, o0.0), maximum(e0.1, o0.1), maximum(e0.2, o0.2), maximum(e0.3, o0.3),
+                maximum(e1.0, o1.0), maximum(e1.1, o1.1), maximum(e1.2, o1.2), maximum(e1.3, o1.3))
+    }
+
+    /// Pooled columns j0 ..< j0 + count (count <= W) of the block's first `filters` (<= 8) filters:
+    /// the two conv rows (r0-r2, r1-r3) pooled in registers, scaled, stored to out (filter r at
+    /// r · plane; a partial vector through `spill`), then `epilogue`; `hold`: 8 vectors of scratch.
+    /// The values of two rows' sums + `poolTiles`, with 8 stores and reloads of sums instead of 32.
+    @inlinable @inline(__always)
+    static func pooledTile8(_ r0: UnsafePointer<UInt32>, _ r1: UnsafePointer<UInt32>, _ r2: UnsafePointer<UInt32>,
+                            _ r3: UnsafePointer<UInt32>, pairs: Int, half: Int, j0: Int, weights: UnsafePointer<UInt32>,
+                            count: Int, filters: Int, scales: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>,
+                            plane: Int, epilogue: PooledEpilogue?, first: Int, hold: UnsafeMutablePointer<Int32>,
+                            spill: UnsafeMutablePointer<Float>) {
+        let w = lanes, held = UnsafeMutableRawPointer(hold)
+        // The upper row's 8 vectors wait in memory, not in registers the lower row's sums need.
+        let t = row8Pooled(r0, r1, r2, pairs: pairs, half: half, j0: j0, weights: weights)
+        held.storeBytes(of: t.0, toByteOffset: 0, as: D.Acc.self); held.storeBytes(of: t.1, toByteOffset: 4 * w, as: D.Acc.self)
+        held.storeBytes(of: t.2, toByteOffset: 8 * w, as: D.Acc.self); held.storeBytes(of: t.3, toByteOffset: 12 * w, as: D.Acc.self)
+        held.storeBytes(of: t.4, toByteOffset: 16 * w, as: D.Acc.self); held.storeBytes(of: t.5, toByteOffset: 20 * w, as: D.Acc.self)
+        held.storeBytes(of: t.6, toByteOffset: 24 * w, as: D.Acc.self); held.storeBytes(of: t.7, toByteOffset: 28 * w, as: D.Acc.self)
+        let b = row8Pooled(r1, r2, r3, pairs: pairs, half: half, j0: j0, weights: weights)
+        @inline(__always) func put(_ r: Int, _ y: D.Acc) {
+            guard r < filters else { return }
+            let x = held.load(fromByteOffset: 4 * w * r, as: D.Acc.self)
+            let v = D.floats(maximum(x, y)) * D.Floats(repeating: scales[r]), line = out + r * plane
+            if count == w {
+                UnsafeMutableRawPointer(line).storeBytes(of: v, as: D.Floats.self)
+                epilogue?.apply(line, count: w, filter: first + r)
+            } else {
+                UnsafeMutableRawPointer(spill).storeBytes(of: v, as: D.Floats.self)
+                line.update(from: spill, count: count)
+                epilogue?.apply(line, count: count, filter: first + r)
+            }
+        }
+        put(0, b.0); put(1, b.1); put(2, b.2); put(3, b.3)
+        put(4, b.4); put(5, b.5); put(6, b.6); put(7, b.7)
     }
 
     /// The same for 4 of the block's filters (`first`: 0 or 4), for CPUs with 16 vector registers.
@@ -250,16 +295,18 @@ public enum DirectConv3x3Pairs<D: Int8DotISA> {
                 var j0 = 0
                 while j0 < pw {
                     if eight {
-                        row8(r0, r1, r2, pairs: pairs, half: half, j0: j0, weights: weights, tile: top)
-                        row8(r1, r2, r3, pairs: pairs, half: half, j0: j0, weights: weights, tile: bottom)
+                        pooledTile8(r0, r1, r2, r3, pairs: pairs, half: half, j0: j0, weights: weights,
+                                    count: min(w, pw - j0), filters: count, scales: scales + b * 8,
+                                    into: dst + b * 8 * plane + py * pw + j0, plane: plane, epilogue: epilogue,
+                                    first: b * 8, hold: top, spill: floats)
                     } else {
                         for first in [0, 4] where first < count {
                             row4(r0, r1, r2, pairs: pairs, half: half, j0: j0, weights: weights, first: first, tile: top)
                             row4(r1, r2, r3, pairs: pairs, half: half, j0: j0, weights: weights, first: first, tile: bottom)
                         }
+                        poolTiles(top, bottom, count: min(w, pw - j0), filters: count, scales: scales + b * 8,
+                                  into: dst + b * 8 * plane + py * pw + j0, plane: plane, epilogue: epilogue, first: b * 8)
                     }
-                    poolTiles(top, bottom, count: min(w, pw - j0), filters: count, scales: scales + b * 8,
-                              into: dst + b * 8 * plane + py * pw + j0, plane: plane, epilogue: epilogue, first: b * 8)
                     j0 += w
                 }
             }
