@@ -170,7 +170,7 @@ public enum DirectConv3x3Pairs<D: Int8DotISA> {
         t.storeBytes(of: e.3, toByteOffset: ev + 3 * v, as: D.Acc.self); t.storeBytes(of: o.3, toByteOffset: od + 3 * v, as: D.Acc.self)
     }
 
-    /// max(a, b) lane by lane, for sums within +-2^30 (b - a does not wrap): three integer ops,
+    /// max(a, b) lane by lane, for sums within +-2^30 (b - a does not wrap): four integer ops,
     /// where a generic SIMD comparison may go lane by lane.
     @inlinable @inline(__always)
     static func maximum(_ a: D.Acc, _ b: D.Acc) -> D.Acc {
