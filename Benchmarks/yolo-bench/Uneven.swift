@@ -8,7 +8,7 @@ import Synchronization
 
 enum UnevenBench {
     static let usage = """
-    usage: yolo-bench uneven [--cpu N] [--busy-ms B] [--idle-ms I] [--policy fifo|other]
+    usage: yolo-bench uneven [--cpu N] [--busy-ms B] [--idle-ms I] [--policy fifo|other] [--compare-moves]
                              [--threads LIST] [--precision LIST] [--rounds R] [--runs N] [--cfg F] [--weights F]
 
     Forward latency (median of each round's median) at each thread count, on the idle machine and
@@ -16,11 +16,14 @@ enum UnevenBench {
     5 and 5: half speed). --policy fifo (default) runs the loop at SCHED_FIFO priority 1, so it
     takes the core whenever it wants it (needs root or CAP_SYS_NICE); other runs it as an ordinary
     thread that shares the core. Rounds interleave the conditions and thread counts (default 7
-    rounds of 10 runs). Prints, per precision, each thread count's time and its ratio to 1 thread.
+    rounds of 10 runs). Prints, per precision, each thread count's time, its ratio to 1 thread (the
+    median of each round's ratio) and how often a preempted thread was moved onto a waiting one's
+    CPU per slowed forward. --compare-moves adds both conditions again with no thread moved
+    (docs/threads.md).
     """
 
     struct Options {
-        var cpu = Machine.cores - 1, busyMs = 5.0, idleMs = 5.0, fifo = true
+        var cpu = Machine.cores - 1, busyMs = 5.0, idleMs = 5.0, fifo = true, compareMoves = false
         var threads = [1, Machine.cores].reduce(into: [Int]()) { if !$0.contains($1) { $0.append($1) } }
         var precision: [Precision] = [.fp32, .int8]
         var rounds = 7, runs = 10
@@ -60,6 +63,7 @@ enum UnevenBench {
                     guard let p = Precision(rawValue: String($0)) else { fail("--precision \($0): expected fp32, int8, bf16 or fp16") }
                     return p
                 }
+            case "--compare-moves": o.compareMoves = true
             case "--rounds": o.rounds = Int(number("--rounds", least: 1))
             case "--runs": o.runs = Int(number("--runs", least: 1))
             case "--cfg": o.cfg = value()
@@ -86,11 +90,17 @@ enum UnevenBench {
                 let sessions = try o.threads.map { try Session(model: model, threads: $0) }
                 let input = Array(sessions[0].input)
                 for s in sessions { try s.forward(input); for _ in 0..<3 { s.forward() } }
+                // Conditions: idle, slowed, then (--compare-moves) the same with no thread moved.
+                let names = ["idle", "CPU \(o.cpu) slowed"] + (o.compareMoves ? ["idle, none moved", "slowed, none moved"] : [])
                 // [condition][thread count index] -> each round's median.
-                var medians = [[[Double]]](repeating: [[Double]](repeating: [], count: sessions.count), count: 2)
+                var medians = [[[Double]]](repeating: [[Double]](repeating: [], count: sessions.count), count: names.count)
+                var moved = 0, slowedForwards = 0
                 for _ in 0..<o.rounds {
-                    for condition in 0..<2 {
-                        if condition == 1 { try slower.start() }
+                    for condition in names.indices {
+                        let slowed = condition % 2 == 1
+                        if slowed { try slower.start() }
+                        PreemptedThreadMoves.shared.enabled = condition < 2
+                        let movedBefore = PreemptedThreadMoves.shared.count
                         for (k, s) in sessions.enumerated() {
                             s.forward()
                             let times = (0..<o.runs).map { _ in
@@ -100,19 +110,32 @@ enum UnevenBench {
                             }
                             medians[condition][k].append(Stats(times).median)
                         }
-                        if condition == 1 { slower.stop() }
+                        if condition == 1 {
+                            moved += PreemptedThreadMoves.shared.count - movedBefore
+                            slowedForwards += sessions.filter { $0.threads > 1 }.count * (o.runs + 1)
+                        }
+                        if slowed { slower.stop() }
                     }
                 }
+                PreemptedThreadMoves.shared.enabled = true
                 print("")
                 print("\(precision), \(model.gemmKernels):")
                 print("  \(pad("condition", 22)) \(o.threads.map { lpad("\($0) thr ms", 22) }.joined())  ratio to 1 thread")
-                for (condition, name) in ["idle", "CPU \(o.cpu) slowed"].enumerated() {
+                for (condition, name) in names.enumerated() {
                     let stats = medians[condition].map { Stats($0) }
                     let cells = stats.map { lpad("\(fmt($0.median)) (\(fmt($0.min))-\(fmt($0.max)))", 22) }.joined()
+                    // Each round's ratio, then their median: a host whose speed changes from one
+                    // minute to the next moves both counts of a round alike.
+                    let rounds = medians[condition]
                     let ratios = o.threads.firstIndex(of: 1).map { one in
-                        stats.map { fmt($0.median / stats[one].median) }.joined(separator: " / ")
+                        rounds.indices.map { k in
+                            fmt(Stats(zip(rounds[k], rounds[one]).map { $0 / $1 }).median)
+                        }.joined(separator: " / ")
                     } ?? "-"
                     print("  \(pad(name, 22)) \(cells)  \(ratios)")
+                }
+                if slowedForwards > 0 {
+                    print("  preempted threads moved: \(fmt(Double(moved) / Double(slowedForwards))) per slowed forward of more than one thread")
                 }
             }
         } catch {

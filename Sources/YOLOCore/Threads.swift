@@ -33,29 +33,80 @@ package func startThread(stackSize: Int = 0, _ body: @escaping @Sendable () -> V
 
 /// Pins the calling thread to the CPUs `cpus` (Linux CPU numbers); threads it starts afterwards
 /// inherit the set. False when the kernel refuses (a CPU outside the process's allowed set, or
-/// offline). glibc declares sched_setaffinity only under _GNU_SOURCE, which Swift's Glibc module
-/// lacks: it is reached through dlsym.
-package func pinCurrentThread(to cpus: [Int]) -> Bool {
+/// offline).
+package func pinCurrentThread(to cpus: [Int]) -> Bool { setAffinity(of: 0, to: cpus) }
+
+/// The CPUs the calling thread may run on (its affinity mask), or nil where that cannot be read.
+package func allowedCPUs() -> [Int]? { affinity(of: 0) }
+
+// glibc declares sched_setaffinity, sched_getcpu and gettid only under _GNU_SOURCE, which Swift's
+// Glibc module lacks: they are reached through dlsym.
+#if os(Linux)
+private func libcSymbol(_ name: String) -> UnsafeMutableRawPointer? {
+    dlsym(UnsafeMutableRawPointer(bitPattern: 0), name)
+}
+private typealias GetInt32 = @convention(c) () -> Int32
+// Looked up once: the worker pool reads them at each move of a preempted thread.
+private let sched_getcpu_ = libcSymbol("sched_getcpu").map { unsafeBitCast($0, to: GetInt32.self) }
+private let gettid_ = libcSymbol("gettid").map { unsafeBitCast($0, to: GetInt32.self) }
+#endif
+
+/// Sets the affinity mask of thread `thread` (a Linux thread ID, 0: the calling thread) to
+/// `cpus`; false when the kernel refuses or the call is not available.
+package func setAffinity(of thread: Int32, to cpus: [Int]) -> Bool {
     #if os(Linux)
     typealias SetAffinity = @convention(c) (Int32, Int, UnsafeRawPointer) -> Int32
     guard !cpus.isEmpty, cpus.allSatisfy({ (0..<1024).contains($0) }),
-          let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_setaffinity") else { return false }
+          let symbol = libcSymbol("sched_setaffinity") else { return false }
     var set = [UInt64](repeating: 0, count: 16)  // a cpu_set_t: 1024 bits
     for cpu in cpus { set[cpu / 64] |= 1 << UInt64(cpu % 64) }
-    return unsafeBitCast(symbol, to: SetAffinity.self)(0, set.count * 8, set) == 0
+    return unsafeBitCast(symbol, to: SetAffinity.self)(thread, set.count * 8, set) == 0
     #else
     return false
     #endif
 }
 
-/// The CPUs the calling thread may run on (its affinity mask), or nil where that cannot be read.
-package func allowedCPUs() -> [Int]? {
+/// The CPUs thread `thread` (a Linux thread ID, 0: the calling thread) may run on, or nil where
+/// that cannot be read.
+package func affinity(of thread: Int32) -> [Int]? {
     #if os(Linux)
     typealias GetAffinity = @convention(c) (Int32, Int, UnsafeMutableRawPointer) -> Int32
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_getaffinity") else { return nil }
+    guard let symbol = libcSymbol("sched_getaffinity") else { return nil }
     var set = [UInt64](repeating: 0, count: 16)
-    guard unsafeBitCast(symbol, to: GetAffinity.self)(0, set.count * 8, &set) == 0 else { return nil }
+    guard unsafeBitCast(symbol, to: GetAffinity.self)(thread, set.count * 8, &set) == 0 else { return nil }
     return (0..<1024).filter { set[$0 / 64] & (1 << UInt64($0 % 64)) != 0 }
+    #else
+    return nil
+    #endif
+}
+
+/// The CPU the calling thread runs on now, or nil where that cannot be read.
+package func currentCPU() -> Int? {
+    #if os(Linux)
+    guard let cpu = sched_getcpu_?(), cpu >= 0 else { return nil }
+    return Int(cpu)
+    #else
+    return nil
+    #endif
+}
+
+/// The calling thread's Linux thread ID, or nil where it cannot be read.
+package func currentThreadID() -> Int32? {
+    #if os(Linux)
+    gettid_?()
+    #else
+    return nil
+    #endif
+}
+
+/// The CPU time thread `thread` (a Linux thread ID) has run, in nanoseconds, up to date for a
+/// thread running now on another CPU; nil where it cannot be read. Its clock is the kernel's
+/// per-thread CPU clock (clockid `~tid << 3 | 6`, what glibc's pthread_getcpuclockid returns).
+package func threadCPUTime(of thread: Int32) -> UInt64? {
+    #if os(Linux)
+    var ts = timespec()
+    guard clock_gettime(clockid_t((~thread) << 3 | 6), &ts) == 0 else { return nil }
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     #else
     return nil
     #endif

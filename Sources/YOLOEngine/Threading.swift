@@ -15,7 +15,7 @@ final class WorkerPool {
 
     init(threads: Int) {
         threadCount = max(1, threads)
-        let state = PoolState()
+        let state = PoolState(workers: threadCount - 1)
         self.state = state
         for part in 1..<threadCount {
             guard let thread = startThread({ state.workerLoop(thread: part) }) else { break }
@@ -105,6 +105,10 @@ private final class PoolState: @unchecked Sendable {
     var job: UnsafeRawPointer?
     /// The caller's spin budget (used by whichever thread calls `run`; calls never overlap).
     var callerSpins = SpinBudget()
+    /// Finds and moves a thread that holds a chunk without running.
+    let preempted: PreemptedWorkers
+
+    init(workers: Int) { preempted = PreemptedWorkers(workers: workers) }
 
     struct Job { let chunks: Int; let body: (Int, Int) -> Void }
 
@@ -129,20 +133,38 @@ private final class PoolState: @unchecked Sendable {
         if sleepers.load(ordering: .sequentiallyConsistent) > 0 {
             mutex.withLock { wake.broadcast() }
         }
+        preempted.callerEnters()
         work(job, thread: 0)
+        preempted.callerLeaves()
         // Every chunk is claimed: no worker may join now; wait for those inside.
         open.store(0, ordering: .sequentiallyConsistent)
         if callerSpins.spin(while: { active.load(ordering: .acquiring) > 0 }) {
             callerSpins.caught()
         } else {
             callerSpins.missed()
-            mutex.lock()
-            callerSleeps.store(true, ordering: .sequentiallyConsistent)
-            while active.load(ordering: .sequentiallyConsistent) > 0 { finished.wait(mutex) }
-            callerSleeps.store(false, ordering: .sequentiallyConsistent)
-            mutex.unlock()
+            sleepUntilWorkersLeave()
         }
         self.job = nil
+    }
+
+    /// Sleeps until no worker is inside the job. While a worker that has not been moved is
+    /// inside, it wakes every `PreemptedWorkers.interval` to look at the workers' clocks, and
+    /// moves onto this CPU any that has not run for a while.
+    private func sleepUntilWorkersLeave() {
+        var watch = preempted.watch()
+        mutex.lock()
+        callerSleeps.store(true, ordering: .sequentiallyConsistent)
+        while active.load(ordering: .sequentiallyConsistent) > 0 {
+            guard preempted.anyToWatch(watch) else { finished.wait(mutex); continue }
+            if !finished.wait(mutex, until: monotonicNanoseconds() &+ PreemptedWorkers.interval)
+                && active.load(ordering: .sequentiallyConsistent) > 0 {
+                mutex.unlock()  // a worker that leaves meanwhile takes the mutex to wake this one
+                preempted.moveStalled(&watch)
+                mutex.lock()
+            }
+        }
+        callerSleeps.store(false, ordering: .sequentiallyConsistent)
+        mutex.unlock()
     }
 
     func stop() {
@@ -161,11 +183,20 @@ private final class PoolState: @unchecked Sendable {
             return generation.load(ordering: .acquiring)
         }
         budget.missed()
+        // While the caller (or another worker) is still inside the job, look at it as
+        // `sleepUntilWorkersLeave` does.
+        var watch = preempted.watch()
         mutex.lock()
         sleepers.add(1, ordering: .sequentiallyConsistent)
         var now = generation.load(ordering: .sequentiallyConsistent)
         while now == seen && !stopping.load(ordering: .sequentiallyConsistent) {
-            wake.wait(mutex)
+            if !preempted.anyToWatch(watch) {
+                wake.wait(mutex)
+            } else if !wake.wait(mutex, until: monotonicNanoseconds() &+ PreemptedWorkers.interval) {
+                mutex.unlock()
+                preempted.moveStalled(&watch)
+                mutex.lock()
+            }
             now = generation.load(ordering: .sequentiallyConsistent)
         }
         sleepers.subtract(1, ordering: .sequentiallyConsistent)
@@ -176,9 +207,12 @@ private final class PoolState: @unchecked Sendable {
     func workerLoop(thread: Int) {
         var seen = 0
         var budget = SpinBudget()
+        let slot = preempted.slots[thread - 1]
+        preempted.started(worker: thread - 1)
         while true {
             seen = nextGeneration(after: seen, budget: &budget)
             if stopping.load(ordering: .acquiring) { return }
+            slot.inJob.store(true, ordering: .sequentiallyConsistent)
             active.add(1, ordering: .sequentiallyConsistent)
             if open.load(ordering: .sequentiallyConsistent) == seen, let job {
                 work(job, thread: thread)
@@ -187,6 +221,7 @@ private final class PoolState: @unchecked Sendable {
             if left == 0 && callerSleeps.load(ordering: .sequentiallyConsistent) {
                 mutex.withLock { finished.signal() }
             }
+            preempted.workerLeaves(thread - 1)
         }
     }
 }

@@ -196,19 +196,23 @@ final class BenchTests: XCTestCase {
     }
 
     /// `yolo-bench uneven`: 1 and 2 threads, idle and with the last CPU slowed (an ordinary
-    /// thread here: SCHED_FIFO needs root), a row per condition with each count's ratio to 1
-    /// thread; bad values are named.
+    /// thread here: SCHED_FIFO needs root), and both again with no preempted thread moved
+    /// (`--compare-moves`), a row per condition with each count's ratio to 1 thread and a line
+    /// with the moves per slowed forward; bad values are named.
     func testUnevenPrintsBothConditionsAndRatios() throws {
         let weights = try weightsDirectory()
         let r = try bench(["uneven", "--policy", "other", "--rounds", "1", "--runs", "1", "--precision", "fp32",
-                           "--threads", "1,2", "--busy-ms", "1", "--idle-ms", "1"], environment: ["YOLO_WEIGHTS": weights])
+                           "--threads", "1,2", "--busy-ms", "1", "--idle-ms", "1", "--compare-moves"],
+                          environment: ["YOLO_WEIGHTS": weights])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.contains("by a SCHED_OTHER loop, 1.0 ms busy / 1.0 ms idle; 1 rounds of 1 runs"), r.stdout)
-        for condition in ["idle", "slowed"] {
+        for condition in ["idle  ", "slowed  ", "idle, none moved", "slowed, none moved"] {
             let row = try XCTUnwrap(r.stdout.split(separator: "\n").first { $0.contains(condition) && $0.contains("1.00 / ") }, r.stdout)
             let ratio = try XCTUnwrap(Double(row.split(separator: " ").last!), String(row))
             XCTAssertGreaterThan(ratio, 0, String(row))
         }
+        let moves = try XCTUnwrap(r.stdout.split(separator: "\n").first { $0.contains("preempted threads moved: ") }, r.stdout)
+        XCTAssertNotNil(Double(moves.split(separator: " ")[3]), String(moves))
         for (args, message) in [(["--cpu", "4096"], "--cpu 4096: this machine has CPUs 0-"),
                                 (["--policy", "rr"], "--policy rr: expected fifo or other"),
                                 (["--busy-ms", "0"], "--busy-ms 0 would not slow the core"),

@@ -1,0 +1,103 @@
+import Foundation
+import XCTest
+import Synchronization
+@testable import YOLOEngine
+@testable import YOLOCore
+
+/// A pool's thread that holds a chunk without running is moved onto the CPU of the thread that
+/// waits for it, and gets its own CPUs back once out of the job (PreemptedWorkers.swift,
+/// docs/threads.md). A thread asleep inside a chunk stands in for a preempted one: its CPU clock
+/// stands still the same way. CI runs these under ThreadSanitizer too.
+final class PreemptedThreadTests: XCTestCase {
+    private func skipUnlessMovable() throws -> [Int] {
+        guard let cpus = allowedCPUs(), cpus.count > 1, currentThreadID() != nil, currentCPU() != nil,
+              let me = currentThreadID(), threadCPUTime(of: me) != nil else {
+            throw XCTSkip("needs Linux with two CPUs or more to move threads between")
+        }
+        XCTAssertTrue(PreemptedThreadMoves.shared.enabled)
+        return cpus
+    }
+
+    /// Waits up to 5 s for `condition`.
+    private func eventually(_ condition: () -> Bool) -> Bool {
+        let start = monotonicNanoseconds()
+        while !condition() {
+            if monotonicNanoseconds() &- start > 5_000_000_000 { return false }
+            usleep(200)
+        }
+        return true
+    }
+
+    func testCallerMovesAWorkerThatHoldsTheLastChunkWithoutRunning() throws {
+        let cpus = try skipUnlessMovable()
+        let pool = WorkerPool(threads: 2)
+        let workerThread = Atomic<Int32>(0)
+        let ran = Atomic<Int>(0)
+        let before = PreemptedThreadMoves.shared.count
+        pool.forEachChunk(2) { _, thread in
+            if thread == 0 {
+                // Hold the caller's first chunk until the worker has its own.
+                XCTAssertTrue(eventually { workerThread.load(ordering: .acquiring) != 0 }, "the worker never took a chunk")
+            } else {
+                workerThread.store(currentThreadID() ?? -1, ordering: .releasing)
+                usleep(40_000)  // asleep: its clock stands still, as a preempted thread's does
+            }
+            ran.add(1, ordering: .relaxed)
+        }
+        XCTAssertEqual(ran.load(ordering: .relaxed), 2)
+        XCTAssertGreaterThan(PreemptedThreadMoves.shared.count, before, "the sleeping worker was not moved")
+        let worker = workerThread.load(ordering: .acquiring)
+        XCTAssertTrue(eventually { affinity(of: worker) == cpus }, "the worker did not get its CPUs back: \(affinity(of: worker) ?? [])")
+    }
+
+    func testWorkerMovesTheCallerWhenTheCallerHoldsTheLastChunk() throws {
+        let cpus = try skipUnlessMovable()
+        let pool = WorkerPool(threads: 2)
+        let workerRan = Atomic<Bool>(false)
+        let before = PreemptedThreadMoves.shared.count
+        var movedWhileAsleep = false
+        pool.forEachChunk(2) { _, thread in
+            if thread == 0 {
+                XCTAssertTrue(eventually { workerRan.load(ordering: .acquiring) }, "the worker never took a chunk")
+                usleep(40_000)
+                // Back from sleep: the worker has moved this thread onto its own CPU.
+                movedWhileAsleep = affinity(of: 0)?.count == 1
+            } else {
+                workerRan.store(true, ordering: .releasing)
+            }
+        }
+        XCTAssertTrue(movedWhileAsleep, "the sleeping caller was not moved")
+        XCTAssertGreaterThan(PreemptedThreadMoves.shared.count, before)
+        XCTAssertEqual(affinity(of: 0), cpus, "the caller did not get its CPUs back")
+    }
+
+    /// Jobs whose chunks sleep now and then, over many jobs and both kinds of move: every chunk
+    /// runs once, and every thread ends with its own CPUs.
+    func testJobsWithSleepingChunksRunEveryChunkOnceAndRestoreEveryThread() throws {
+        let cpus = try skipUnlessMovable()
+        let pool = WorkerPool(threads: 3)
+        let chunks = 7
+        let counts = UnsafeMutablePointer<Int>.allocate(capacity: chunks)
+        counts.initialize(repeating: 0, count: chunks)
+        defer { counts.deallocate() }
+        let before = PreemptedThreadMoves.shared.count
+        let threads = UnsafeMutablePointer<Atomic<Int32>>.allocate(capacity: 3)
+        for t in 0..<3 { (threads + t).initialize(to: Atomic<Int32>(0)) }
+        defer { threads.deallocate() }
+        for job in 0..<60 {
+            pool.forEachChunk(chunks) { chunk, thread in
+                threads[thread].store(currentThreadID() ?? 0, ordering: .relaxed)
+                if (chunk + job) % 5 == 0 { usleep(2000) }
+                counts[chunk] += 1
+            }
+            XCTAssertEqual(affinity(of: 0), cpus, "job \(job): the caller kept a moved mask")
+        }
+        for chunk in 0..<chunks { XCTAssertEqual(counts[chunk], 60, "chunk \(chunk)") }
+        XCTAssertGreaterThan(PreemptedThreadMoves.shared.count, before, "no thread asleep in a chunk was moved")
+        for t in 1..<3 {
+            let id = threads[t].load(ordering: .relaxed)
+            guard id != 0 else { continue }
+            XCTAssertTrue(eventually { affinity(of: id) == cpus }, "worker \(t) kept a moved mask")
+        }
+    }
+}
