@@ -29,7 +29,9 @@ package final class PreemptedThreadMoves: Sendable {
 /// nothing left to do). A thread is seen as not running when its CPU clock stands still while
 /// the other waits: a thread inside a job never sleeps, and a slow core's thread (a LITTLE core)
 /// still runs, so neither is moved. Only a thread that stood still for `patience` is moved: a
-/// move costs more than a short preemption.
+/// move costs more than a short preemption. A pool with more threads than its CPUs moves none:
+/// its threads take turns on the CPUs anyway, and the one a sleeping thread leaves is already
+/// another's.
 final class PreemptedWorkers: @unchecked Sendable {
     final class Slot: @unchecked Sendable {
         /// The thread's Linux thread ID, 0 until known (or where it cannot be read).
@@ -62,7 +64,13 @@ final class PreemptedWorkers: @unchecked Sendable {
         var since: [UInt64]
     }
 
-    init(workers: Int) { slots = (0..<workers + 1).map { _ in Slot() } }
+    /// False where the pool has more threads than the CPUs it may use (or those cannot be read).
+    let movable: Bool
+
+    init(workers: Int) {
+        slots = (0..<workers + 1).map { _ in Slot() }
+        movable = workers + 1 <= (allowedCPUs()?.count ?? 0)
+    }
 
     /// Called by each worker thread as it starts.
     func started(worker: Int) { slots[worker].thread.store(currentThreadID() ?? 0, ordering: .relaxed) }
@@ -113,7 +121,7 @@ final class PreemptedWorkers: @unchecked Sendable {
 
     /// Starts watching the threads in the job (none where moves are off).
     func watch() -> Watch {
-        guard PreemptedThreadMoves.shared.enabled else { return Watch(times: [], since: []) }
+        guard movable && PreemptedThreadMoves.shared.enabled else { return Watch(times: [], since: []) }
         let times = sample()
         return Watch(times: times, since: Array(repeating: monotonicNanoseconds(), count: times.count))
     }

@@ -75,14 +75,15 @@ final class PreemptedThreadTests: XCTestCase {
     /// runs once, and every thread ends with its own CPUs.
     func testJobsWithSleepingChunksRunEveryChunkOnceAndRestoreEveryThread() throws {
         let cpus = try skipUnlessMovable()
-        let pool = WorkerPool(threads: 3)
+        let threadCount = min(3, cpus.count)
+        let pool = WorkerPool(threads: threadCount)
         let chunks = 7
         let counts = UnsafeMutablePointer<Int>.allocate(capacity: chunks)
         counts.initialize(repeating: 0, count: chunks)
         defer { counts.deallocate() }
         let before = PreemptedThreadMoves.shared.count
-        let threads = UnsafeMutablePointer<Atomic<Int32>>.allocate(capacity: 3)
-        for t in 0..<3 { (threads + t).initialize(to: Atomic<Int32>(0)) }
+        let threads = UnsafeMutablePointer<Atomic<Int32>>.allocate(capacity: threadCount)
+        for t in 0..<threadCount { (threads + t).initialize(to: Atomic<Int32>(0)) }
         defer { threads.deallocate() }
         for job in 0..<60 {
             pool.forEachChunk(chunks) { chunk, thread in
@@ -94,10 +95,28 @@ final class PreemptedThreadTests: XCTestCase {
         }
         for chunk in 0..<chunks { XCTAssertEqual(counts[chunk], 60, "chunk \(chunk)") }
         XCTAssertGreaterThan(PreemptedThreadMoves.shared.count, before, "no thread asleep in a chunk was moved")
-        for t in 1..<3 {
+        for t in 1..<threadCount {
             let id = threads[t].load(ordering: .relaxed)
             guard id != 0 else { continue }
             XCTAssertTrue(eventually { affinity(of: id) == cpus }, "worker \(t) kept a moved mask")
         }
+    }
+
+    /// A pool with more threads than CPUs moves none: its threads take turns on the CPUs anyway.
+    func testPoolWithMoreThreadsThanCPUsMovesNothing() throws {
+        let cpus = try skipUnlessMovable()
+        guard cpus.count < 16 else { throw XCTSkip("\(cpus.count) CPUs: a pool of more threads is too many for a test") }
+        let pool = WorkerPool(threads: cpus.count + 1)
+        let before = PreemptedThreadMoves.shared.count
+        let workerTook = Atomic<Bool>(false)
+        pool.forEachChunk(2) { _, thread in
+            if thread == 0 {
+                XCTAssertTrue(eventually { workerTook.load(ordering: .acquiring) }, "no worker took a chunk")
+            } else {
+                workerTook.store(true, ordering: .releasing)
+                usleep(20_000)
+            }
+        }
+        XCTAssertEqual(PreemptedThreadMoves.shared.count, before, "a thread of an oversubscribed pool was moved")
     }
 }
