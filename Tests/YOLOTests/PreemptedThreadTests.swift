@@ -53,17 +53,21 @@ final class PreemptedThreadTests: XCTestCase {
     func testWorkerMovesTheCallerWhenTheCallerHoldsTheLastChunk() throws {
         let cpus = try skipUnlessMovable()
         let pool = WorkerPool(threads: 2)
-        let workerRan = Atomic<Bool>(false)
+        let workerRan = Atomic<Bool>(false), callerIn = Atomic<Bool>(false)
         let before = PreemptedThreadMoves.shared.count
         var movedWhileAsleep = false
+        // Each side holds its chunk until the other has one, so that the caller sleeps in its
+        // own (a worker claiming both first would leave the caller none).
         pool.forEachChunk(2) { _, thread in
             if thread == 0 {
+                callerIn.store(true, ordering: .releasing)
                 XCTAssertTrue(eventually { workerRan.load(ordering: .acquiring) }, "the worker never took a chunk")
                 usleep(40_000)
                 // Back from sleep: the worker has moved this thread onto its own CPU.
                 movedWhileAsleep = affinity(of: 0)?.count == 1
             } else {
                 workerRan.store(true, ordering: .releasing)
+                XCTAssertTrue(eventually { callerIn.load(ordering: .acquiring) }, "the caller never took a chunk")
             }
         }
         XCTAssertTrue(movedWhileAsleep, "the sleeping caller was not moved")
