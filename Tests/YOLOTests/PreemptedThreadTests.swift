@@ -18,15 +18,20 @@ final class PreemptedThreadTests: XCTestCase {
         return cpus
     }
 
-    /// Waits up to 5 s for `condition`.
-    private func eventually(_ condition: () -> Bool) -> Bool {
+    /// Waits up to 5 s for `condition`, looking every `poll` µs.
+    private func eventually(poll: UInt32 = 200, _ condition: () -> Bool) -> Bool {
         let start = monotonicNanoseconds()
         while !condition() {
             if monotonicNanoseconds() &- start > 5_000_000_000 { return false }
-            usleep(200)
+            usleep(poll)
         }
         return true
     }
+
+    /// Sleeps (2 ms at a time: a clock that stands still between wake-ups) until the calling
+    /// thread finds itself moved onto one CPU, or 5 s passed; true when moved. A fixed sleep
+    /// was too short on a machine busy enough to keep the mover from running.
+    private func sleepUntilMoved() -> Bool { eventually(poll: 2000) { affinity(of: 0)?.count == 1 } }
 
     func testCallerMovesAWorkerThatHoldsTheLastChunkWithoutRunning() throws {
         let cpus = try skipUnlessMovable()
@@ -40,7 +45,8 @@ final class PreemptedThreadTests: XCTestCase {
                 XCTAssertTrue(eventually { workerThread.load(ordering: .acquiring) != 0 }, "the worker never took a chunk")
             } else {
                 workerThread.store(currentThreadID() ?? -1, ordering: .releasing)
-                usleep(40_000)  // asleep: its clock stands still, as a preempted thread's does
+                // Asleep: its clock stands still, as a preempted thread's does.
+                XCTAssertTrue(sleepUntilMoved(), "the sleeping worker was not moved")
             }
             ran.add(1, ordering: .relaxed)
         }
@@ -62,9 +68,7 @@ final class PreemptedThreadTests: XCTestCase {
             if thread == 0 {
                 callerIn.store(true, ordering: .releasing)
                 XCTAssertTrue(eventually { workerRan.load(ordering: .acquiring) }, "the worker never took a chunk")
-                usleep(40_000)
-                // Back from sleep: the worker has moved this thread onto its own CPU.
-                movedWhileAsleep = affinity(of: 0)?.count == 1
+                movedWhileAsleep = sleepUntilMoved()
             } else {
                 workerRan.store(true, ordering: .releasing)
                 XCTAssertTrue(eventually { callerIn.load(ordering: .acquiring) }, "the caller never took a chunk")
