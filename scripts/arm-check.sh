@@ -23,6 +23,8 @@
 #   3. INT8 (the shipped table, every convolution but the first in INT8): yolov3-tiny's heads bit
 #      for bit equal to this x86 host's, on the A76 with the dotprod level (sdot; 1, 2, 3, 4 and 8 threads)
 #      and on the A72 with the neon level (smull, smlal2, sadalp; 1 thread).
+# The two CPUs' passes run at once (each mostly one emulated thread), each printed when it ends.
+# --build-only builds (what .ci/run starts in the background while scripts/test runs) and exits.
 # Installs what is missing (apt: qemu-user-static, gcc-aarch64-linux-gnu; the arm64 OpenBLAS
 # .debs are downloaded and unpacked into .build/arm-cache, not installed) and fetches the
 # weights. Any build failure or mismatch ends it with a non-zero status and a FAILED line.
@@ -30,6 +32,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 start=$SECONDS
+build_only=""
+case ${1:-} in
+--build-only) build_only=1 ;;
+"") ;;
+*) echo "usage: scripts/arm-check.sh [--build-only]" >&2; exit 64 ;;
+esac
 say() { echo "arm-check: $*"; }
 fail() { echo "arm-check: FAILED: $*" >&2; exit 1; }
 trap 'rc=$?; [ $rc = 0 ] || echo "arm-check: FAILED (status $rc) at line $LINENO: $BASH_COMMAND" >&2' ERR
@@ -163,6 +171,8 @@ else
     say "build: done in $((SECONDS - t0)) s ($out/kernel-check, $out/yolo-forward: static aarch64 Linux executables)"
 fi
 
+if [ -n "$build_only" ]; then say "build only: done in $((SECONDS - start)) s"; exit 0; fi
+
 # --- Run under qemu ----------------------------------------------------------------------------
 gunzip -c Tests/YOLOTests/Fixtures/dog_input_416.f32.gz > "$out/dog_input_416.f32"
 # INT8 heads on this x86 host (the yolo tool), for the aarch64 engine to match bit for bit: with
@@ -194,8 +204,10 @@ for conv in winograd im2col; do
 done
 "$out/host/kernel-check" -v | grep '^digest ' | sed 's/ max abs diff [^ ]*//' > "$out/digests-host.txt" \
     || fail "the kernel check fails on this host (run $out/host/kernel-check -v)"
+# One CPU's pass (its output goes to a log of its own: the two passes run at once, below).
 # qemu hands the host's environment to the guest: OpenBLAS must detect the emulated CPU itself.
-for cpu in cortex-a72 cortex-a76; do
+cpu_pass() {
+    local cpu=$1
     qemu=(qemu-aarch64-static -cpu "$cpu" -U OPENBLAS_CORETYPE -U OPENBLAS_L2_SIZE -U OPENBLAS_NUM_THREADS -U YOLO_KERNEL_LEVEL)
     say "[$cpu] kernels"
     t_kernels=$SECONDS
@@ -250,16 +262,36 @@ for cpu in cortex-a72 cortex-a76; do
     "${qemu[@]}" "$out/yolo-forward" "${heads[@]}" gemm=openblas conv=winograd "${threads[@]}" \
         || fail "yolov3-tiny forward on $cpu (OpenBLAS) does not match Darknet's heads (see above)"
     say "[$cpu] OpenBLAS forwards: $((SECONDS - t)) s"
-done
+    [ "$cpu" = cortex-a72 ] && a72_kernels_on_a76
+    return 0
+}
 # OpenBLAS 0.3.21 does not know the Cortex-A76 (Raspberry Pi 5) and takes its generic ARMV8
 # kernels (printed above); docs/arm.md suggests OPENBLAS_CORETYPE=CORTEXA72 there: check that
 # those kernels give the same heads on an A76 (1 thread: the engine's threads around OpenBLAS's
-# sgemm ran above).
-say "[cortex-a76, OPENBLAS_CORETYPE=CORTEXA72] yolov3-tiny forward, OpenBLAS's sgemm"
-t=$SECONDS
-qemu-aarch64-static -cpu cortex-a76 -U OPENBLAS_L2_SIZE -U OPENBLAS_NUM_THREADS -E OPENBLAS_CORETYPE=CORTEXA72 \
-    "$out/yolo-forward" weights/yolov3-tiny.cfg weights/yolov3-tiny.weights "$out/dog_input_416.f32" \
-    Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples gemm=openblas conv=winograd 1 \
-    || fail "yolov3-tiny forward on cortex-a76 with OPENBLAS_CORETYPE=CORTEXA72 does not match Darknet's heads"
-say "[cortex-a76, OPENBLAS_CORETYPE=CORTEXA72] forward: $((SECONDS - t)) s"
+# sgemm ran above). Run after the Cortex-A72 pass, the shorter one.
+a72_kernels_on_a76() {
+    say "[cortex-a76, OPENBLAS_CORETYPE=CORTEXA72] yolov3-tiny forward, OpenBLAS's sgemm"
+    t=$SECONDS
+    qemu-aarch64-static -cpu cortex-a76 -U OPENBLAS_L2_SIZE -U OPENBLAS_NUM_THREADS -E OPENBLAS_CORETYPE=CORTEXA72 \
+        "$out/yolo-forward" weights/yolov3-tiny.cfg weights/yolov3-tiny.weights "$out/dog_input_416.f32" \
+        Tests/YOLOTests/Fixtures/dog_conv15.samples Tests/YOLOTests/Fixtures/dog_conv22.samples gemm=openblas conv=winograd 1 \
+        || fail "yolov3-tiny forward on cortex-a76 with OPENBLAS_CORETYPE=CORTEXA72 does not match Darknet's heads"
+    say "[cortex-a76, OPENBLAS_CORETYPE=CORTEXA72] forward: $((SECONDS - t)) s"
+}
+# The two CPUs' passes at once, each printed once it has ended: each is mostly one emulated
+# thread, so on 2 cores they take about as long as the longer one (docs/testing.md).
+t_passes=$SECONDS
+pids=()
+for cpu in cortex-a72 cortex-a76; do
+    cpu_pass "$cpu" > "$out/pass-$cpu.log" 2>&1 & pids+=($!)
+done
+failed=()
+for i in 0 1; do
+    cpu=$([ "$i" = 0 ] && echo cortex-a72 || echo cortex-a76)
+    status=0; wait "${pids[$i]}" || status=$?
+    cat "$out/pass-$cpu.log"
+    [ "$status" = 0 ] || failed+=("$cpu")
+done
+[ ${#failed[@]} = 0 ] || fail "the ${failed[*]} pass failed (its lines above)"
+say "both passes: $((SECONDS - t_passes)) s"
 say "passed in $((SECONDS - start)) s"

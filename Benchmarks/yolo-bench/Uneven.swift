@@ -94,13 +94,14 @@ enum UnevenBench {
                 let names = ["idle", "CPU \(o.cpu) slowed"] + (o.compareMoves ? ["idle, none moved", "slowed, none moved"] : [])
                 // [condition][thread count index] -> each round's median.
                 var medians = [[[Double]]](repeating: [[Double]](repeating: [], count: sessions.count), count: names.count)
-                var moved = 0, slowedForwards = 0
+                var moved = 0, movedCallers = 0, slowedForwards = 0
                 for _ in 0..<o.rounds {
                     for condition in names.indices {
                         let slowed = condition % 2 == 1
                         if slowed { try slower.start() }
                         PreemptedThreadMoves.shared.enabled = condition < 2
                         let movedBefore = PreemptedThreadMoves.shared.count
+                        let callersBefore = PreemptedThreadMoves.shared.callerCount
                         for (k, s) in sessions.enumerated() {
                             s.forward()
                             let times = (0..<o.runs).map { _ in
@@ -112,6 +113,7 @@ enum UnevenBench {
                         }
                         if condition == 1 {
                             moved += PreemptedThreadMoves.shared.count - movedBefore
+                            movedCallers += PreemptedThreadMoves.shared.callerCount - callersBefore
                             slowedForwards += sessions.filter { $0.threads > 1 }.count * (o.runs + 1)
                         }
                         if slowed { slower.stop() }
@@ -135,7 +137,7 @@ enum UnevenBench {
                     print("  \(pad(name, 22)) \(cells)  \(ratios)")
                 }
                 if slowedForwards > 0 {
-                    print("  preempted threads moved: \(fmt(Double(moved) / Double(slowedForwards))) per slowed forward of more than one thread")
+                    print("  preempted threads moved: \(fmt(Double(moved) / Double(slowedForwards))) per slowed forward of more than one thread (of them callers: \(fmt(Double(movedCallers) / Double(slowedForwards))))")
                 }
             }
         } catch {

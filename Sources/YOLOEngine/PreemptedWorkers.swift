@@ -11,13 +11,19 @@ package final class PreemptedThreadMoves: Sendable {
     package static let shared = PreemptedThreadMoves()
     private let on = Atomic<Bool>(true)
     private let moved = Atomic<Int>(0)
+    private let movedCallers = Atomic<Int>(0)
     package var enabled: Bool {
         get { on.load(ordering: .relaxed) }
         set { on.store(newValue, ordering: .relaxed) }
     }
     /// Threads moved so far, by every pool of the process.
     package var count: Int { moved.load(ordering: .relaxed) }
-    fileprivate func add() { moved.add(1, ordering: .relaxed) }
+    /// Of those, callers (moved by a worker).
+    package var callerCount: Int { movedCallers.load(ordering: .relaxed) }
+    fileprivate func add(caller: Bool) {
+        moved.add(1, ordering: .relaxed)
+        if caller { movedCallers.add(1, ordering: .relaxed) }
+    }
 }
 
 /// What a thread of a pool that waits for a job's end needs to find another that holds a chunk
@@ -152,7 +158,7 @@ final class PreemptedWorkers: @unchecked Sendable {
             slot.restore = mask
             if setAffinity(of: thread, to: [cpu]) {
                 slot.moved.store(true, ordering: .sequentiallyConsistent)
-                PreemptedThreadMoves.shared.add()
+                PreemptedThreadMoves.shared.add(caller: i == slots.count - 1)
             }
         }
     }

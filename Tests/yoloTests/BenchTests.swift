@@ -213,6 +213,8 @@ final class BenchTests: XCTestCase {
         }
         let moves = try XCTUnwrap(r.stdout.split(separator: "\n").first { $0.contains("preempted threads moved: ") }, r.stdout)
         XCTAssertNotNil(Double(moves.split(separator: " ")[3]), String(moves))
+        let callers = try XCTUnwrap(moves.split(separator: "(of them callers: ").last?.dropLast(), String(moves))
+        XCTAssertNotNil(Double(callers), String(moves))
         for (args, message) in [(["--cpu", "4096"], "--cpu 4096: this machine has CPUs 0-"),
                                 (["--policy", "rr"], "--policy rr: expected fifo or other"),
                                 (["--busy-ms", "0"], "--busy-ms 0 would not slow the core"),
