@@ -5,6 +5,8 @@
 #       XCTest's bookkeeping are suppressed by scripts/sanitizers/lsan.supp, ours are not.
 #   scripts/sanitize.sh thread [...]
 #       ThreadSanitizer (.build-tsan).
+#   scripts/sanitize.sh KIND --build-only
+#       builds what the test run needs and exits (.ci/run builds TSan's beside ASan's test run).
 # The yolo binary that the CLI tests run is built with the same sanitizer. Any report fails the
 # run. Ends with the 'N passed, M failed' line of scripts/test.
 set -euo pipefail
@@ -31,6 +33,9 @@ esac
 # at every kernel level) run a subset under a sanitizer: it adds time, not coverage of races or
 # memory errors.
 export YOLO_TEST_SANITIZER=$kind
+if [ "${1:-}" = --build-only ]; then
+    exec swift build --build-tests --disable-swift-testing --sanitize="$kind" --scratch-path "$scratch"
+fi
 scripts/bootstrap.sh >/dev/null
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 start=$SECONDS

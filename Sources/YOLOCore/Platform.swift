@@ -17,7 +17,12 @@ package func availableCores() -> Int {
 
 /// Monotonic time in nanoseconds (profiles, measurements).
 @inline(__always) package func monotonicNanoseconds() -> UInt64 {
+    nanoseconds(on: CLOCK_MONOTONIC) ?? 0
+}
+
+/// Clock `clock`'s time in nanoseconds, or nil where it cannot be read.
+@inline(__always) package func nanoseconds(on clock: clockid_t) -> UInt64? {
     var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
+    guard clock_gettime(clock, &ts) == 0 else { return nil }
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }

@@ -46,21 +46,23 @@ private func libcSymbol(_ name: String) -> UnsafeMutableRawPointer? {
     dlsym(UnsafeMutableRawPointer(bitPattern: 0), name)
 }
 private typealias GetInt32 = @convention(c) () -> Int32
-// Looked up once: the worker pool reads them at each move of a preempted thread.
+private typealias SetAffinity = @convention(c) (Int32, Int, UnsafeRawPointer) -> Int32
+private typealias GetAffinity = @convention(c) (Int32, Int, UnsafeMutableRawPointer) -> Int32
+// Looked up once: the worker pool calls them at each move of a preempted thread.
 private let sched_getcpu_ = libcSymbol("sched_getcpu").map { unsafeBitCast($0, to: GetInt32.self) }
 private let gettid_ = libcSymbol("gettid").map { unsafeBitCast($0, to: GetInt32.self) }
+private let sched_setaffinity_ = libcSymbol("sched_setaffinity").map { unsafeBitCast($0, to: SetAffinity.self) }
+private let sched_getaffinity_ = libcSymbol("sched_getaffinity").map { unsafeBitCast($0, to: GetAffinity.self) }
 #endif
 
 /// Sets the affinity mask of thread `thread` (a Linux thread ID, 0: the calling thread) to
 /// `cpus`; false when the kernel refuses or the call is not available.
 package func setAffinity(of thread: Int32, to cpus: [Int]) -> Bool {
     #if os(Linux)
-    typealias SetAffinity = @convention(c) (Int32, Int, UnsafeRawPointer) -> Int32
-    guard !cpus.isEmpty, cpus.allSatisfy({ (0..<1024).contains($0) }),
-          let symbol = libcSymbol("sched_setaffinity") else { return false }
+    guard !cpus.isEmpty, cpus.allSatisfy({ (0..<1024).contains($0) }), let call = sched_setaffinity_ else { return false }
     var set = [UInt64](repeating: 0, count: 16)  // a cpu_set_t: 1024 bits
     for cpu in cpus { set[cpu / 64] |= 1 << UInt64(cpu % 64) }
-    return unsafeBitCast(symbol, to: SetAffinity.self)(thread, set.count * 8, set) == 0
+    return call(thread, set.count * 8, set) == 0
     #else
     return false
     #endif
@@ -70,10 +72,9 @@ package func setAffinity(of thread: Int32, to cpus: [Int]) -> Bool {
 /// that cannot be read.
 package func affinity(of thread: Int32) -> [Int]? {
     #if os(Linux)
-    typealias GetAffinity = @convention(c) (Int32, Int, UnsafeMutableRawPointer) -> Int32
-    guard let symbol = libcSymbol("sched_getaffinity") else { return nil }
+    guard let call = sched_getaffinity_ else { return nil }
     var set = [UInt64](repeating: 0, count: 16)
-    guard unsafeBitCast(symbol, to: GetAffinity.self)(thread, set.count * 8, &set) == 0 else { return nil }
+    guard call(thread, set.count * 8, &set) == 0 else { return nil }
     return (0..<1024).filter { set[$0 / 64] & (1 << UInt64($0 % 64)) != 0 }
     #else
     return nil
@@ -104,9 +105,7 @@ package func currentThreadID() -> Int32? {
 /// per-thread CPU clock (clockid `~tid << 3 | 6`, what glibc's pthread_getcpuclockid returns).
 package func threadCPUTime(of thread: Int32) -> UInt64? {
     #if os(Linux)
-    var ts = timespec()
-    guard clock_gettime(clockid_t((~thread) << 3 | 6), &ts) == 0 else { return nil }
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    nanoseconds(on: clockid_t((~thread) << 3 | 6))
     #else
     return nil
     #endif

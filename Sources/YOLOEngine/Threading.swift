@@ -106,9 +106,9 @@ private final class PoolState: @unchecked Sendable {
     /// The caller's spin budget (used by whichever thread calls `run`; calls never overlap).
     var callerSpins = SpinBudget()
     /// Finds and moves a thread that holds a chunk without running.
-    let preempted: PreemptedWorkers
+    let preempted: PreemptedThreads
 
-    init(workers: Int) { preempted = PreemptedWorkers(workers: workers) }
+    init(workers: Int) { preempted = PreemptedThreads(workers: workers) }
 
     struct Job { let chunks: Int; let body: (Int, Int) -> Void }
 
@@ -148,7 +148,7 @@ private final class PoolState: @unchecked Sendable {
     }
 
     /// Sleeps until no worker is inside the job. While a worker that has not been moved is
-    /// inside, it wakes every `PreemptedWorkers.interval` to look at the workers' clocks, and
+    /// inside, it wakes every `PreemptedThreads.interval` to look at the workers' clocks, and
     /// moves onto this CPU any that has not run for a while.
     private func sleepUntilWorkersLeave() {
         var watch = preempted.watch()
@@ -156,7 +156,7 @@ private final class PoolState: @unchecked Sendable {
         callerSleeps.store(true, ordering: .sequentiallyConsistent)
         while active.load(ordering: .sequentiallyConsistent) > 0 {
             guard preempted.anyToWatch(watch) else { finished.wait(mutex); continue }
-            if !finished.wait(mutex, until: monotonicNanoseconds() &+ PreemptedWorkers.interval)
+            if !finished.wait(mutex, until: monotonicNanoseconds() &+ PreemptedThreads.interval)
                 && active.load(ordering: .sequentiallyConsistent) > 0 {
                 mutex.unlock()  // a worker that leaves meanwhile takes the mutex to wake this one
                 preempted.moveStalled(&watch)
@@ -192,7 +192,7 @@ private final class PoolState: @unchecked Sendable {
         while now == seen && !stopping.load(ordering: .sequentiallyConsistent) {
             if !preempted.anyToWatch(watch) {
                 wake.wait(mutex)
-            } else if !wake.wait(mutex, until: monotonicNanoseconds() &+ PreemptedWorkers.interval) {
+            } else if !wake.wait(mutex, until: monotonicNanoseconds() &+ PreemptedThreads.interval) {
                 mutex.unlock()
                 preempted.moveStalled(&watch)
                 mutex.lock()

@@ -5,7 +5,7 @@ import Synchronization
 @testable import YOLOCore
 
 /// A pool's thread that holds a chunk without running is moved onto the CPU of the thread that
-/// waits for it, and gets its own CPUs back once out of the job (PreemptedWorkers.swift,
+/// waits for it, and gets its own CPUs back once out of the job (PreemptedThreads.swift,
 /// docs/threads.md). A thread asleep inside a chunk stands in for a preempted one: its CPU clock
 /// stands still the same way. CI runs these under ThreadSanitizer too.
 final class PreemptedThreadTests: XCTestCase {
@@ -38,7 +38,7 @@ final class PreemptedThreadTests: XCTestCase {
         let pool = WorkerPool(threads: 2)
         let workerThread = Atomic<Int32>(0)
         let ran = Atomic<Int>(0)
-        let before = PreemptedThreadMoves.shared.count
+        let before = PreemptedThreadMoves.shared.count, callersBefore = PreemptedThreadMoves.shared.callerCount
         pool.forEachChunk(2) { _, thread in
             if thread == 0 {
                 // Hold the caller's first chunk until the worker has its own.
@@ -52,6 +52,7 @@ final class PreemptedThreadTests: XCTestCase {
         }
         XCTAssertEqual(ran.load(ordering: .relaxed), 2)
         XCTAssertGreaterThan(PreemptedThreadMoves.shared.count, before, "the sleeping worker was not moved")
+        XCTAssertEqual(PreemptedThreadMoves.shared.callerCount, callersBefore, "a worker's move was counted as the caller's")
         let worker = workerThread.load(ordering: .acquiring)
         XCTAssertTrue(eventually { affinity(of: worker) == cpus }, "the worker did not get its CPUs back: \(affinity(of: worker) ?? [])")
     }
@@ -60,7 +61,7 @@ final class PreemptedThreadTests: XCTestCase {
         let cpus = try skipUnlessMovable()
         let pool = WorkerPool(threads: 2)
         let workerRan = Atomic<Bool>(false), callerIn = Atomic<Bool>(false)
-        let before = PreemptedThreadMoves.shared.count
+        let before = PreemptedThreadMoves.shared.count, callersBefore = PreemptedThreadMoves.shared.callerCount
         var movedWhileAsleep = false
         // Each side holds its chunk until the other has one, so that the caller sleeps in its
         // own (a worker claiming both first would leave the caller none).
@@ -76,6 +77,7 @@ final class PreemptedThreadTests: XCTestCase {
         }
         XCTAssertTrue(movedWhileAsleep, "the sleeping caller was not moved")
         XCTAssertGreaterThan(PreemptedThreadMoves.shared.count, before)
+        XCTAssertGreaterThan(PreemptedThreadMoves.shared.callerCount, callersBefore, "the move was not counted as the caller's")
         XCTAssertEqual(affinity(of: 0), cpus, "the caller did not get its CPUs back")
     }
 

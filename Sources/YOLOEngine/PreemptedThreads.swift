@@ -38,7 +38,7 @@ package final class PreemptedThreadMoves: Sendable {
 /// move costs more than a short preemption. A pool with more threads than its CPUs moves none:
 /// its threads take turns on the CPUs anyway, and the one a sleeping thread leaves is already
 /// another's.
-final class PreemptedWorkers: @unchecked Sendable {
+final class PreemptedThreads: @unchecked Sendable {
     final class Slot: @unchecked Sendable {
         /// The thread's Linux thread ID, 0 until known (or where it cannot be read).
         let thread = Atomic<Int32>(0)
@@ -146,7 +146,7 @@ final class PreemptedWorkers: @unchecked Sendable {
             let was = watch.times[i]
             watch.times[i] = now[i]
             guard let time = now[i], time == was else { watch.since[i] = clock; continue }
-            guard clock &- watch.since[i] >= PreemptedWorkers.patience,
+            guard clock &- watch.since[i] >= PreemptedThreads.patience,
                   !slot.moving.exchange(true, ordering: .sequentiallyConsistent) else { continue }
             defer { slot.moving.store(false, ordering: .sequentiallyConsistent) }
             guard slot.inJob.load(ordering: .sequentiallyConsistent),
