@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses in Fuzz/ with AddressSanitizer and runs each for a fixed time.
+# Builds the libFuzzer harnesses in Fuzz/ with AddressSanitizer and runs each for a fixed time,
+# $FUZZ_JOBS (2) at a time (libFuzzer runs one thread).
 #   scripts/fuzz.sh [SECONDS-PER-TARGET] [TARGET ...]     targets: cfg weights image int8 (default all)
+#   scripts/fuzz.sh --build-only                          builds them all and exits (.ci/run does
+#                                                         it beside scripts/test: one core, mostly)
 # Each module is compiled directly with swiftc (SwiftPM cannot build a libFuzzer executable):
 # YOLOKernels, YOLO, YOLOImage with -sanitize=fuzzer,address, then one binary per harness, in
 # .build-fuzz/. The seeds in Fuzz/corpus/<target> are read-only (Fuzz/<target>.dict, where there is
@@ -11,6 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
+build_only=""
+[ "${1:-}" != --build-only ] || { build_only=1; shift; }
 seconds=${1:-60}
 shift || true
 targets=("$@")
@@ -47,15 +52,16 @@ module() {
         -c "${sources[@]}" -o "$obj"
 }
 module YOLOKernels
-# The GEMM kernel levels, each for its CPU, read from the manifest (swift package dump-package) so
-# that a level added to Package.swift is compiled here too: every YOLOKernels<Level> target with
+# The GEMM kernel levels, each for its CPU, read from the manifest (swift package dump-package, with
+# a scratch path of its own: .build may be locked by a build running beside) so that a level
+# added to Package.swift is compiled here too: every YOLOKernels<Level> target with
 # its -target-cpu flag, if it has one for this architecture (the levels of the other architecture
 # build empty).
 kernelLevels=()
 while read -r name cpu; do
     if [ "$cpu" = - ]; then module "$name"; else module "$name" -target-cpu "$cpu"; fi
     kernelLevels+=("$name")
-done < <(swift package dump-package | python3 -c '
+done < <(swift package --scratch-path "$B/manifest" dump-package | python3 -c '
 import json, sys
 for t in json.load(sys.stdin)["targets"]:
     if not t["name"].startswith("YOLOKernels") or t["name"] == "YOLOKernels":
@@ -90,28 +96,40 @@ for t in "${targets[@]}"; do
     esac
 done
 
+if [ -n "$build_only" ]; then echo "fuzz: built ${targets[*]} in $B"; exit 0; fi
+
 export OPENBLAS_NUM_THREADS=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=1:allocator_may_return_null=0"
 # libFuzzer reports a trap (a Swift overflow or precondition) with its stack; Swift's own
 # backtracer, left on, crashes reading memory under ASan and hides which check failed.
 export SWIFT_BACKTRACE=enable=no
+# run_one TARGET: its log in $B/fuzz-TARGET.log, its exit status in $B/fuzz-TARGET.status.
+run_one() {
+    local t=$1 status=0 dict=()
+    mkdir -p "$B/corpus/$t"
+    [ -f "Fuzz/$t.dict" ] && dict=(-dict="Fuzz/$t.dict")
+    "$B/fuzz-$t" "$B/corpus/$t" "Fuzz/corpus/$t" "${dict[@]}" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+        -max_len=16384 -print_final_stats=1 -artifact_prefix="$B/crashes/$t-" >"$B/fuzz-$t.log" 2>&1 || status=$?
+    echo "$status" > "$B/fuzz-$t.status"
+}
+pids=()
+for t in "${targets[@]}"; do
+    echo "fuzz: running $t for ${seconds}s"
+    rm -f "$B/fuzz-$t.status"
+    run_one "$t" & pids+=($!)
+    if [ ${#pids[@]} -ge "${FUZZ_JOBS:-2}" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+done
+wait
 failed=0
 summary=()
 for t in "${targets[@]}"; do
-    mkdir -p "$B/corpus/$t"
     log="$B/fuzz-$t.log"
-    echo "fuzz: running $t for ${seconds}s"
-    set +e
-    dict=(); [ -f "Fuzz/$t.dict" ] && dict=(-dict="Fuzz/$t.dict")
-    "$B/fuzz-$t" "$B/corpus/$t" "Fuzz/corpus/$t" "${dict[@]}" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
-        -max_len=16384 -print_final_stats=1 -artifact_prefix="$B/crashes/$t-" >"$log" 2>&1
-    status=$?
-    set -e
+    status=$(cat "$B/fuzz-$t.status" 2>/dev/null || echo "none (the run did not end)")
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     corpus=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE|INITED)' "$log" | grep -oE 'corp: [0-9]+/[0-9]+[a-zA-Z]*' | tail -1)
     line="$t: ${runs:-?} executions, ${corpus:-corp: ?} (inputs/size), exit $status"
     summary+=("$line")
-    if [ $status -ne 0 ]; then
+    if [ "$status" != 0 ]; then
         failed=1
         echo "fuzz: $t FAILED (exit $status); the log's end ($log):" >&2
         grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==|Fatal|fatal' "$log" | head -20 >&2 || true

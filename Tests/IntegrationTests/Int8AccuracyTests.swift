@@ -74,11 +74,16 @@ final class Int8AccuracyTests: XCTestCase {
     /// the shipped table is made from eval-photos/calib), at the threshold (0.25) with the
     /// fixed table's plan: recall and precision >= 0.97. Skipped where the photos are not fetched.
     func testInt8OnTheEvaluationPhotos() throws {
-        let (photos, missing) = try PrecisionAccuracy.evalPhotoPaths(split: "eval")
-        XCTAssertGreaterThanOrEqual(photos.count, 150, "the manifest's eval part")
+        let (all, missing) = try PrecisionAccuracy.evalPhotoPaths(split: "eval")
+        XCTAssertGreaterThanOrEqual(all.count, 150, "the manifest's eval part")
         guard missing == 0 else {
-            throw XCTSkip("\(missing) of the \(photos.count) photos of eval-photos/eval are missing: run python3 scripts/eval-photos.py")
+            throw XCTSkip("\(missing) of the \(all.count) photos of eval-photos/eval are missing: run python3 scripts/eval-photos.py")
         }
+        // Under a sanitizer every 8th photo, the same code over fewer pixels (90 s of ASan's run
+        // for the whole set), and a looser floor: the set's accuracy is scripts/test's to check.
+        let sanitized = ProcessInfo.processInfo.environment["YOLO_TEST_SANITIZER"] != nil
+        let photos = sanitized ? all.enumerated().filter { $0.offset % 8 == 0 }.map(\.element) : all
+        let floor = sanitized ? 0.9 : 0.97
         let (cfg, weights, names) = try paths()
         let o = DetectorOptions(threshold: 0.25)
         let fp32 = try Detector(cfgPath: cfg, weightsPath: weights, namesPath: names, options: o, threads: 2)
@@ -92,8 +97,8 @@ final class Int8AccuracyTests: XCTestCase {
         XCTAssertTrue(results.allSatisfy { !$0.0.isEmpty }, "every photo of the set has an FP32 detection at 0.25")
         let f = PrecisionAccuracy.compare(results, threshold: 0.25)
         let summary = "INT8 on the \(photos.count) evaluation photos at 0.25: \(f)"
-        XCTAssertGreaterThanOrEqual(f.recall, 0.97, summary)
-        XCTAssertGreaterThanOrEqual(f.precision, 0.97, summary)
+        XCTAssertGreaterThanOrEqual(f.recall, floor, summary)
+        XCTAssertGreaterThanOrEqual(f.precision, floor, summary)
         XCTAssertLessThan(f.meanDrift, 0.02, summary)
     }
 
