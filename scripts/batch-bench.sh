@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The batch measurements of docs/performance.md (run by hand, not by the test suite: they want the
+# The batch measurements of docs/performance-batch-serve.md (run by hand, not by the test suite: they want the
 # machine to themselves for a few minutes; the suite checks the same things on small inputs).
 #  1. Throughput: a folder of 200 photos of mixed sizes (the samples, scaled by ffmpeg to 11
 #     widths from 320 to 1920 pixels; every 5th a PNG, the rest JPEG), `yolo detect DIR --json

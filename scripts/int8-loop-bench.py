@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The AVX2 pair GEMM's inner loop (Int16PairKernel6x2 in Sources/YOLOKernels/Int8/Int16Pairs.swift) on
 this CPU's hardware, in assembly, outside the engine: what the loop itself reaches, against the
-vpmaddwd peak and against what llvm-mca says (docs/performance.md: "How far INT8 can go without VNNI").
+vpmaddwd peak and against what llvm-mca says (docs/performance-int8-zen3.md: "How far INT8 can go without VNNI").
 
   scripts/int8-loop-bench.py [--cc cc]
 

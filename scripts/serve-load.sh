@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The `yolo serve` load measurements of docs/performance.md (run by hand, not by the test suite: they
+# The `yolo serve` load measurements of docs/performance-batch-serve.md (run by hand, not by the test suite: they
 # want the machine to themselves for about two minutes; the suite runs short versions).
 #  1. yolo-bench's throughput with SESSIONS one-thread sessions in flight (forward passes only),
 #     measured just before and just after each load below, which is set against their mean;

@@ -104,7 +104,7 @@ static inline __attribute__((always_inline)) yolo_i32x16 yolo_dpbusd_512(yolo_i3
 /// vpdpwssd (zmm): acc + per 32-bit lane a.lo16 * b.lo16 + a.hi16 * b.hi16 (signed, wrapping:
 /// the bits of vpmaddwd + vpaddd). In inline assembly: where an accumulator takes several of
 /// these in one basic block (the direct conv's three taps), LLVM's machine combiner split all but
-/// the first into vpmaddwd + vpaddd, two uops for one (docs/performance-low-precision.md).
+/// the first into vpmaddwd + vpaddd, two uops for one (docs/performance-emerald-rapids-zen4.md).
 static inline __attribute__((always_inline)) yolo_i32x16 yolo_dpwssd_512(yolo_i32x16 acc, yolo_i32x16 a, yolo_i32x16 b) {
     __m512i r = (__m512i)acc;
     __asm__("vpdpwssd %2, %1, %0" : "+v"(r) : "v"((__m512i)a), "v"((__m512i)b));

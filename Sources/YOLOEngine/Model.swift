@@ -11,7 +11,7 @@ final class ModelStorage: @unchecked Sendable {
 
     /// Only while the model loads (one thread).
     /// 64-byte aligned: a tile or vector row of packed weights then spans one cache line, not two
-    /// (docs/performance-low-precision.md, "Tap products").
+    /// (docs/performance-amx.md, "Tap products").
     func allocate(_ count: Int) -> UnsafeMutablePointer<Float> {
         let p = UnsafeMutableRawPointer.allocate(byteCount: 4 * max(count, 1), alignment: 64).bindMemory(to: Float.self,
                                                                                                       capacity: max(count, 1))

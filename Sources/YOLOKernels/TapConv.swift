@@ -2,7 +2,7 @@
 // column matrix, at a level with matrix tiles (amx): each tap's 16 planes of 32-bit words (INT8:
 // 4 channels a word, Int8TapConv; BF16: 2, BF16TapConv) times 16 pixels read in place from planes
 // padded by one pixel all round, the pixels of a tap one word apart. The weights go in tap order;
-// the products are those of im2col (docs/performance-low-precision.md, "Tap products").
+// the products are those of im2col (docs/performance-amx.md, "Tap products").
 
 /// What every tap convolution shares: a layer's geometry, its planes' layout, the padding.
 public enum TapConv {

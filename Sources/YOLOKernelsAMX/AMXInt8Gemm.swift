@@ -101,7 +101,7 @@ enum AMXInt8Gemm {
         let panels = roundUp(min(n, ncw), nr) / 16
         let edgeB = aligned, tailB = aligned + kcs * 1024 * panels, tile = tailB + panels * 1024
         // In place only where B's rows are whole cache lines apart: a tile row across two lines
-        // loads slower than packing once costs (docs/performance-low-precision.md, "AMX, Emerald Rapids").
+        // loads slower than packing once costs (docs/performance-amx.md, "AMX, Emerald Rapids").
         let inPlace = (4 * ldb) % 64 == 0
         let aPanel = steps * 1024, ldcBytes = 4 * ldc, wholeSteps = groups / 16
         yolo_amx_configure()

@@ -10,7 +10,7 @@ import YOLOKernels
 
 public enum KernelsAMX {
     /// INT8 blocking: 2048 groups (8192 k, 128 steps) x 256 columns of B a block: every k of yolov3-tiny
-    /// in one block, its sums kept in the tiles (docs/performance-low-precision.md, "AMX, Emerald Rapids").
+    /// in one block, its sums kept in the tiles (docs/performance-amx.md, "AMX, Emerald Rapids").
     static let int8KC = 2048, int8NC = 256
     /// BF16 blocking: 1024 steps of k x 256 columns (512 KiB packed).
     static let bf16KC = 1024, bf16NC = 256
@@ -26,7 +26,7 @@ public enum KernelsAMX {
     }
 
     /// `base`'s INT8 kernels (quantization, 10-bit split) with the tile GEMM, which the fixed table
-    /// prefers for 10-bit inputs to INT8 F(2x2) too (docs/performance-low-precision.md, "AMX, Emerald Rapids").
+    /// prefers for 10-bit inputs to INT8 F(2x2) too (docs/performance-amx.md, "AMX, Emerald Rapids").
     static func int8Kernels(replacing base: Int8Functions) -> Int8Functions {
         precondition(base.activationShift == 0, "KernelsAMX: tdpbsud takes B as u8, unshifted")
         let (kc, nc) = (int8KC, int8NC)

@@ -182,7 +182,7 @@ final class WinogradInt8Conv: WinogradBlocks {
         let words = UnsafeRawPointer(v).assumingMemoryBound(to: UInt32.self)
         // The positions' products shared out whole among the threads, in one hand-off (as FP32
         // Winograd's `Gemm.multiplyBatch`), not each split over them: one hand-off a block instead
-        // of 36 (or 16). (No change in time showed on a 2-core Zen 3: docs/performance-low-precision.md.)
+        // of 36 (or 16). (No change in time showed on a 2-core Zen 3: docs/performance-int8-zen3.md.)
         let product = { (xi: Int, part: Int) in
             self.multiply(position: xi, words + xi * g * tiles, n: tiles, into: mo + xi * m * tiles, part: part, scratch: place.scratch)
         }

@@ -13,7 +13,7 @@ struct ChoicePolicy {
         allowed(algorithm.method, by: options.convolution)
             && (offers(algorithm.precision, for: conv)
                 // A BF16 model's FP16 direct conv + pool wherever it fits: BF16 has no direct form, and
-                // FP16's finer rounding beats BF16 im2col + pool there (docs/precision.md, "BF16").
+                // FP16's finer rounding beats BF16 im2col + pool there (docs/precision-bf16-fp16.md, "BF16").
                 || options.precision == .bf16 && algorithm == ConvAlgorithm(.directPool, .fp16))
     }
 
@@ -91,7 +91,7 @@ struct ChoicePolicy {
         let halves = halfOrder.filter { h in candidates.contains { $0.precision == h } }
         // Tap products read the input once, with no column matrix or transforms: over the tile
         // precision's Winograd and im2col + GEMM up to `tapMaxChannels`; deeper, F(2x2)'s fewer
-        // products win (docs/performance-low-precision.md, "Tap products").
+        // products win (docs/performance-amx.md, "Tap products").
         if tileTaps, let tile, conv.is3x3Same, conv.inputShape.c <= ChoicePolicy.tapMaxChannels,
            candidates.contains(ConvAlgorithm(.im2col, tile)),
            !candidates.contains(where: { $0.method == .directPool && $0.precision != .fp32 }) {

@@ -1,7 +1,7 @@
 // FP16 storage of the weights, FP32 arithmetic: the packed FP32 GEMM of PackedGemm.swift with A
 // (the weights) rounded to IEEE half precision when it is packed, at load, in the same layout: half
 // the memory, and half the bytes each forward streams (on a Zen 3 no faster for that: widening
-// costs about what it saves, docs/precision.md, "FP16"). Each MR-row panel of a block of k is widened back to FP32 into scratch when the
+// costs about what it saves, docs/precision-bf16-fp16.md, "FP16"). Each MR-row panel of a block of k is widened back to FP32 into scratch when the
 // driver first asks for it (once per panel and block of B: a kc x MR panel serves every tile of
 // the block), then the level's own FP32 micro-kernel runs as for FP32 weights. B and C stay FP32.
 // The result is exactly the FP32 GEMM's on the FP16-rounded weights (same kernel, same order).
