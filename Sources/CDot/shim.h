@@ -60,12 +60,39 @@ static inline __attribute__((always_inline)) yolo_i32x16 yolo_quantize_512(const
 static inline __attribute__((always_inline)) yolo_f32x16 yolo_float_512(yolo_i32x16 v) {
     return (yolo_f32x16)_mm512_cvtepi32_ps((__m512i)v);
 }
+
+/// Lanes 0 ..< count (0 ... 16) of the 32-bit words at p, 0 past them (a masked load: the lanes
+/// past count are not read, so they may lie past the end of memory). For the INT8 GEMM's last,
+/// partial vector of columns (Int8EdgeKernels.swift).
+static inline __attribute__((always_inline)) yolo_i32x16 yolo_load_partial_512(const void *p, int count) {
+    return (yolo_i32x16)_mm512_maskz_loadu_epi32((__mmask16)((1u << count) - 1), p);
+}
+
+/// Stores lanes 0 ..< count (0 ... 16) of v to p; the words past them are not touched.
+static inline __attribute__((always_inline)) void yolo_store_partial_512(void *p, yolo_i32x16 v, int count) {
+    _mm512_mask_storeu_epi32(p, (__mmask16)((1u << count) - 1), (__m512i)v);
+}
 #endif
 
 #if defined(__AVX2__)
 /// vpmaddwd (ymm): per 32-bit lane, a.lo16 * b.lo16 + a.hi16 * b.hi16 (signed 16-bit, exact).
 static inline __attribute__((always_inline)) yolo_i32x8 yolo_madd16_256(yolo_i32x8 a, yolo_i32x8 b) {
     return (yolo_i32x8)_mm256_madd_epi16((__m256i)a, (__m256i)b);
+}
+
+/// The lanes below count (0 ... 8) set, for vpmaskmovd.
+static inline __attribute__((always_inline)) __m256i yolo_lanes_below_256(int count) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/// As yolo_load_partial_512, 8 lanes (vpmaskmovd: masked lanes are not read).
+static inline __attribute__((always_inline)) yolo_i32x8 yolo_load_partial_256(const void *p, int count) {
+    return (yolo_i32x8)_mm256_maskload_epi32((const int *)p, yolo_lanes_below_256(count));
+}
+
+/// As yolo_store_partial_512, 8 lanes.
+static inline __attribute__((always_inline)) void yolo_store_partial_256(void *p, yolo_i32x8 v, int count) {
+    _mm256_maskstore_epi32((int *)p, yolo_lanes_below_256(count), (__m256i)v);
 }
 #endif
 

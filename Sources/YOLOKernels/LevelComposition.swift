@@ -20,7 +20,7 @@ extension KernelSet {
 extension Int8Functions {
     /// These INT8 kernels with another GEMM (8-bit and 10-bit), its packed A and blocking: the same
     /// quantization, `activationShift` (the new GEMM must take B as the old one did) and
-    /// `tenBitPreferred`.
+    /// `tenBitPreferred`; no `planeGemm` (it would need the old packed A).
     public func replacingGemm(
         dot: String, mr: Int, nr: Int, lanes: Int, kc: Int, nc: Int,
         packedASize: @escaping @Sendable (Int, Int) -> Int,
@@ -33,7 +33,7 @@ extension Int8Functions {
                                          UnsafeMutableRawPointer, Range<Int>) -> Void
     ) -> Int8Functions {
         let replaced = Int8Functions(dot: dot, mr: mr, nr: nr, lanes: lanes, kc: kc, nc: nc, packedASize: packedASize, packA: packA,
-                                     scratchSize: scratchSize, gemm: gemm, quantize: quantize, tenBitGemm: tenBitGemm,
+                                     scratchSize: scratchSize, gemm: gemm, planeGemm: nil, quantize: quantize, tenBitGemm: tenBitGemm,
                                      quantizeTenBit: quantizeTenBit, activationShift: activationShift)
         return tenBitPreferred.map { replaced.preferringTenBit(over: $0) } ?? replaced
     }

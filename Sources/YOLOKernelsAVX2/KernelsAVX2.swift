@@ -23,6 +23,13 @@ extension AVX2Tag: Int16MultiplyAdd {
         yolo_quantize_256(p, inverseScale, zeroPoint)
     }
     @inline(__always) static func multiplyAdd16(_ a: SIMD8<Int32>, _ b: SIMD8<Int32>) -> SIMD8<Int32> { yolo_madd16_256(a, b) }
+    static var partialLanes: Bool { true }
+    @inline(__always) static func loadLanes(_ p: UnsafeRawPointer, count: Int) -> SIMD8<Int32> {
+        yolo_load_partial_256(p, Int32(count))
+    }
+    @inline(__always) static func storeLanes(_ v: SIMD8<Int32>, _ p: UnsafeMutableRawPointer, count: Int) {
+        yolo_store_partial_256(p, v, Int32(count))
+    }
 }
 
 /// FP16 arithmetic in software (F16C conversions around FP32 arithmetic, each result rounded to

@@ -24,6 +24,13 @@ extension AVX512Tag: Int16MultiplyAdd {
         yolo_quantize_512(p, inverseScale, zeroPoint)
     }
     @inline(__always) static func multiplyAdd16(_ a: SIMD16<Int32>, _ b: SIMD16<Int32>) -> SIMD16<Int32> { yolo_madd16_512(a, b) }
+    static var partialLanes: Bool { true }
+    @inline(__always) static func loadLanes(_ p: UnsafeRawPointer, count: Int) -> SIMD16<Int32> {
+        yolo_load_partial_512(p, Int32(count))
+    }
+    @inline(__always) static func storeLanes(_ v: SIMD16<Int32>, _ p: UnsafeMutableRawPointer, count: Int) {
+        yolo_store_partial_512(p, v, Int32(count))
+    }
 }
 
 public enum KernelsAVX512 {

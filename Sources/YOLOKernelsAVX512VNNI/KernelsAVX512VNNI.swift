@@ -35,6 +35,18 @@ enum VNNITag: GemmISA, WinogradISA, Int8DotISA {
     @inline(__always) static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> SIMD16<Int32> {
         yolo_quantize_512(p, inverseScale, zeroPoint)
     }
+    static var partialLanes: Bool { true }
+    @inline(__always) static func loadLanes(_ p: UnsafeRawPointer, count: Int) -> SIMD16<Int32> {
+        yolo_load_partial_512(p, Int32(count))
+    }
+    @inline(__always) static func storeLanes(_ v: SIMD16<Int32>, _ p: UnsafeMutableRawPointer, count: Int) {
+        yolo_store_partial_512(p, v, Int32(count))
+    }
+    static var partialVectors: Bool { true }
+    @inline(__always) static func loadPartial(_ p: UnsafeRawPointer, count: Int) -> SIMD16<Int32> { loadLanes(p, count: count) }
+    @inline(__always) static func storePartial(_ v: SIMD16<Int32>, _ p: UnsafeMutableRawPointer, count: Int) {
+        storeLanes(v, p, count: count)
+    }
 }
 
 /// The 16-bit pair GEMM of INT8 Winograd (`Int16PairDot<VNNITag>`) with vpdpwssd: one instruction

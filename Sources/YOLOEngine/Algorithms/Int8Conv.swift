@@ -9,7 +9,9 @@
 // (Int8TenBit.swift): the exact sums of the 10-bit input.
 // At a level with tap products (`Int8Functions.taps`: amx), a 3x3 stride-1 layer runs them
 // instead, from padded planes with no column matrix (TapConv.swift): the same sums; so does
-// `direct+pool-int8` there (`pooled`), the max pool in their store.
+// `direct+pool-int8` there (`pooled`), the max pool in their store. At the other levels an 8-bit
+// 3x3 stride-1 layer packs the GEMM's B from padded planes (`planeGeometry`, Int8PlaneB.swift):
+// im2col's sums, with no column matrix.
 import YOLOCore
 import YOLOKernels
 
@@ -24,6 +26,9 @@ final class Int8Conv: ConvKernel {
     static let blockWords = 64 * 1024
     /// The level's tap products where this layer takes them (then its weights are in tap order).
     let taps: Int8TapConv?
+    /// Where B is packed from padded planes instead of a column matrix (8-bit 3x3 stride-1 layers
+    /// at a level with the plane GEMM and no tap products).
+    let planeGeometry: Int8PlaneGeometry?
 
     /// With `pooled`, the 2x2 stride-2 max pool after the layer too (`direct+pool-int8`), from tap
     /// products: the level must have them.
@@ -37,6 +42,10 @@ final class Int8Conv: ConvKernel {
         algorithm = ConvAlgorithm(pooled ? .directPool : .im2col, .int8)
         self.weights = Int8Weights(weights, filters: conv.filters, channels: conv.inputShape.c, kernel: conv.size,
                                    input: input, kernels: kernels, storage: storage, tapOrder: taps != nil)
+        planeGeometry = taps == nil && conv.is3x3Same && !self.weights.tenBit && kernels.planeGemm != nil
+            ? Int8PlaneGeometry(width: conv.inputShape.w, planeStride: TapConv.planeStride(height: conv.inputShape.h,
+                                                                                          width: conv.inputShape.w))
+            : nil
         let w = conv.outputShape.w, rows = self.weights.columns / 4
         blockRows = conv.isPointwise ? conv.outputShape.h
             : max(1, min(conv.outputShape.h, max(Int8Conv.blockWords / max(1, rows * w), (512 + w - 1) / w)))
@@ -52,7 +61,8 @@ final class Int8Conv: ConvKernel {
     var blockCount: Int { (conv.outputShape.h + blockRows - 1) / blockRows }
     /// UInt32s of one column matrix.
     var columnSetWords: Int {
-        taps != nil ? paddedStride * tapLayout.planes : conv.isPointwise ? 0 : weights.columns / 4 * blockRows * conv.outputShape.w
+        taps != nil ? paddedStride * tapLayout.planes : planeGeometry != nil ? paddedStride * groups
+            : conv.isPointwise ? 0 : weights.columns / 4 * blockRows * conv.outputShape.w
     }
     var tapLayout: TapConv.Layout { TapConv.Layout(groups: groups) }
     /// Words a padded plane takes (with `taps`).
@@ -101,6 +111,18 @@ final class Int8Conv: ConvKernel {
             // (Pooled: bias + activation after the max, exact for the monotonic ones the planner allows.)
             let shape = pooled ? Shape(c: conv.filters, h: oh / 2, w: ow / 2) : conv.outputShape
             applyEpilogue(epilogue, out, shape: shape, rows: 0..<shape.h, pool: pool)
+            return elapsed
+        }
+        if let geometry = planeGeometry {
+            let padded = planes + planeWords, stride = paddedStride, padding = UInt32(truncatingIfNeeded: input.zeroPoint) &* 0x0101_0101
+            pool.parallelFor(groups) { g in
+                TapConv.pad(planes, groups: g, height: h, width: w, planeStride: stride, padding: padding, into: padded)
+            }
+            let n = oh * ow
+            let elapsed = timed(context.timesGemm) {
+                weights.multiply(planes: padded, geometry: geometry, n: n, into: out, ldc: n, pool: pool, scratch: context.gemmScratch)
+            }
+            applyEpilogue(epilogue, out, shape: conv.outputShape, rows: 0..<oh, pool: pool)
             return elapsed
         }
         if conv.isPointwise {

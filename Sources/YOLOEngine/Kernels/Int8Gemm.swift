@@ -80,6 +80,17 @@ struct Int8Weights: Sendable {
         }
     }
 
+    /// The same for a 3x3 stride-1 convolution's column matrix of padded planes, its n columns
+    /// the output pixels (Int8PlaneB.swift), shared out as `Gemm.split` says.
+    func multiply(planes: UnsafePointer<UInt32>, geometry: Int8PlaneGeometry, n: Int, into c: UnsafeMutablePointer<Float>,
+                  ldc: Int, pool: WorkerPool?, scratch: GemmScratch) {
+        Gemm.split(m: rows, n: n, rowPanel: kernels.mr, columnPanel: kernels.nr, pool: pool) { rows, cols, part in
+            kernels.gemm(m: self.rows, n: cols.count, k: columns, packedA: packed, planes: planes, geometry: geometry,
+                         firstColumn: cols.lowerBound, c: c + cols.lowerBound, ldc: ldc, comp: comp, scale: scale,
+                         scratch: UnsafeMutableRawPointer(scratch.part(part)), rows: rows)
+        }
+    }
+
     /// C (rows x n, row stride ldc) = the dequantized product with grouped B (columns / 4 rows of
     /// n UInt32s, row stride ldb), shared out as `Gemm.split` says (without a pool, on the calling
     /// thread with `scratch.part(0)`).

@@ -37,7 +37,9 @@ public enum PlanCache {
     /// BF16 GEMM's column kernel for the last few columns.
     /// 8: INT8 im2col on 10-bit inputs in two 8-bit passes (`a10` layers), a new candidate.
     /// 9: at the amx level, INT8 and BF16 im2col of 3x3 stride-1 layers as tap products (TapConv.swift).
-    static let kernelRevision = 9
+    /// 10: at the other levels, INT8 im2col of 3x3 stride-1 layers with B packed from padded planes
+    /// (Int8PlaneB.swift): faster, so plans measured before may choose otherwise now.
+    static let kernelRevision = 10
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
     /// variable is set).

@@ -43,6 +43,11 @@ public enum Int16PairDot<L: Int16MultiplyAdd>: Int8DotISA {
     @inlinable @inline(__always)
     public static func dot(_ acc: L.Acc, _ b: L.Acc, _ a: L.Acc) -> L.Acc { L.multiplyAccumulate16(acc, b, a) }
     @inlinable @inline(__always) public static func floats(_ v: L.Acc) -> L.Floats { L.floats(v) }
+    @inlinable public static var partialVectors: Bool { L.partialLanes }
+    @inlinable @inline(__always)
+    public static func loadPartial(_ p: UnsafeRawPointer, count: Int) -> L.Acc { L.loadLanes(p, count: count) }
+    @inlinable @inline(__always)
+    public static func storePartial(_ v: L.Acc, _ p: UnsafeMutableRawPointer, count: Int) { L.storeLanes(v, p, count: count) }
     @inlinable @inline(__always)
     public static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> L.Acc {
         L.quantize(p, inverseScale: inverseScale, zeroPoint: zeroPoint)
@@ -80,6 +85,11 @@ public enum Int16PortablePairDot<L: Int8Lanes>: Int8DotISA {
         return acc &+ low &+ b.1 &* a.1
     }
     @inlinable @inline(__always) public static func floats(_ v: L.Acc) -> L.Floats { L.floats(v) }
+    @inlinable public static var partialVectors: Bool { L.partialLanes }
+    @inlinable @inline(__always)
+    public static func loadPartial(_ p: UnsafeRawPointer, count: Int) -> L.Acc { L.loadLanes(p, count: count) }
+    @inlinable @inline(__always)
+    public static func storePartial(_ v: L.Acc, _ p: UnsafeMutableRawPointer, count: Int) { L.storeLanes(v, p, count: count) }
     @inlinable @inline(__always)
     public static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> L.Acc {
         L.quantize(p, inverseScale: inverseScale, zeroPoint: zeroPoint)
@@ -93,6 +103,11 @@ public enum Int16PairModel<L: Int8Lanes>: Int16MultiplyAdd {
     public typealias Acc = L.Acc
     public typealias Floats = L.Floats
     @inlinable @inline(__always) public static func floats(_ v: L.Acc) -> L.Floats { L.floats(v) }
+    @inlinable public static var partialVectors: Bool { L.partialLanes }
+    @inlinable @inline(__always)
+    public static func loadPartial(_ p: UnsafeRawPointer, count: Int) -> L.Acc { L.loadLanes(p, count: count) }
+    @inlinable @inline(__always)
+    public static func storePartial(_ v: L.Acc, _ p: UnsafeMutableRawPointer, count: Int) { L.storeLanes(v, p, count: count) }
     @inlinable @inline(__always)
     public static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> L.Acc {
         L.quantize(p, inverseScale: inverseScale, zeroPoint: zeroPoint)

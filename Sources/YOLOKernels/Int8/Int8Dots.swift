@@ -13,9 +13,28 @@ public protocol Int8Lanes {
     /// W floats at `p` quantized as `Int8Quantization.quantize`.
     static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> Acc
     static func prefetch(_ p: UnsafeRawPointer)
+    /// Whether `loadLanes` / `storeLanes` are masked instructions (default false: the GEMM's last,
+    /// partial vector of columns then goes through a scratch tile, Int8EdgeKernels.swift).
+    static var partialLanes: Bool { get }
+    /// Lanes 0 ..< count of the words at p, 0 past them (the rest not read).
+    static func loadLanes(_ p: UnsafeRawPointer, count: Int) -> Acc
+    /// Lanes 0 ..< count of v to p (the rest not written).
+    static func storeLanes(_ v: Acc, _ p: UnsafeMutableRawPointer, count: Int)
 }
 
 extension Int8Lanes {
+    @inlinable public static var partialLanes: Bool { false }
+    @inlinable @inline(__always)
+    public static func loadLanes(_ p: UnsafeRawPointer, count: Int) -> Acc {
+        var v = Acc()
+        for i in 0..<count { v[i] = p.loadUnaligned(fromByteOffset: 4 * i, as: Int32.self) }
+        return v
+    }
+    @inlinable @inline(__always)
+    public static func storeLanes(_ v: Acc, _ p: UnsafeMutableRawPointer, count: Int) {
+        for i in 0..<count { p.storeBytes(of: v[i], toByteOffset: 4 * i, as: Int32.self) }
+    }
+
     /// The portable form: lane arithmetic in Swift (the x86 levels use their intrinsics: the
     /// compare-and-select of generic SIMD code does not always become vmaxps/vminps).
     @inlinable @inline(__always)
@@ -72,6 +91,11 @@ public enum Int8MaddDot<L: Int16MultiplyAdd>: Int8DotISA {
         L.multiplyAccumulate16(L.multiplyAccumulate16(acc, b.0, a.0), b.1, a.1)
     }
     @inlinable @inline(__always) public static func floats(_ v: L.Acc) -> L.Floats { L.floats(v) }
+    @inlinable public static var partialVectors: Bool { L.partialLanes }
+    @inlinable @inline(__always)
+    public static func loadPartial(_ p: UnsafeRawPointer, count: Int) -> L.Acc { L.loadLanes(p, count: count) }
+    @inlinable @inline(__always)
+    public static func storePartial(_ v: L.Acc, _ p: UnsafeMutableRawPointer, count: Int) { L.storeLanes(v, p, count: count) }
     @inlinable @inline(__always)
     public static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> L.Acc {
         L.quantize(p, inverseScale: inverseScale, zeroPoint: zeroPoint)
@@ -111,6 +135,11 @@ public enum Int8PortableDot<L: Int8Lanes>: Int8DotISA {
         acc &+ b.0 &* a.0 &+ b.1 &* a.1 &+ b.2 &* a.2 &+ b.3 &* a.3
     }
     @inlinable @inline(__always) public static func floats(_ v: L.Acc) -> L.Floats { L.floats(v) }
+    @inlinable public static var partialVectors: Bool { L.partialLanes }
+    @inlinable @inline(__always)
+    public static func loadPartial(_ p: UnsafeRawPointer, count: Int) -> L.Acc { L.loadLanes(p, count: count) }
+    @inlinable @inline(__always)
+    public static func storePartial(_ v: L.Acc, _ p: UnsafeMutableRawPointer, count: Int) { L.storeLanes(v, p, count: count) }
     @inlinable @inline(__always)
     public static func quantize(_ p: UnsafePointer<Float>, inverseScale: Float, zeroPoint: Float) -> L.Acc {
         L.quantize(p, inverseScale: inverseScale, zeroPoint: zeroPoint)

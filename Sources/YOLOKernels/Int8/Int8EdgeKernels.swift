@@ -5,13 +5,16 @@
 // vector has 8: too few to keep vpdpbusd's two pipelines busy through its latency; 8.7% of an
 // INT8 forward's samples were in the one-vector code on a Xeon with AVX-512 VNNI). A vector that
 // is only partly columns of C goes through the scratch tile and is merged by scalar code that
-// rounds as the vector code does.
+// rounds as the vector code does, or, where the level has masked loads and stores
+// (`Int8DotISA.partialVectors`: AVX2 and AVX-512), straight to C, lanes past the last column
+// neither read nor written (a 13x13 map's GEMM spent 5% of its time in that merge, the 16-bit
+// pair GEMM 11%: docs/performance-low-precision.md, "INT8 without a column matrix").
 
 /// MR (4, 6 or 8) x W: one vector of a partial panel's columns.
 @inlinable @inline(__always)
 func int8RunVector<D: Int8DotISA>(_ mr: Int, _ groups: Int, _ a: UnsafeRawPointer, _ b: UnsafeRawPointer, bStride: Int,
-                                  _ c: UnsafeMutablePointer<Float>, _ ldc: Int, accumulate: Bool, finish: Bool,
-                                  comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>, _: D.Type) {
+                                  _ c: UnsafeMutablePointer<Float>, _ ldc: Int, count: Int = D.Acc.scalarCount, accumulate: Bool,
+                                  finish: Bool, comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>, _: D.Type) {
     let ab = D.aBytes
     var c0 = D.Acc(), c1 = D.Acc(), c2 = D.Acc(), c3 = D.Acc(), c4 = D.Acc(), c5 = D.Acc(), c6 = D.Acc(), c7 = D.Acc()
     var pa = a, pb = b
@@ -44,8 +47,12 @@ func int8RunVector<D: Int8DotISA>(_ mr: Int, _ groups: Int, _ a: UnsafeRawPointe
         }
     }
     @inline(__always) func row(_ r: Int, _ x: D.Acc) {
-        int8Store(x, c + r * ldc, accumulate: accumulate, finish: finish, comp: finish ? comp[r] : 0,
-                  scale: finish || D.accumulatesFloats ? scale[r] : 0, D.self)
+        let (k, s) = (finish ? comp[r] : 0, finish || D.accumulatesFloats ? scale[r] : 0)
+        if count == D.Acc.scalarCount {
+            int8Store(x, c + r * ldc, accumulate: accumulate, finish: finish, comp: k, scale: s, D.self)
+        } else {
+            int8StorePartial(x, c + r * ldc, count: count, accumulate: accumulate, finish: finish, comp: k, scale: s, D.self)
+        }
     }
     row(0, c0); row(1, c1); row(2, c2); row(3, c3)
     if mr >= 6 { row(4, c4); row(5, c5) }
@@ -58,7 +65,8 @@ func int8RunVector<D: Int8DotISA>(_ mr: Int, _ groups: Int, _ a: UnsafeRawPointe
 @inlinable @inline(__always)
 func int8RunTwoVectors<D: Int8DotISA>(_ groups: Int, _ a: UnsafeRawPointer, _ b: UnsafeRawPointer, bStride: Int,
                                       _ c0: UnsafeMutablePointer<Float>, _ ldc0: Int, accumulate0: Bool, finish0: Bool,
-                                      _ c1: UnsafeMutablePointer<Float>, _ ldc1: Int, accumulate1: Bool, finish1: Bool,
+                                      _ c1: UnsafeMutablePointer<Float>, _ ldc1: Int, count1: Int = D.Acc.scalarCount,
+                                      accumulate1: Bool, finish1: Bool,
                                       comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>, _: D.Type) {
     let ab = D.aBytes, vb = 4 * D.Acc.scalarCount
     var x0 = D.Acc(), x1 = D.Acc(), x2 = D.Acc(), x3 = D.Acc(), x4 = D.Acc(), x5 = D.Acc(), x6 = D.Acc(), x7 = D.Acc()
@@ -81,8 +89,12 @@ func int8RunTwoVectors<D: Int8DotISA>(_ groups: Int, _ a: UnsafeRawPointer, _ b:
     @inline(__always) func row(_ r: Int, _ x: D.Acc, _ y: D.Acc) {
         int8Store(x, c0 + r * ldc0, accumulate: accumulate0, finish: finish0, comp: finish0 ? comp[r] : 0,
                   scale: finish0 || D.accumulatesFloats ? scale[r] : 0, D.self)
-        int8Store(y, c1 + r * ldc1, accumulate: accumulate1, finish: finish1, comp: finish1 ? comp[r] : 0,
-                  scale: finish1 || D.accumulatesFloats ? scale[r] : 0, D.self)
+        let (k1, s1) = (finish1 ? comp[r] : 0, finish1 || D.accumulatesFloats ? scale[r] : 0)
+        if count1 == D.Acc.scalarCount {
+            int8Store(y, c1 + r * ldc1, accumulate: accumulate1, finish: finish1, comp: k1, scale: s1, D.self)
+        } else {
+            int8StorePartial(y, c1 + r * ldc1, count: count1, accumulate: accumulate1, finish: finish1, comp: k1, scale: s1, D.self)
+        }
     }
     row(0, x0, y0); row(1, x1, y1); row(2, x2, y2); row(3, x3, y3)
     row(4, x4, y4); row(5, x5, y5); row(6, x6, y6); row(7, x7, y7)
@@ -110,7 +122,12 @@ func int8RunPartialPanel<D: Int8DotISA>(_ mr: Int, cols: Int, _ groups: Int, _ a
     var v = 0
     while v < cols {
         let left = cols - v
-        if mr == 8 && left > w {
+        if mr == 8 && left > w && D.partialVectors {
+            int8RunTwoVectors(groups, a, panel + 4 * v, bStride: bStride, cTile + v, ldc, accumulate0: accumulate, finish0: finish,
+                              cTile + v + w, ldc, count1: min(w, left - w), accumulate1: accumulate, finish1: finish,
+                              comp: comp, scale: scale, D.self)
+            v += 2 * w
+        } else if mr == 8 && left > w {
             let partial = left < 2 * w
             int8RunTwoVectors(groups, a, panel + 4 * v, bStride: bStride, cTile + v, ldc, accumulate0: accumulate, finish0: finish,
                               partial ? tile : cTile + v + w, partial ? w : ldc, accumulate1: partial ? false : accumulate,
@@ -120,6 +137,10 @@ func int8RunPartialPanel<D: Int8DotISA>(_ mr: Int, cols: Int, _ groups: Int, _ a
         } else if left >= w {
             int8RunVector(mr, groups, a, panel + 4 * v, bStride: bStride, cTile + v, ldc, accumulate: accumulate, finish: finish,
                           comp: comp, scale: scale, D.self)
+            v += w
+        } else if D.partialVectors {
+            int8RunVector(mr, groups, a, panel + 4 * v, bStride: bStride, cTile + v, ldc, count: left, accumulate: accumulate,
+                          finish: finish, comp: comp, scale: scale, D.self)
             v += w
         } else {
             int8RunVector(mr, groups, a, panel + 4 * v, bStride: bStride, tile, w, accumulate: false, finish: false,

@@ -40,6 +40,13 @@ public protocol Int8DotISA: KernelMetatype {
     /// Whether sums go to C as floats after every block of k (`Int16Pairs`: sums too deep for
     /// int32), not as int32 until the last block. Default false.
     static var accumulatesFloats: Bool { get }
+    /// Whether `loadPartial` / `storePartial` are masked instructions: the last, partial vector of
+    /// a partial panel then goes straight to C (default false: through the scratch tile).
+    static var partialVectors: Bool { get }
+    /// Lanes 0 ..< count of the words at p, 0 past them (the rest not read).
+    static func loadPartial(_ p: UnsafeRawPointer, count: Int) -> Acc
+    /// Lanes 0 ..< count of v to p (the rest not written).
+    static func storePartial(_ v: Acc, _ p: UnsafeMutableRawPointer, count: Int)
     static func loadB(_ p: UnsafeRawPointer) -> BOperand
     static func loadA(_ p: UnsafeRawPointer) -> AOperand
     /// acc + per lane the sum of 4 products (u8 bytes of b) x (s8 weights of a), exact.
@@ -267,6 +274,20 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
                             c: UnsafeMutablePointer<Float>, ldc: Int, comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>,
                             scratch: UnsafeMutableRawPointer, kc: Int, nc: Int, rowStart: Int = 0, rowEnd: Int? = nil,
                             accumulateFirst: Bool = false, finishLast: Bool = true) {
+        blocks(m: m, n: n, k: k, packedA: packedA, c: c, ldc: ldc, comp: comp, scale: scale, scratch: scratch, kc: kc, nc: nc,
+               rowStart: rowStart, rowEnd: rowEnd, accumulateFirst: accumulateFirst, finishLast: finishLast) { g0, gl, jc, ncl, bp in
+            packB(b + g0 * ldb + jc, ldb: ldb, groups: gl, ncl: ncl, into: bp)
+        }
+    }
+
+    /// `gemm`'s loops with B's blocks packed by `pack(g0, gl, jc, ncl, bp)`: groups g0 ..< g0 + gl,
+    /// columns jc ..< jc + ncl into NR-column micro-panels at bp, zero past column ncl (Int8PlaneB.swift
+    /// packs them from padded planes, with no column matrix).
+    @inlinable @inline(__always)
+    static func blocks(m: Int, n: Int, k: Int, packedA: UnsafeRawPointer, c: UnsafeMutablePointer<Float>, ldc: Int,
+                       comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>, scratch: UnsafeMutableRawPointer, kc: Int,
+                       nc: Int, rowStart: Int, rowEnd: Int?, accumulateFirst: Bool, finishLast: Bool,
+                       pack: (Int, Int, Int, Int, UnsafeMutablePointer<UInt32>) -> Void) {
         let rowEnd = min(m, rowEnd ?? m)
         guard rowStart < rowEnd, n > 0 else { return }
         guard k > 0 else {
@@ -290,7 +311,7 @@ public enum Int8PackedGemm<K: Int8MicroKernel> {
             while g0 < groups {
                 let gl = min(kcg, groups - g0)
                 let accumulate = g0 > 0 || accumulateFirst, finish = g0 + gl == groups && finishLast
-                packB(b + g0 * ldb + jc, ldb: ldb, groups: gl, ncl: ncl, into: bp)
+                pack(g0, gl, jc, ncl, bp)
                 let aBlock = packedA + g0 * mPadded * ab
                 var ib = rowStart
                 while ib < rowEnd {

@@ -18,6 +18,12 @@ public struct Int8Functions: Sendable {
     /// (m, n, k, packedA, b, ldb, c, ldc, comp, scale, scratch, rows)
     public let gemm: @Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, Int, UnsafeMutablePointer<Float>, Int,
                                 UnsafePointer<Int32>, UnsafePointer<Float>, UnsafeMutableRawPointer, Range<Int>) -> Void
+    /// The same product for a 3x3 stride-1 convolution, B packed from padded planes (Int8PlaneB.swift):
+    /// (m, n, k, packedA, planes, geometry, firstColumn, c, ldc, comp, scale, scratch, rows); nil
+    /// where a level replaced the GEMM (`replacingGemm`: its packed A is another's).
+    public let planeGemm: (@Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, Int8PlaneGeometry, Int,
+                                      UnsafeMutablePointer<Float>, Int, UnsafePointer<Int32>, UnsafePointer<Float>,
+                                      UnsafeMutableRawPointer, Range<Int>) -> Void)?
     /// (src, channels, plane, groups, inverseScale, zeroPoint, dst)
     public let quantize: @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Float, Int32, UnsafeMutablePointer<UInt32>) -> Void
     /// The 10-bit product in two passes (Int8TenBit.swift), where the dot keeps int32 sums, else nil:
@@ -68,6 +74,9 @@ public struct Int8Functions: Sendable {
          scratchSize: @escaping @Sendable (Int, Int, Int) -> Int,
          gemm: @escaping @Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, Int, UnsafeMutablePointer<Float>, Int,
                                     UnsafePointer<Int32>, UnsafePointer<Float>, UnsafeMutableRawPointer, Range<Int>) -> Void,
+         planeGemm: (@Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, Int8PlaneGeometry, Int,
+                                UnsafeMutablePointer<Float>, Int, UnsafePointer<Int32>, UnsafePointer<Float>,
+                                UnsafeMutableRawPointer, Range<Int>) -> Void)?,
          quantize: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Float, Int32, UnsafeMutablePointer<UInt32>) -> Void,
          tenBitGemm: (@Sendable (Int, Int, Int, UnsafeRawPointer, UnsafePointer<UInt32>, UnsafePointer<UInt32>, Int,
                                  UnsafeMutablePointer<Float>, Int, UnsafePointer<Int32>, UnsafePointer<Float>,
@@ -77,6 +86,7 @@ public struct Int8Functions: Sendable {
          activationShift: Int32) {
         (self.dot, self.mr, self.nr, self.lanes, self.kc, self.nc) = (dot, mr, nr, lanes, kc, nc)
         (self.packedASize, self.packA, self.scratchSize, self.gemm, self.quantize) = (packedASize, packA, scratchSize, gemm, quantize)
+        self.planeGemm = planeGemm
         (self.tenBitGemm, self.quantizeTenBit, self.activationShift) = (tenBitGemm, quantizeTenBit, activationShift)
     }
 
@@ -98,6 +108,11 @@ public struct Int8Functions: Sendable {
             gemm: { m, n, k, a, b, ldb, c, ldc, comp, scale, scratch, rows in
                 Int8PackedGemm<K>.gemm(m: m, n: n, k: k, packedA: a, b: b, ldb: ldb, c: c, ldc: ldc, comp: comp, scale: scale,
                                        scratch: scratch, kc: kc, nc: nc, rowStart: rows.lowerBound, rowEnd: rows.upperBound)
+            },
+            planeGemm: { m, n, k, a, planes, geometry, first, c, ldc, comp, scale, scratch, rows in
+                Int8PackedGemm<K>.gemm(m: m, n: n, k: k, packedA: a, planes: planes, geometry: geometry, firstColumn: first, c: c,
+                                       ldc: ldc, comp: comp, scale: scale, scratch: scratch, kc: kc, nc: nc,
+                                       rowStart: rows.lowerBound, rowEnd: rows.upperBound)
             },
             quantize: { Int8Quantize<K.Dot>.channels($0, channels: $1, plane: $2, groups: $3, inverseScale: $4, zeroPoint: $5,
                                                       into: $6) },
@@ -137,6 +152,22 @@ extension Int8Functions {
         precondition(rows.lowerBound >= 0 && rows.upperBound <= m && rows.lowerBound % mr == 0,
                      "int8 gemm: rows must lie in 0..<m and start at a multiple of mr")
         gemm(m, n, k, packedA, b, ldb, c, ldc, comp, scale, scratch, rows)
+    }
+
+    /// `gemm` of the 3x3 stride-1 column matrix of padded planes (Int8PlaneB.swift), its columns the
+    /// output pixels `firstColumn ..< firstColumn + n`, with no column matrix; rows as for `gemm`.
+    @inline(__always)
+    public func gemm(m: Int, n: Int, k: Int, packedA: UnsafeRawPointer, planes: UnsafePointer<UInt32>,
+                     geometry: Int8PlaneGeometry, firstColumn: Int, c: UnsafeMutablePointer<Float>, ldc: Int,
+                     comp: UnsafePointer<Int32>, scale: UnsafePointer<Float>, scratch: UnsafeMutableRawPointer,
+                     rows: Range<Int>? = nil) {
+        let rows = rows ?? 0..<m
+        precondition(ldc >= n && k % 36 == 0 && geometry.width > 0 && geometry.planeStride >= (geometry.width + 2) * 3,
+                     "int8 plane gemm: ldc must be >= n, k 9 x 4 x groups, the geometry a padded plane's")
+        precondition(rows.lowerBound >= 0 && rows.upperBound <= m && rows.lowerBound % mr == 0,
+                     "int8 plane gemm: rows must lie in 0..<m and start at a multiple of mr")
+        guard let planeGemm else { preconditionFailure("int8 plane gemm: the \(dot) level has none") }
+        planeGemm(m, n, k, packedA, planes, geometry, firstColumn, c, ldc, comp, scale, scratch, rows)
     }
 
     /// The 10-bit product (`Int8TenBit.gemm`; rows as for `gemm`), where the level has it.

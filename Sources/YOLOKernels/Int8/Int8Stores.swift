@@ -24,6 +24,28 @@ func int8Store<D: Int8DotISA>(_ v: D.Acc, _ c: UnsafeMutablePointer<Float>, accu
     }
 }
 
+/// `int8Store` of lanes 0 ..< count only (masked loads and stores: `Int8DotISA.partialVectors`),
+/// the same roundings; the words past them are neither read nor written.
+@inlinable @inline(__always)
+func int8StorePartial<D: Int8DotISA>(_ v: D.Acc, _ c: UnsafeMutablePointer<Float>, count: Int, accumulate: Bool,
+                                     finish: Bool, comp: Int32, scale: Float, _: D.Type) {
+    let raw = UnsafeMutableRawPointer(c)
+    if D.accumulatesFloats {
+        var f = D.floats(v) * D.Floats(repeating: scale)
+        if accumulate { f += unsafeBitCast(D.loadPartial(raw, count: count), to: D.Floats.self) }
+        D.storePartial(unsafeBitCast(f, to: D.Acc.self), raw, count: count)
+        return
+    }
+    var s = v
+    if accumulate { s &+= D.loadPartial(raw, count: count) }
+    if finish {
+        let f = D.floats(s &- D.Acc(repeating: comp)) * D.Floats(repeating: scale)
+        D.storePartial(unsafeBitCast(f, to: D.Acc.self), raw, count: count)
+    } else {
+        D.storePartial(s, raw, count: count)
+    }
+}
+
 /// Scalar twin of `int8Store`, for edge tiles (the same roundings).
 @inlinable @inline(__always)
 func int8StoreScalar(_ v: Int32, _ c: UnsafeMutablePointer<Float>, accumulate: Bool, finish: Bool, comp: Int32,
