@@ -25,15 +25,9 @@ public protocol Int8Lanes {
 extension Int8Lanes {
     @inlinable public static var partialLanes: Bool { false }
     @inlinable @inline(__always)
-    public static func loadLanes(_ p: UnsafeRawPointer, count: Int) -> Acc {
-        var v = Acc()
-        for i in 0..<count { v[i] = p.loadUnaligned(fromByteOffset: 4 * i, as: Int32.self) }
-        return v
-    }
+    public static func loadLanes(_ p: UnsafeRawPointer, count: Int) -> Acc { int8LoadLanes(p, count: count) }
     @inlinable @inline(__always)
-    public static func storeLanes(_ v: Acc, _ p: UnsafeMutableRawPointer, count: Int) {
-        for i in 0..<count { p.storeBytes(of: v[i], toByteOffset: 4 * i, as: Int32.self) }
-    }
+    public static func storeLanes(_ v: Acc, _ p: UnsafeMutableRawPointer, count: Int) { int8StoreLanes(v, p, count: count) }
 
     /// The portable form: lane arithmetic in Swift (the x86 levels use their intrinsics: the
     /// compare-and-select of generic SIMD code does not always become vmaxps/vminps).
@@ -44,6 +38,20 @@ extension Int8Lanes {
         t.replace(with: 255, where: t .> 255)
         return unsafeBitCast(t + Floats(repeating: 12_582_912), to: Acc.self) & Acc(repeating: 0xFF)
     }
+}
+
+/// Lanes 0 ..< count of the Int32s at p, 0 past them, a word at a time (levels without masked loads).
+@inlinable @inline(__always)
+public func int8LoadLanes<V: SIMD>(_ p: UnsafeRawPointer, count: Int) -> V where V.Scalar == Int32 {
+    var v = V()
+    for i in 0..<count { v[i] = p.loadUnaligned(fromByteOffset: 4 * i, as: Int32.self) }
+    return v
+}
+
+/// Lanes 0 ..< count of v to p, a word at a time (levels without masked stores).
+@inlinable @inline(__always)
+public func int8StoreLanes<V: SIMD>(_ v: V, _ p: UnsafeMutableRawPointer, count: Int) where V.Scalar == Int32 {
+    for i in 0..<count { p.storeBytes(of: v[i], toByteOffset: 4 * i, as: Int32.self) }
 }
 
 /// A signed 16 x 16-bit multiply-add: per 32-bit lane, a.lo * b.lo + a.hi * b.hi (vpmaddwd).

@@ -17,15 +17,9 @@ extension Int8DotISA {
     @inlinable public static var accumulatesFloats: Bool { false }
     @inlinable public static var partialVectors: Bool { false }
     @inlinable @inline(__always)
-    public static func loadPartial(_ p: UnsafeRawPointer, count: Int) -> Acc {
-        var v = Acc()
-        for i in 0..<count { v[i] = p.loadUnaligned(fromByteOffset: 4 * i, as: Int32.self) }
-        return v
-    }
+    public static func loadPartial(_ p: UnsafeRawPointer, count: Int) -> Acc { int8LoadLanes(p, count: count) }
     @inlinable @inline(__always)
-    public static func storePartial(_ v: Acc, _ p: UnsafeMutableRawPointer, count: Int) {
-        for i in 0..<count { p.storeBytes(of: v[i], toByteOffset: 4 * i, as: Int32.self) }
-    }
+    public static func storePartial(_ v: Acc, _ p: UnsafeMutableRawPointer, count: Int) { int8StoreLanes(v, p, count: count) }
 }
 
 extension Int8PackedGemm {
