@@ -42,40 +42,55 @@ extension Int8PackedGemm {
     @inlinable @inline(__always)
     static func packB(planes: UnsafePointer<UInt32>, _ geometry: Int8PlaneGeometry, groups: Range<Int>, firstColumn: Int,
                       count: Int, into bp: UnsafeMutablePointer<UInt32>) {
-        let nr = K.nr, w = K.Dot.Acc.scalarCount, gl = groups.count, (ow, stride) = (geometry.width, geometry.planeStride)
-        let wp = ow + 2
-        // A panel's runs: (offset in the panel, offset in a plane, length); at most one per column.
-        withUnsafeTemporaryAllocation(of: (Int, Int, Int).self, capacity: nr) { runs in
-            var j0 = 0
-            while j0 < count {
-                let cols = min(nr, count - j0)
-                var runCount = 0, j = 0
-                while j < cols {
-                    let pixel = firstColumn + j0 + j, (oy, ox) = (pixel / ow, pixel % ow), length = min(cols - j, ow - ox)
-                    runs[runCount] = (j, oy * wp + ox, length)
-                    runCount += 1
-                    j += length
-                }
-                let panel = bp + j0 * gl
-                for q in 0..<gl {
-                    let group = groups.lowerBound + q, tap = group % 9
-                    let plane = UnsafeRawPointer(planes + group / 9 * stride + tap / 3 * wp + tap % 3)
-                    let dst = UnsafeMutableRawPointer(panel + q * nr)
-                    for r in 0..<runCount {
-                        let (to, from, length) = runs[r]
-                        var v = 0
-                        repeat {
-                            let x = (plane + 4 * (from + v)).loadUnaligned(as: K.Dot.Acc.self)
-                            (dst + 4 * (to + v)).storeBytes(of: x, as: K.Dot.Acc.self)
-                            v += w
-                        } while v < length
-                    }
-                    let row = panel + q * nr
-                    if cols < nr { (row + cols).update(repeating: 0, count: nr - cols) }
-                    prepareB(row)
-                }
-                j0 += nr
+        // A panel's runs, 3 Ints each (offset in the panel, offset in a plane, length): at most one a column.
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: 3 * K.nr) { runs in
+            packB(planes: planes, geometry, groups: groups, firstColumn: firstColumn, count: count, into: bp,
+                  runs: runs.baseAddress!)
+        }
+    }
+
+    /// `packB(planes:...)` with room for a panel's runs at `runs`. (One closure holding all of it
+    /// was more than Swift 6.0.3's type checker would take.)
+    @inlinable @inline(__always)
+    static func packB(planes: UnsafePointer<UInt32>, _ geometry: Int8PlaneGeometry, groups: Range<Int>, firstColumn: Int,
+                      count: Int, into bp: UnsafeMutablePointer<UInt32>, runs: UnsafeMutablePointer<Int>) {
+        let nr: Int = K.nr, w: Int = K.Dot.Acc.scalarCount, gl: Int = groups.count
+        let ow: Int = geometry.width, stride: Int = geometry.planeStride, wp: Int = ow + 2
+        var j0 = 0
+        while j0 < count {
+            let cols: Int = min(nr, count - j0)
+            var runCount = 0, j = 0
+            while j < cols {
+                let pixel: Int = firstColumn + j0 + j
+                let oy: Int = pixel / ow, ox: Int = pixel % ow
+                let length: Int = min(cols - j, ow - ox)
+                runs[3 * runCount] = j
+                runs[3 * runCount + 1] = oy * wp + ox
+                runs[3 * runCount + 2] = length
+                runCount += 1
+                j += length
             }
+            let panel: UnsafeMutablePointer<UInt32> = bp + j0 * gl
+            for q in 0..<gl {
+                let group: Int = groups.lowerBound + q
+                let tap: Int = group % 9
+                let offset: Int = group / 9 * stride + tap / 3 * wp + tap % 3
+                let plane = UnsafeRawPointer(planes + offset)
+                let row: UnsafeMutablePointer<UInt32> = panel + q * nr
+                let dst = UnsafeMutableRawPointer(row)
+                for r in 0..<runCount {
+                    let to: Int = runs[3 * r], from: Int = runs[3 * r + 1], length: Int = runs[3 * r + 2]
+                    var v = 0
+                    repeat {
+                        let x = (plane + 4 * (from + v)).loadUnaligned(as: K.Dot.Acc.self)
+                        (dst + 4 * (to + v)).storeBytes(of: x, as: K.Dot.Acc.self)
+                        v += w
+                    } while v < length
+                }
+                if cols < nr { (row + cols).update(repeating: 0, count: nr - cols) }
+                prepareB(row)
+            }
+            j0 += nr
         }
     }
 }
