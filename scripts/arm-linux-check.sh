@@ -155,6 +155,11 @@ for suite in "${suites[@]}"; do
     [ "$mode" = native ] || build+=("${cross_flags[@]}")
     # (An incremental build can link against a module's old symbols after its types change:
     # SwiftPM does not rebuild every module that reaches it. A failed build starts over once clean.)
+    # The kernels' generic code is specialized in every level's target, and a build that kept old
+    # specializations linked and then crashed (docs/extending.md): when the kernel sources differ
+    # from the last build's, start clean.
+    stamp=$(find Sources/CDot Sources/YOLOKernels* -type f | LC_ALL=C sort | xargs sha1sum | sha1sum | cut -c1-40)
+    [ "$(cat "$rootfs/build/$suite-arm64/.kernels-stamp" 2>/dev/null)" = "$stamp" ] || rm -rf "$rootfs/build/$suite-arm64"
     if ! rootfs_run "$env swift build ${build[*]} --build-tests" > "$log-build.log" 2>&1 \
         && { rootfs_say "[$suite] build: failed incrementally; again from a clean scratch path"
              rm -rf "$rootfs/build/$suite-arm64"
@@ -166,6 +171,7 @@ for suite in "${suites[@]}"; do
     bin=$rootfs$guest_bin
     for p in yolo yolo-bench; do [ -x "$bin/$p" ] || fail "no $p in $bin after the build"; done
     [ "$(od -An -tx1 -j18 -N2 "$bin/yolo" | tr -d ' ')" = b700 ] || fail "$bin/yolo is not an arm64 executable (ELF machine)"
+    echo "$stamp" > "$rootfs/build/$suite-arm64/.kernels-stamp"
     rootfs_say "[$suite] build: $(grep -E '^Build complete' "$log-build.log" | tail -1)"
     finish
 
