@@ -155,10 +155,10 @@ for suite in "${suites[@]}"; do
     [ "$mode" = native ] || build+=("${cross_flags[@]}")
     # (An incremental build can link against a module's old symbols after its types change:
     # SwiftPM does not rebuild every module that reaches it. A failed build starts over once clean.)
-    # The kernels' generic code is specialized in every level's target, and a build that kept old
-    # specializations linked and then crashed (docs/extending.md): when the kernel sources differ
-    # from the last build's, start clean.
-    stamp=$(find Sources/CDot Sources/YOLOKernels* -type f | LC_ALL=C sort | xargs sha1sum | sha1sum | cut -c1-40)
+    # An incremental build kept old code twice: the kernels' specializations in the level targets,
+    # and a test module built against a struct's old layout; both crashed (docs/extending.md).
+    # When any source differs from the last build's, start clean.
+    stamp=$(find Sources Tests Package*.swift -type f | LC_ALL=C sort | xargs sha1sum | sha1sum | cut -c1-40)
     [ "$(cat "$rootfs/build/$suite-arm64/.kernels-stamp" 2>/dev/null)" = "$stamp" ] || rm -rf "$rootfs/build/$suite-arm64"
     if ! rootfs_run "$env swift build ${build[*]} --build-tests" > "$log-build.log" 2>&1 \
         && { rootfs_say "[$suite] build: failed incrementally; again from a clean scratch path"

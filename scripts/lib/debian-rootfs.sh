@@ -236,15 +236,16 @@ rootfs_sync() {
         | while IFS= read -r f; do rm -f "$dest/$f"; done
     rm -f "$list"
     rootfs_say "checkout: $n files in $dest ($changed copied, the rest unchanged)"
-    # The builds kept there go when YOLOKernels' sources change: an incremental build across a
-    # change of a struct that other modules' copies of @inlinable code lay out (KernelSet, built
-    # into the per-ISA targets) kept stale code, which crashed at the first kernel set (2026-12-04,
-    # debug builds of Swift 6.0.3 and 6.3.1 alike).
-    local stamp="$dest/.build-kernels-sha256" sum
-    sum=$(git ls-files -co --exclude-standard Sources/YOLOKernels | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)
+    # The builds kept there go when any source changes: an incremental build across a change of a
+    # struct that other modules' copies of @inlinable code lay out (KernelSet, built into the
+    # per-ISA targets) kept stale code, which crashed at the first kernel set (2026-12-04, debug
+    # builds of Swift 6.0.3 and 6.3.1 alike); so did a test module built against a struct's old
+    # layout (Int8Calibration, 2026-12-07).
+    local stamp="$dest/.build-sources-sha256" sum
+    sum=$(git ls-files -co --exclude-standard Sources Tests 'Package*.swift' | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)
     if [ -e "$dest/.build" ] && [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
         rm -rf "$dest"/.build "$dest"/.build-*
-        rootfs_say "checkout: YOLOKernels changed since the kept builds (or no record of it): they are removed, a clean build follows"
+        rootfs_say "checkout: the sources changed since the kept builds (or no record of it): they are removed, a clean build follows"
     fi
     echo "$sum" > "$stamp"
 }
