@@ -34,7 +34,7 @@ extension Int8Functions {
     ) -> Int8Functions {
         let replaced = Int8Functions(dot: dot, mr: mr, nr: nr, lanes: lanes, kc: kc, nc: nc, packedASize: packedASize, packA: packA,
                                      scratchSize: scratchSize, gemm: gemm, planeGemm: nil, quantize: quantize, tenBitGemm: tenBitGemm,
-                                     quantizeTenBit: quantizeTenBit, activationShift: activationShift)
+                                     quantizeTenBit: quantizeTenBit, activationShift: activationShift, quantizePairs: quantizePairs)
         return tenBitPreferred.map { replaced.preferringTenBit(over: $0) } ?? replaced
     }
 }

@@ -42,7 +42,7 @@ public enum KernelsAVX2 {
         .make(name: "avx2", requires: [.avx2], gemm: GemmKernel4x3<SIMD8<Float>, AVX2Tag>.self,
               kc: 256, nc: 504, winograd: AVX2Tag.self, direct: SIMD8<Float>.self, AVX2Tag.self)
             .adding(int8: .make(dot: "vpmaddwd", kernel: Int8Kernel4x2<Int8MaddDot<AVX2Tag>>.self, kc: 256, nc: 512))
-            .adding(int16Pairs: .make(dot: "vpmaddwd", kernel: Int16PairKernel6x2<Int16PairDot<AVX2Tag>>.self, kc: 64, nc: 512))
+            .adding(int16Pairs: .make(dot: "vpmaddwd", kernel: Int16PairKernel6x2<Int16PairDot<AVX2Tag>>.self, kc: 64, nc: 512).preferringPointwise())
             .adding(fp16: fp16Model)
     }
 

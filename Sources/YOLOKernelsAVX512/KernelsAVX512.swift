@@ -39,7 +39,7 @@ public enum KernelsAVX512 {
         .make(name: "avx512", requires: [.avx2, .avx512], gemm: GemmKernel8x3<SIMD16<Float>, AVX512Tag>.self,
               kc: 256, nc: 480, winograd: AVX512Tag.self, direct: SIMD16<Float>.self, AVX512Tag.self)
             .adding(int8: .make(dot: "vpmaddwd", kernel: Int8Kernel4x2<Int8MaddDot<AVX512Tag>>.self, kc: 256, nc: 512))
-            .adding(int16Pairs: .make(dot: "vpmaddwd", kernel: Int8Kernel8x3<Int16PairDot<AVX512Tag>>.self, kc: 64, nc: 512))
+            .adding(int16Pairs: .make(dot: "vpmaddwd", kernel: Int8Kernel8x3<Int16PairDot<AVX512Tag>>.self, kc: 64, nc: 512).preferringPointwise())
     }
 }
 #endif

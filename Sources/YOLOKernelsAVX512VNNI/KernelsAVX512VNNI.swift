@@ -67,7 +67,7 @@ public enum KernelsAVX512VNNI {
                        kc: 256, nc: 480, winograd: VNNITag.self, direct: SIMD16<Float>.self, VNNITag.self)
             .adding(int8: Int8Functions.make(dot: "vpdpbusd", kernel: Int8Kernel8x3<VNNITag>.self, kc: 256, nc: 480)
                 .preferringTenBit(over: .fp32))
-            .adding(int16Pairs: .make(dot: "vpdpwssd", kernel: Int8Kernel8x3<Int16PairDot<VNNITag>>.self, kc: 64, nc: 512))
+            .adding(int16Pairs: .make(dot: "vpdpwssd", kernel: Int8Kernel8x3<Int16PairDot<VNNITag>>.self, kc: 64, nc: 512).preferringPointwise())
             .adding(int16Direct: .make(Int16PairDot<VNNITag>.self, filters: 8, dot: "vpdpwssd", preferred: true))
     }
 }

@@ -57,7 +57,7 @@ public enum KernelsAVXVNNI {
               kc: 256, nc: 504, winograd: AVXVNNITag.self, direct: SIMD8<Float>.self, AVXVNNITag.self)
             .adding(int8: Int8Functions.make(dot: "vpdpbusd", kernel: Int16PairKernel6x2<AVXVNNITag>.self, kc: 256, nc: 512)
                 .preferringTenBit(over: .fp32))
-            .adding(int16Pairs: .make(dot: "vpdpwssd", kernel: Int16PairKernel6x2<Int16PairDot<AVXVNNITag>>.self, kc: 64, nc: 512))
+            .adding(int16Pairs: .make(dot: "vpdpwssd", kernel: Int16PairKernel6x2<Int16PairDot<AVXVNNITag>>.self, kc: 64, nc: 512).preferringPointwise())
             .adding(int16Direct: .make(Int16PairDot<AVXVNNITag>.self, filters: 4, dot: "vpdpwssd", preferred: true))
     }
 }

@@ -8,8 +8,8 @@ import YOLOImage
 enum CalibrateCommand {
     static let usage = """
     usage: yolo calibrate IMAGE|DIR ... --out FILE [--method mse|percentile|minmax] [--percentile P]
-                          [--max-effect E|none] [--fp32 LIST|none] [--a10 LIST] [--gptq LIST] [--cfg F] [--weights F]
-                          [--size WxH] [--threads N]
+                          [--max-effect E|none] [--fp32 LIST|none] [--a10 LIST] [--a12 LIST] [--gptq LIST]
+                          [--cfg F] [--weights F] [--size WxH] [--threads N]
 
     Runs the FP32 network on the images (letterboxed as yolo detect does) and records, for each
     convolution, the values of its input; then runs each convolution alone in INT8 and measures its
@@ -38,6 +38,9 @@ enum CalibrateCommand {
       --a10 LIST       convolutions (layer indices) whose input is quantized to 10 bits where
                        the INT8 forms that sum them exactly run them (marked a10; the shipped
                        table: 2,4,6,8,13, where 8 bits lose the most); default: none
+      --a12 LIST       1x1 convolutions (layer indices) whose input and weights are quantized to
+                       12 bits, for the 16-bit pair product (marked a12, whatever their effect;
+                       the shipped table: 15,22, the two before the heads); default: none
       --gptq LIST      convolutions (layer indices) whose INT8 weights are rounded by GPTQ
                        instead of to the nearest step: each rounding error spread over the
                        weights not yet rounded so that the layer's output on these images moves
@@ -55,7 +58,7 @@ enum CalibrateCommand {
     static let defaultPercentile = 99.99
 
     static func run(_ args: [String]) throws -> Int32 {
-        let a = try Arguments(args, options: ["out", "method", "percentile", "max-effect", "fp32", "a10", "gptq", "cfg", "weights", "size", "threads"],
+        let a = try Arguments(args, options: ["out", "method", "percentile", "max-effect", "fp32", "a10", "a12", "gptq", "cfg", "weights", "size", "threads"],
                               flags: ["help"], short: ["h": "help"])
         if a.has("help") { print(usage); return 0 }
         guard !a.positionals.isEmpty else { throw UsageError("calibrate needs at least one IMAGE or DIR") }
@@ -98,15 +101,21 @@ enum CalibrateCommand {
             return set
         }
         let fp32 = try layers("fp32", example: "0,13"), tenBit = try layers("a10", example: "2,4,6") ?? []
-        let gptq = try layers("gptq", example: "2,6,8") ?? []
+        let gptq = try layers("gptq", example: "2,6,8") ?? [], twelveBit = try layers("a12", example: "15,22") ?? []
         let fp32Model = try load(ModelOptions())
         let detector = try Detector(model: fp32Model, threads: 1)
         // Checked before the images are run, not after.
         let convolutions = Set(detector.model.layers.filter { $0.kind == .convolutional }.map(\.index))
-        for (option, set) in [("fp32", fp32 ?? []), ("a10", tenBit), ("gptq", gptq)] {
+        for (option, set) in [("fp32", fp32 ?? []), ("a10", tenBit), ("a12", twelveBit), ("gptq", gptq)] {
             if let stray = set.subtracting(convolutions).min() {
                 throw UsageError("--\(option): layer \(stray) is not a convolution of \(cfgPath)")
             }
+        }
+        for (option, set) in [("fp32", fp32 ?? []), ("a10", tenBit)] {
+            if let both = twelveBit.intersection(set).min() { throw UsageError("--a12: layer \(both) is also in --\(option)") }
+        }
+        if let square = detector.model.layers.first(where: { twelveBit.contains($0.index) && ($0.size != 1 || $0.stride != 1) }) {
+            throw UsageError("--a12: layer \(square.index) is a \(square.size)x\(square.size) convolution; 12-bit inputs are for 1x1 stride-1 ones")
         }
         if let both = gptq.intersection(fp32 ?? []).min() {
             throw UsageError("--gptq: layer \(both) is also in --fp32 (its weights stay FP32)")
@@ -141,7 +150,7 @@ enum CalibrateCommand {
             }
             _ = buffer.update(fromContentsOf: detector.session.input)
         }
-        var table = try Int8Calibrator.calibrate(inputs: images.count, method: method, threads: threads, maxEffect: maxEffect, fp32: fp32,
+        var table = try Int8Calibrator.calibrate(inputs: images.count, method: method, threads: threads, maxEffect: maxEffect, fp32: fp32, twelveBit: twelveBit,
                                                  load: { (options: ModelOptions) throws(YOLOError) -> Model in
             // The detector's FP32 model serves the FP32 passes: a second copy of its weights
             // would double the peak memory (docs/precision.md, "Calibration").

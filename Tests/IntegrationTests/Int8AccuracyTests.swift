@@ -28,7 +28,8 @@ final class Int8AccuracyTests: XCTestCase {
     func testInt8DetectionsMatchFP32OnTheSamples() throws {
         let (results, int8) = try detections(try samples(), threshold: 0.1)
         // The table next to the weights was found, and most of the network runs in INT8 (the
-        // shipped table keeps 3 of the 13 convolutions FP32: the first and the two before the heads).
+        // shipped table keeps the first of the 13 convolutions FP32, and the two before the heads
+        // where the level's pair product does not outrun FP32: `a12`).
         let int8Steps = int8.model.plan.entries.filter { $0.precision == .int8 }.count
         XCTAssertGreaterThanOrEqual(int8Steps, 8, int8.model.plan.description)
         // (Above 0.25: the detections above 0.1 that pass it; NMS lets no weaker box suppress them.)
@@ -178,6 +179,7 @@ final class Int8AccuracyTests: XCTestCase {
         let shipped = try Int8Calibration(path: Int8Calibration.defaultPath(weights: weights))
         var allInt8 = shipped
         allInt8.fp32Layers = []
+        allInt8.twelveBitLayers = []
         // Its 3x3 layers with 10-bit inputs (2-8, as F(2x2), which every level has): a 1x1 one's
         // runs as two INT8 passes only where the level prefers them to FP32 (ChoicePolicy).
         var tenBit = allInt8
@@ -224,6 +226,19 @@ final class Int8AccuracyTests: XCTestCase {
         for (level, h) in winograd {
             XCTAssertGreaterThan(differ(h, reference).count, 0, "\(level): INT8 Winograd is not INT8 im2col")
             XCTAssertEqual(differ(h, winograd[0].1).count, 0, "\(level) vs \(winograd[0].0): INT8 Winograd")
+        }
+        // The pair 1x1 form of the table's `a12` layers, forced at every level (the fixed table takes
+        // it only where the pair product outruns FP32): exact int32 sums per block of 128 channels,
+        // the same float operations after them, so the same bits everywhere, and not 8-bit ones.
+        var twelveBit = allInt8
+        twelveBit.twelveBitLayers = shipped.twelveBitLayers
+        let pairLayers = Dictionary(uniqueKeysWithValues: shipped.twelveBitLayers.map { ($0, ConvAlgorithm(.gemm1x1, .int8)) })
+        XCTAssertFalse(pairLayers.isEmpty, "the shipped table marks a12 layers")
+        let pairReference = try heads(levels[0], twelveBit, algorithms: pairLayers)
+        XCTAssertGreaterThan(differ(pairReference, reference).count, 0, "12-bit 1x1 layers are not 8-bit ones")
+        for level in levels.dropFirst() {
+            XCTAssertEqual(differ(pairReference, try heads(level, twelveBit, algorithms: pairLayers)).count, 0,
+                           "\(level) vs \(levels[0]): the pair 1x1 form")
         }
         // The shipped table keeps the first convolution FP32 (the direct conv + pool), whose sums
         // round as each level's FMA does or, at the x86 baseline, as a multiply then an add (a few

@@ -113,6 +113,19 @@ extension CLITests {
         let tenBit = try String(contentsOfFile: dir + "/a.int8", encoding: .utf8)
         XCTAssertEqual(tenBit.split(separator: "\n").filter { $0.hasSuffix(" a10") }.map { $0.split(separator: " ")[1] }, ["2", "4"])
         XCTAssertEqual(tenBit.replacingOccurrences(of: " a10\n", with: "\n"), table)
+        // --a12 marks 1x1 layers for 12-bit inputs: min-max ranges whatever the method (here minmax
+        // and mse alike for them), never FP32 for their effect.
+        for method in ["minmax", "mse"] {
+            let wide = try yolo(["calibrate", coffee, motorbike, "--out", dir + "/w.int8", "--method", method, "--max-effect", "none",
+                                 "--a12", "15,22"] + modelArgs.prefix(4))
+            XCTAssertEqual(wide.status, 0, wide.stderr)
+            let lines = try String(contentsOfFile: dir + "/w.int8", encoding: .utf8).split(separator: "\n")
+            XCTAssertEqual(lines.filter { $0.hasSuffix(" a12") }.map { $0.split(separator: " ")[1] }, ["15", "22"], method)
+            for layer in ["15", "22"] {
+                let mine = lines.first { $0.hasPrefix("layer \(layer) ") }!, plain = table.split(separator: "\n").first { $0.hasPrefix("layer \(layer) ") }!
+                XCTAssertEqual(mine, plain + " a12", method)
+            }
+        }
         let int8 = try yolo(["detect", "--json", "--no-draw", "--precision", "int8", "--int8-table", dir + "/t.int8", coffee] + modelArgs)
         XCTAssertEqual(int8.status, 0, int8.stderr)
         XCTAssertTrue(int8.stdout.contains("\"cup\""), int8.stdout)
@@ -138,6 +151,9 @@ extension CLITests {
                                 ([coffee, "--out", dir + "/x.int8", "--max-effect", "none", "--a10", "3"],
                                  "--a10: layer 3 is not a convolution of "),
                                 ([coffee, "--out", dir + "/x.int8", "--fp32", "0,1"], "--fp32: layer 1 is not a convolution of "),
+                                ([coffee, "--out", dir + "/x.int8", "--a12", "2"],
+                                 "--a12: layer 2 is a 3x3 convolution; 12-bit inputs are for 1x1 stride-1 ones"),
+                                ([coffee, "--out", dir + "/x.int8", "--a10", "13", "--a12", "13"], "--a12: layer 13 is also in --a10"),
                                 // Checked before any image is run: this one would fail to decode.
                                 ([corrupt, "--out", dir + "/x.int8", "--a10", "3"], "--a10: layer 3 is not a convolution of "),
                                 ([coffee, "--out", coffee], "refusing to write the calibration table there")] {

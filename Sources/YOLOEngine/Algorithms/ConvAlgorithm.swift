@@ -12,7 +12,8 @@ public struct ConvAlgorithm: Sendable, Hashable, CaseIterable, CustomStringConve
         /// im2col + GEMM: any convolution (Im2colGemm.swift); in INT8 (Int8Conv.swift) 1x1 layers
         /// too, their input read as it is.
         case im2col
-        /// A 1x1 stride-1 convolution as one GEMM on the input itself (PointwiseGemm.swift).
+        /// A 1x1 stride-1 convolution as one GEMM on the input itself (PointwiseGemm.swift; INT8:
+        /// PairPointwiseConv.swift, for inputs the table marks `a12`).
         case gemm1x1
         /// Winograd F(2x2, 3x3) (WinogradConv.swift; INT8: WinogradInt8Conv.swift).
         case winograd2
@@ -54,7 +55,7 @@ public struct ConvAlgorithm: Sendable, Hashable, CaseIterable, CustomStringConve
         ConvAlgorithm(.im2col, .bf16), ConvAlgorithm(.gemm1x1, .bf16), ConvAlgorithm(.winograd2, .bf16),
         ConvAlgorithm(.im2col, .fp16), ConvAlgorithm(.gemm1x1, .fp16), ConvAlgorithm(.winograd2, .fp16),
         ConvAlgorithm(.winograd4, .fp16), ConvAlgorithm(.directPool, .fp16),
-        ConvAlgorithm(.directPool, .int8)]
+        ConvAlgorithm(.directPool, .int8), ConvAlgorithm(.gemm1x1, .int8)]
 
     /// The name plans, caches and reports use: the method's, with "-" and the precision unless
     /// FP32; INT8 im2col is "int8" (the first INT8 form, named before the others existed).
@@ -77,7 +78,9 @@ public struct ConvAlgorithm: Sendable, Hashable, CaseIterable, CustomStringConve
 
     /// Whether it takes a layer's 10-bit quantized input where the calibration table marks one
     /// (`a10`): INT8 forms but F(4x4), whose integer transform needs 8-bit inputs.
-    var readsTenBitInput: Bool { precision == .int8 && method != .winograd4 }
+    var readsTenBitInput: Bool { precision == .int8 && method != .winograd4 && method != .gemm1x1 }
+    /// Whether it takes a layer's 12-bit quantized input (`a12`): the INT8 1x1 form on int16 pairs.
+    var readsTwelveBitInput: Bool { precision == .int8 && method == .gemm1x1 }
 
     /// This algorithm prepared for `conv` from its folded weights (filters x channels x k x k),
     /// with `kernelSet`'s kernels and GEMMs by `gemm` (nil: OpenBLAS); `pool` runs load-time
@@ -92,9 +95,12 @@ public struct ConvAlgorithm: Sendable, Hashable, CaseIterable, CustomStringConve
             gemm = half.gemm
         }
         switch (precision, method) {
-        case (.int8, .im2col), (.int8, .gemm1x1):
+        case (.int8, .im2col):
             guard let input, let kernels = kernelSet.int8 else { fatalError("int8 for layer \(conv.index) without its quantization or kernels") }
             return Int8Conv(conv, weights: weights, input: input, kernels: kernels)
+        case (.int8, .gemm1x1):
+            guard let input, let pairs = kernelSet.int16Pairs else { fatalError("\(self) for layer \(conv.index) without its quantization or the pair GEMM") }
+            return PairPointwiseConv(conv, weights: weights, input: input, pairs: pairs)
         case (.int8, .winograd4), (.int8, .winograd2):
             guard let input else { fatalError("\(self) for layer \(conv.index) without its quantization") }
             return WinogradInt8Conv(conv, algorithm: self, weights: weights, input: input, kernelSet: kernelSet, pool: pool)
@@ -128,7 +134,9 @@ public struct ConvAlgorithm: Sendable, Hashable, CaseIterable, CustomStringConve
     func loadBytes(_ conv: ConvolutionalLayer) -> Int {
         let weights = conv.filters * conv.columns
         switch (precision, method) {
-        case (.int8, .im2col), (.int8, .gemm1x1): return weights + 16 * conv.filters
+        case (.int8, .im2col): return weights + 16 * conv.filters
+        // int16 weights, then packed, and a scale and a zero a filter.
+        case (.int8, .gemm1x1): return 4 * weights + 8 * conv.filters
         // int16 kernels (36 per 9 weights) and 4 filters' bytes per position.
         case (.int8, .winograd4): return 2 * 4 * weights + 4 * 36 * conv.filters + WinogradInt8Conv.bandBytes
         case (.int8, .winograd2): return 2 * weights / 9 * 16 + 4 * 16 * conv.filters + WinogradInt8Conv.bandBytes

@@ -41,6 +41,7 @@ final class WinogradInt8Conv: WinogradBlocks {
         let tile = algorithm.method == .winograd4 ? 4 : 2
         // (F(4x4)'s int16 transform holds 100 x 255, not 100 x 1023: 10-bit inputs are F(2x2)'s.)
         precondition(tile == 2 || input.levels == 255, "winograd4-int8 for layer \(conv.index) with a 10-bit input")
+        precondition(input.levels <= 1023, "\(algorithm) for layer \(conv.index) with a 12-bit input")
         (self.conv, self.algorithm, self.tile, self.input, self.pairs) = (conv, algorithm, tile, input, pairs)
         blockTileRows = WinogradInt8Conv.blockRows(positions: (tile + 2) * (tile + 2), pairs: (conv.inputShape.c + 1) / 2,
                                                    filters: conv.filters, tilesHigh: (conv.outputShape.h + tile - 1) / tile,

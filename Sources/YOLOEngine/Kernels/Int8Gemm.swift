@@ -56,6 +56,7 @@ struct Int8Weights: Sendable {
         }
         let comp = storage.allocateBytes(4 * filters).bindMemory(to: Int32.self, capacity: filters)
         precondition(input.levels == 255 || kernels.tenBitGemm != nil, "Int8Weights: a 10-bit input at the \(kernels.dot) level")
+        precondition(input.levels <= 1023, "Int8Weights: a 12-bit input (the pair 1x1 form's)")
         for f in 0..<filters {
             // (A 10-bit input's two passes each fall short of the dot's shift: Int8TenBit.swift.)
             comp[f] = input.levels == 255 ? input.zeroPoint &* sums[f]

@@ -64,9 +64,11 @@ struct ChoicePolicy {
         let rank = kernelSet.int8?.tenBitPreferred
         let tenBitIm2col = context.tenBitInputs[conv.index] == nil || rank == .pairForms || (rank == .winograd && !directPair)
             || (rank == .fp32 && !pairForms)
+        // The pair 1x1 form only where the level's pair product outruns FP32.
+        let pairPointwise = kernelSet.int16Pairs?.pointwisePreferred == true
         let kept = candidates.filter {
             !leavingOut.contains($0.precision) && ($0 != ConvAlgorithm(.directPool, .int8) || directInt8)
-                && ($0 != ConvAlgorithm(.im2col, .int8) || tenBitIm2col)
+                && ($0 != ConvAlgorithm(.im2col, .int8) || tenBitIm2col) && ($0 != ConvAlgorithm(.gemm1x1, .int8) || pairPointwise)
         }
         return ChoicePolicy.table(for: conv, candidates: kept, halfOrder: context.kernels.halfOrder, tile: context.kernels.tileHalf,
                                   tileTaps: context.kernels.tileHalfTaps)
@@ -78,6 +80,12 @@ struct ChoicePolicy {
     static func table(for conv: ConvolutionalLayer, candidates: [ConvAlgorithm], halfOrder: [Precision] = [.fp16, .bf16],
                       tile: Precision? = nil, tileTaps: Bool = false) -> ConvAlgorithm {
         let int8Im2col = ConvAlgorithm(.im2col, .int8)
+        // A 12-bit input (`a12`): the pair 1x1 form (twice FP32's products an instruction where the
+        // caller keeps it), unless a tile GEMM (AMX) has a 16-bit form of it.
+        let pair1x1 = ConvAlgorithm(.gemm1x1, .int8)
+        if candidates.contains(pair1x1) && !(tile.map { candidates.contains(ConvAlgorithm(.gemm1x1, $0)) } ?? false) {
+            return pair1x1
+        }
         // A 10-bit input without INT8 im2col: the INT8 forms that take it, the direct one first.
         if !candidates.contains(int8Im2col) {
             if candidates.contains(ConvAlgorithm(.directPool, .int8)) { return ConvAlgorithm(.directPool, .int8) }

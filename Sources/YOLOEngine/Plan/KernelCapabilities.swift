@@ -62,20 +62,21 @@ struct KernelCapabilities {
 }
 
 extension ConvAlgorithm.Method {
-    /// Whether `kernels` compute this method in `precision`, for a layer whose INT8 input is
-    /// 10-bit where `tenBitInput` (the calibration table's `a10`).
-    func runs(in precision: Precision, tenBitInput: Bool, on kernels: KernelCapabilities) -> Bool {
+    /// Whether `kernels` compute this method in `precision`, for a layer whose INT8 input has
+    /// `inputBits` bits (8; 10 or 12 where the calibration table marks it `a10` or `a12`).
+    func runs(in precision: Precision, inputBits: Int, on kernels: KernelCapabilities) -> Bool {
         // (The direct conv + pool is our kernels' in every precision.)
         if self == .directPool && !kernels.ourKernels { return false }
         switch precision {
         case .fp32: return true
         case .int8:
             switch self {
-            case .im2col: return kernels.int8 && (!tenBitInput || kernels.int8TenBit)
-            case .gemm1x1: return false   // (INT8 im2col reads a 1x1 layer's input as it is)
-            case .winograd2: return kernels.int8Winograd
-            case .winograd4: return kernels.int8Winograd && !tenBitInput
-            case .directPool: return kernels.int8Direct
+            case .im2col: return kernels.int8 && (inputBits == 8 || inputBits == 10 && kernels.int8TenBit)
+            // (INT8 im2col reads an 8- or 10-bit 1x1 layer's input as it is; 12 bits take the pair GEMM.)
+            case .gemm1x1: return kernels.int8Winograd && inputBits == 12
+            case .winograd2: return kernels.int8Winograd && inputBits <= 10
+            case .winograd4: return kernels.int8Winograd && inputBits == 8
+            case .directPool: return kernels.int8Direct && inputBits <= 10
             }
         case .bf16, .fp16:
             guard let half = kernels.halves[precision] else { return false }

@@ -93,14 +93,14 @@ struct PlanBuilder {
         let context = planner.context
         let (kernelSet, gemm, loadPool, int8Input, halves) = (context.kernelSet, context.gemm, loadPool, context.int8Inputs[i],
                                                               context.kernels.halves)
-        let tenBitInput = context.tenBitInputs[i]
+        let (tenBitInput, twelveBitInput) = (context.tenBitInputs[i], context.twelveBitInputs[i])
         // The INT8 forms take the weights as the table rounds them, where it does (GPTQ).
         let rounded = try context.int8Rounding[i]?.apply(to: weights, filters: conv.filters, columns: conv.columns, layer: i)
         let prepare = { (a: ConvAlgorithm) throws(YOLOError) -> any ConvKernel in
             if let refusal = checkDataSizeLimit(a.loadBytes(conv), for: "preparing layer \(i) (\(a.rawValue))") {
                 throw .invalidArgument(refusal)
             }
-            let input = a.readsTenBitInput ? tenBitInput ?? int8Input : int8Input
+            let input = a.readsTwelveBitInput ? twelveBitInput : a.readsTenBitInput ? tenBitInput ?? int8Input : int8Input
             guard a.precision == .int8, let rounded else {
                 return a.prepare(conv, weights: weights, kernelSet: kernelSet, gemm: gemm, pool: loadPool, input: input,
                                  half: halves[a.precision])

@@ -39,7 +39,8 @@ public enum PlanCache {
     /// 9: at the amx level, INT8 and BF16 im2col of 3x3 stride-1 layers as tap products (TapConv.swift).
     /// 10: at the other levels, INT8 im2col of 3x3 stride-1 layers with B packed from padded planes
     /// (Int8PlaneB.swift): faster, so plans measured before may choose otherwise now.
-    static let kernelRevision = 10
+    /// 11: `gemm1x1-int8`, the pair 1x1 form of layers the table marks `a12`, a new candidate.
+    static let kernelRevision = 11
 
     /// `$XDG_CACHE_HOME/yolo-swift/plans`, else `$HOME/.cache/yolo-swift/plans` (nil when neither
     /// variable is set).

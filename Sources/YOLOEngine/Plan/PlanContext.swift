@@ -15,6 +15,8 @@ struct PlanContext {
     let int8Inputs: [Int: Int8Quantization]
     /// The 10-bit quantization of the inputs the calibration table marks `a10`.
     let tenBitInputs: [Int: Int8Quantization]
+    /// The 12-bit quantization of the (1x1 layers') inputs the calibration table marks `a12`.
+    let twelveBitInputs: [Int: Int8Quantization]
     /// The calibration table's rounding of INT8 weights (GPTQ), by layer, where the layer may run in INT8.
     let int8Rounding: [Int: Int8Rounding]
     /// Floats of GEMM scratch one thread of a session needs.
@@ -27,7 +29,7 @@ struct PlanContext {
          weightsName: String, warnings: inout [String]) throws(YOLOError) {
         let (kernelSet, openBLAS) = try Gemm.kernels(for: options)
         (self.kernelSet, usesOpenBLAS, gemm) = (kernelSet, openBLAS, openBLAS ? nil : kernelSet.gemm)
-        (int8Inputs, tenBitInputs) = try PlanContext.int8Inputs(options, layers: layers, fingerprint: fingerprint, cfg: cfg,
+        (int8Inputs, tenBitInputs, twelveBitInputs) = try PlanContext.int8Inputs(options, layers: layers, fingerprint: fingerprint, cfg: cfg,
                                                                 kernels: kernelSet.int8, warnings: &warnings)
         if options.precision == .int8 { try options.calibration?.check(weights: weights, name: weightsName) }
         let inputs = int8Inputs
@@ -45,22 +47,31 @@ struct PlanContext {
     /// FP32). Whichever library computes the FP32 GEMMs (ours or OpenBLAS).
     static func int8Inputs(_ options: ModelOptions, layers: [any Layer], fingerprint: String, cfg: String,
                            kernels: Int8Functions?, warnings: inout [String])
-        throws(YOLOError) -> (eightBit: [Int: Int8Quantization], tenBit: [Int: Int8Quantization]) {
-        guard options.precision == .int8 else { return ([:], [:]) }
+        throws(YOLOError) -> (eightBit: [Int: Int8Quantization], tenBit: [Int: Int8Quantization], twelveBit: [Int: Int8Quantization]) {
+        guard options.precision == .int8 else { return ([:], [:], [:]) }
         guard let table = options.calibration else {
             throw .invalidArgument("precision int8 needs a calibration table (ModelOptions.calibration; make one with 'yolo calibrate')")
         }
         try table.check(fingerprint: fingerprint, convolutions: Set(layers.compactMap { $0.convolution?.index }), cfg: cfg)
         guard kernels != nil else {
             warnings.append("precision int8: the kernel level has no INT8 kernels: every convolution runs in FP32")
-            return ([:], [:])
+            return ([:], [:], [:])
         }
-        var (inputs, tenBit): ([Int: Int8Quantization], [Int: Int8Quantization]) = ([:], [:])
+        var (inputs, tenBit, twelveBit): ([Int: Int8Quantization], [Int: Int8Quantization], [Int: Int8Quantization]) = ([:], [:], [:])
         for l in layers {
             guard let c = l.convolution else { continue }
             inputs[c.index] = table.quantization(ofLayer: c.index)
             tenBit[c.index] = table.tenBitQuantization(ofLayer: c.index)
+            twelveBit[c.index] = table.twelveBitQuantization(ofLayer: c.index)
+            if twelveBit[c.index] != nil && !c.isPointwise {
+                throw .invalidArgument("\(table.source): layer \(c.index) is marked a12, but only 1x1 stride-1 convolutions take 12-bit inputs")
+            }
         }
-        return (inputs, tenBit)
+        return (inputs, tenBit, twelveBit)
+    }
+
+    /// Bits of layer `index`'s INT8 input: 12 or 10 where the table marks it `a12` or `a10`, else 8.
+    func inputBits(_ index: Int) -> Int {
+        twelveBitInputs[index] != nil ? 12 : tenBitInputs[index] != nil ? 10 : 8
     }
 }

@@ -59,9 +59,8 @@ struct Planner {
     /// Whether `algorithm` may compute `conv` (pooled by `next` for the direct conv + pool): its
     /// method fits the layer, the kernels run it in its precision, and the policy offers it.
     func isCandidate(_ algorithm: ConvAlgorithm, for conv: ConvolutionalLayer, pooledBy next: MaxPoolLayer? = nil) -> Bool {
-        let tenBit = context.tenBitInputs[conv.index] != nil
         return algorithm.method.fits(conv, pooledBy: next, in: algorithm.precision)
-            && algorithm.method.runs(in: algorithm.precision, tenBitInput: tenBit, on: context.kernels)
+            && algorithm.method.runs(in: algorithm.precision, inputBits: context.inputBits(conv.index), on: context.kernels)
             && policy.allows(algorithm, for: conv)
     }
 

@@ -77,8 +77,11 @@ public enum Int8Calibrator {
     ///    image: measured alone on 5 photos (Darknet's dog and person, scikit-image's astronaut,
     ///    chelsea and coffee) its effect, 0.013, was the largest with layer 13's (0.014; the
     ///    others 0.001-0.006); in FP32 it costs a small part of a forward: docs/performance.md).
+    /// The convolutions `twelveBit` are marked `a12` (1x1 layers for the pair form), their range
+    /// the values' smallest and largest whatever `method` (clipping their inputs cost the heads'
+    /// confidences: docs/int8-eval.md), and their effect does not hold them in FP32.
     public static func calibrate(inputs count: Int, method: CalibrationMethod, threads: Int = 1,
-                                 maxEffect: Float? = defaultMaxEffect, fp32: Set<Int>? = nil,
+                                 maxEffect: Float? = defaultMaxEffect, fp32: Set<Int>? = nil, twelveBit: Set<Int> = [],
                                  load: (ModelOptions) throws(YOLOError) -> Model,
                                  fill: (Int, UnsafeMutableBufferPointer<Float>) throws(YOLOError) -> Void,
                                  progress: (CalibrationProgress) -> Void = { _ in })
@@ -99,7 +102,9 @@ public enum Int8Calibrator {
             progress(CalibrationProgress(step: step, input: input, inputs: count, forwards: done, totalForwards: passes * count,
                                          effect: effect))
         }
-        var table = try ranges(model, inputs: count, method: method, threads: threads, fill: fill, tick: { tick($0, $1) })
+        var table = try ranges(model, inputs: count, method: method, threads: threads, unclipped: twelveBit, fill: fill,
+                               tick: { tick($0, $1) })
+        table.twelveBitLayers = twelveBit.intersection(table.ranges.keys)
         let first = model.impl.first { $0.convolution != nil }.map { Set([$0.index]) } ?? []
         table.fp32Layers = (fp32 ?? first).intersection(table.ranges.keys)
         guard let maxEffect else { return table }
@@ -128,7 +133,7 @@ public enum Int8Calibrator {
             let effect = seen > 0 ? Float(sum / Double(seen)) : 0
             tick(.effect(layer: layer), count - 1, effect: effect)
             table.effects[layer] = effect
-            if effect > maxEffect { table.fp32Layers.insert(layer) }
+            if effect > maxEffect && !twelveBit.contains(layer) { table.fp32Layers.insert(layer) }
         }
         return table
     }
@@ -148,8 +153,8 @@ public enum Int8Calibrator {
         return out
     }
 
-    /// Step 1: each convolution input's range under `method`.
-    static func ranges(_ model: Model, inputs count: Int, method: CalibrationMethod, threads: Int,
+    /// Step 1: each convolution input's range under `method` (those of `unclipped`: min-max).
+    static func ranges(_ model: Model, inputs count: Int, method: CalibrationMethod, threads: Int, unclipped: Set<Int> = [],
                        fill: (Int, UnsafeMutableBufferPointer<Float>) throws(YOLOError) -> Void,
                        tick: (CalibrationProgress.Step, Int) -> Void) throws(YOLOError) -> Int8Calibration {
         // Every layer on its own (the values of the plan that keeps every output), buffers reused:
@@ -184,7 +189,7 @@ public enum Int8Calibrator {
                 }
                 tick(.histograms, n)
             }
-            for i in convs.indices where highs[i] > lows[i] {
+            for i in convs.indices where highs[i] > lows[i] && !unclipped.contains(convs[i].index) {
                 if case .percentile(let p) = method {
                     (lows[i], highs[i]) = clip(histograms[i], low: lows[i], high: highs[i], percentile: p)
                 } else {

@@ -24,6 +24,9 @@
 // quantized to 10 bits (0...1023) instead of 8 where it runs as INT8 Winograd F(2x2), whose int16
 // transform holds them (the planner then offers no other INT8 form for it where the level has that
 // form; elsewhere, e.g. `--conv im2col`, it runs INT8 im2col on 8 bits of the same range).
+// `a12` marks a 1x1 convolution whose input is quantized to 12 bits (0...4095), with 12-bit
+// weights, for the pair 1x1 form (`gemm1x1-int8`, PairPointwiseConv.swift; no other INT8 form
+// takes it: where the level has no pair GEMM it stays FP32).
 // `rounding LAYER FIRST COUNT CODES` lines (format 2; `yolo calibrate --gptq`) give that layer's
 // INT8 weights FIRST..<FIRST+COUNT another rounding than to the nearest step (Int8Rounding.swift).
 import YOLOCore
@@ -51,6 +54,8 @@ public struct Int8Calibration: Sendable, Equatable {
     public var fp32Layers: Set<Int>
     /// The convolutions whose input is quantized to 10 bits where INT8 Winograd F(2x2) runs them.
     public var tenBitLayers: Set<Int>
+    /// The (1x1) convolutions whose input is quantized to 12 bits for the pair 1x1 form (`a12`).
+    public var twelveBitLayers: Set<Int> = []
     /// Per convolution: its INT8 weights' rounding, where it is not to the nearest step.
     public var rounding: [Int: Int8Rounding] = [:]
     /// Where the table came from (its file), for messages.
@@ -74,6 +79,13 @@ public struct Int8Calibration: Sendable, Equatable {
     func tenBitQuantization(ofLayer index: Int) -> Int8Quantization? {
         guard !fp32Layers.contains(index), tenBitLayers.contains(index) else { return nil }
         return ranges[index].map { Int8Quantization(min: $0.lowerBound, max: $0.upperBound, levels: 1023) }
+    }
+
+    /// The 12-bit quantization of layer `index`'s input, if the table marks it `a12` and lets it
+    /// run in INT8.
+    func twelveBitQuantization(ofLayer index: Int) -> Int8Quantization? {
+        guard !fp32Layers.contains(index), twelveBitLayers.contains(index) else { return nil }
+        return ranges[index].map { Int8Quantization(min: $0.lowerBound, max: $0.upperBound, levels: Int16Pointwise.inputLevels) }
     }
 
     /// This table with only layer `index` in INT8 (for measuring its effect).
@@ -101,6 +113,7 @@ public struct Int8Calibration: Sendable, Equatable {
             if let e = effects[layer] { line += " effect \(Int8Calibration.decimal(e, digits: 3))" }
             if fp32Layers.contains(layer) { line += " fp32" }
             if tenBitLayers.contains(layer) { line += " a10" }
+            if twelveBitLayers.contains(layer) { line += " a12" }
             lines.append(line)
         }
         for (layer, r) in rounding.sorted(by: { $0.key < $1.key }) { lines += r.lines(layer: layer) }
@@ -126,7 +139,7 @@ public struct Int8Calibration: Sendable, Equatable {
         }
         var roundingSteps: [Int: [Int8]] = [:]
         var (ranges, method, images, cfg, weights): ([Int: ClosedRange<Float>], String?, Int?, String?, String?) = ([:], nil, nil, nil, nil)
-        var (effects, fp32, tenBit): ([Int: Float], Set<Int>, Set<Int>) = ([:], [], [])
+        var (effects, fp32, tenBit, twelveBit): ([Int: Float], Set<Int>, Set<Int>, Set<Int>) = ([:], [], [], [])
         for (i, words) in lines.enumerated().dropFirst() where !words.isEmpty {
             switch words[0] {
             case "cfg" where words.count == 2 && cfg == nil: cfg = words[1]
@@ -153,6 +166,7 @@ public struct Int8Calibration: Sendable, Equatable {
                 }
                 if rest.first == "fp32" { fp32.insert(layer); rest = rest.dropFirst() }
                 if rest.first == "a10" { tenBit.insert(layer); rest = rest.dropFirst() }
+                else if rest.first == "a12" { twelveBit.insert(layer); rest = rest.dropFirst() }
                 guard rest.isEmpty else { throw bad(i + 1, "layer \(layer): unexpected '\(rest.joined(separator: " "))'") }
             case "rounding" where words.count == 5 && version >= 2:
                 guard let layer = Int(words[1]), layer >= 0, let first = Int(words[2]), let count = Int(words[3]),
@@ -174,6 +188,7 @@ public struct Int8Calibration: Sendable, Equatable {
         self.init(ranges: ranges, method: method, imageCount: images, cfgFingerprint: cfg, effects: effects, fp32Layers: fp32,
                   tenBitLayers: tenBit)
         weightsFingerprint = weights
+        twelveBitLayers = twelveBit
         rounding = roundingSteps.mapValues { Int8Rounding(steps: $0) }
         source = name
     }

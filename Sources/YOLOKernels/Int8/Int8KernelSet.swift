@@ -36,6 +36,9 @@ public struct Int8Functions: Sendable {
                                           UnsafeMutablePointer<UInt32>) -> Void
     /// The dot's `activationShift` (`tenBitComp` needs it).
     public let activationShift: Int32
+    /// (src, channels, plane, pairs, quantization, dst): a 12-bit input as the pair GEMM's B
+    /// (`Int16PointwiseQuantize`; the pair 1x1 form's).
+    public let quantizePairs: @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Int8Quantization, UnsafeMutablePointer<UInt32>) -> Void
     /// What the fixed table prefers `tenBitGemm` (INT8 im2col in two passes) to, for 10-bit inputs
     /// (`preferringTenBit(over:)` sets it): nothing (nil: the FP32 forms where no pair form is a
     /// candidate; two passes of an 8-bit dot no faster than FP32 lose to it at the avx2 and avx512
@@ -47,6 +50,19 @@ public struct Int8Functions: Sendable {
     public private(set) var tenBitPreferred: TenBitPreference? = nil
 
     public enum TenBitPreference: Sendable { case fp32, winograd, pairForms }
+
+    /// Whether the fixed table prefers this pair GEMM (`Int8Functions` of `KernelSet.int16Pairs`)
+    /// to FP32 for a 1x1 layer with a 12-bit input (`a12`, PairPointwiseConv): where its 16-bit
+    /// multiply-add does twice FP32's products an instruction (vpmaddwd, vpdpwssd), not where
+    /// it is smlal or portable code (`preferringPointwise()` sets it).
+    public private(set) var pointwisePreferred = false
+
+    /// The same kernels, the fixed table preferring them to FP32 for 12-bit 1x1 layers.
+    public func preferringPointwise() -> Int8Functions {
+        var copy = self
+        copy.pointwisePreferred = true
+        return copy
+    }
 
     /// 3x3 stride-1 convolutions from padded planes with no column matrix (TapConv.swift), at
     /// a level that has them (`withTaps`); INT8 im2col runs them with the same sums.
@@ -83,11 +99,14 @@ public struct Int8Functions: Sendable {
                                  UnsafeMutableRawPointer, Range<Int>) -> Void)?,
          quantizeTenBit: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Float, Int32, UnsafeMutablePointer<UInt32>,
                                               UnsafeMutablePointer<UInt32>) -> Void,
-         activationShift: Int32) {
+         activationShift: Int32,
+         quantizePairs: @escaping @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Int8Quantization,
+                                             UnsafeMutablePointer<UInt32>) -> Void) {
         (self.dot, self.mr, self.nr, self.lanes, self.kc, self.nc) = (dot, mr, nr, lanes, kc, nc)
         (self.packedASize, self.packA, self.scratchSize, self.gemm, self.quantize) = (packedASize, packA, scratchSize, gemm, quantize)
         self.planeGemm = planeGemm
         (self.tenBitGemm, self.quantizeTenBit, self.activationShift) = (tenBitGemm, quantizeTenBit, activationShift)
+        self.quantizePairs = quantizePairs
     }
 
     /// The INT8 kernels of micro-kernel `K` (its dot product's level) with blocking kc groups x
@@ -119,7 +138,8 @@ public struct Int8Functions: Sendable {
             tenBitGemm: K.Dot.accumulatesFloats ? nil : tenBit,
             quantizeTenBit: { Int8TenBit<K>.quantize($0, channels: $1, plane: $2, groups: $3, inverseScale: $4, zeroPoint: $5,
                                                      hi: $6, lo: $7) },
-            activationShift: K.Dot.activationShift)
+            activationShift: K.Dot.activationShift,
+            quantizePairs: { Int16PointwiseQuantize<K.Dot>.pairs($0, channels: $1, plane: $2, pairs: $3, quantization: $4, into: $5) })
     }
 }
 

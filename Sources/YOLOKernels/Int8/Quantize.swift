@@ -17,12 +17,12 @@ public struct Int8Quantization: Sendable, Equatable {
     public let scale: Float
     public let inverseScale: Float
     public let zeroPoint: Int32
-    /// The largest q: 255 (u8), or 1023 (10 bits).
+    /// The largest q: 255 (u8), 1023 (10 bits) or 4095 (12 bits: the pair 1x1 form).
     public let levels: Int32
 
     /// For values clipped to [min, max] (widened to hold 0), in `levels` + 1 steps.
     public init(min lo: Float, max hi: Float, levels: Int32 = 255) {
-        precondition(levels == 255 || levels == 1023, "Int8Quantization: levels must be 255 or 1023")
+        precondition([255, 1023, 4095].contains(levels), "Int8Quantization: levels must be 255, 1023 or 4095")
         self.levels = levels
         let lo = Swift.min(lo, 0), hi = Swift.max(hi, 0)
         let range = hi - lo
