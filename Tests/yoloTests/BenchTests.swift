@@ -90,7 +90,8 @@ final class BenchTests: XCTestCase {
                            "--threads", "1", "--warmup", "0", "--conv", "winograd"], environment: ["YOLO_WEIGHTS": weights])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.contains(" int8 "), r.stdout)
-        XCTAssertTrue(r.stdout.contains(" gemm1x1 "), r.stdout)
+        // (Layer 0 stays FP32, the direct conv + pool; layers 15 and 22 are `a12`, in INT8 where the pair product outruns FP32.)
+        XCTAssertTrue(r.stdout.contains(" direct+pool "), r.stdout)
         XCTAssertFalse(r.stdout.contains("-fp16") || r.stdout.contains("-bf16"), r.stdout)
         for (args, message) in [(["--int8-fallback", "fp32"], "--int8-fallback is for --precision int8"),
                                 (["--precision", "int8", "--int8-fallback", "int4"], "--int8-fallback int4: expected auto, fp16, bf16 or fp32")] {
